@@ -1,0 +1,104 @@
+package structs
+
+// Job types. Drover runs system and sysbatch jobs only.
+const (
+	JobTypeSystem   = "system"
+	JobTypeSysBatch = "sysbatch"
+	JobTypeService  = "service"
+	JobTypeBatch    = "batch"
+)
+
+// Job statuses, as the API reports them.
+const (
+	JobStatusPending = "pending"
+	JobStatusRunning = "running"
+	JobStatusDead    = "dead"
+)
+
+// Allocation desired statuses.
+const (
+	AllocDesiredStatusRun   = "run"
+	AllocDesiredStatusStop  = "stop"
+	AllocDesiredStatusEvict = "evict"
+)
+
+// Allocation client statuses.
+const (
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+	AllocClientStatusLost     = "lost"
+	AllocClientStatusUnknown  = "unknown"
+)
+
+// Evaluation statuses. Note the spelling "canceled" (deployments say "cancelled").
+const (
+	EvalStatusBlocked   = "blocked"
+	EvalStatusPending   = "pending"
+	EvalStatusComplete  = "complete"
+	EvalStatusFailed    = "failed"
+	EvalStatusCancelled = "canceled"
+)
+
+// Evaluation triggers.
+const (
+	EvalTriggerJobRegister       = "job-register"
+	EvalTriggerJobDeregister     = "job-deregister"
+	EvalTriggerNodeDrain         = "node-drain"
+	EvalTriggerNodeUpdate        = "node-update"
+	EvalTriggerAllocStop         = "alloc-stop"
+	EvalTriggerRollingUpdate     = "rolling-update"
+	EvalTriggerDeploymentWatcher = "deployment-watcher"
+	EvalTriggerFailedFollowUp    = "failed-follow-up"
+	EvalTriggerMaxPlans          = "max-plan-attempts"
+	EvalTriggerRetryFailedAlloc  = "alloc-failure"
+	EvalTriggerQueuedAllocs      = "queued-allocs"
+	EvalTriggerScheduled         = "scheduled"
+)
+
+// Deployment statuses.
+const (
+	DeploymentStatusRunning    = "running"
+	DeploymentStatusPaused     = "paused"
+	DeploymentStatusFailed     = "failed"
+	DeploymentStatusSuccessful = "successful"
+	DeploymentStatusCancelled  = "cancelled"
+	DeploymentStatusPending    = "pending"
+	DeploymentStatusBlocked    = "blocked"
+	DeploymentStatusUnblocking = "unblocking"
+)
+
+// Deployment status descriptions, in Nomad's exact wording (users grep them).
+const (
+	DeploymentStatusDescriptionRunning               = "Deployment is running"
+	DeploymentStatusDescriptionRunningNeedsPromotion = "Deployment is running but requires manual promotion"
+	DeploymentStatusDescriptionRunningAutoPromotion  = "Deployment is running pending automatic promotion"
+	DeploymentStatusDescriptionPaused                = "Deployment is paused"
+	DeploymentStatusDescriptionSuccessful            = "Deployment completed successfully"
+	DeploymentStatusDescriptionStoppedJob            = "Cancelled because job is stopped"
+	DeploymentStatusDescriptionNewerJob              = "Cancelled due to newer version of job"
+	DeploymentStatusDescriptionFailedAllocations     = "Failed due to unhealthy allocations"
+	DeploymentStatusDescriptionProgressDeadline      = "Failed due to progress deadline"
+	DeploymentStatusDescriptionFailedByUser          = "Deployment marked as failed"
+)
+
+// Node statuses and scheduling eligibility.
+const (
+	NodeStatusInit  = "initializing"
+	NodeStatusReady = "ready"
+	NodeStatusDown  = "down"
+
+	NodeSchedulingEligible   = "eligible"
+	NodeSchedulingIneligible = "ineligible"
+)
+
+// Update health check modes.
+const (
+	UpdateHealthCheckChecks     = "checks"
+	UpdateHealthCheckTaskStates = "task_states"
+	UpdateHealthCheckManual     = "manual"
+)
+
+// DefaultNamespace is the namespace of jobs that name none.
+const DefaultNamespace = "default"

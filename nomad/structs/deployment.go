@@ -1,0 +1,61 @@
+package structs
+
+import "time"
+
+// Deployment tracks the rollout of one job version.
+type Deployment struct {
+	ID                 string
+	Namespace          string
+	JobID              string
+	JobVersion         uint64
+	JobModifyIndex     uint64
+	JobSpecModifyIndex uint64
+	JobCreateIndex     uint64
+	TaskGroups         map[string]*DeploymentState
+	Status             string
+	StatusDescription  string
+	CreateIndex        uint64
+	ModifyIndex        uint64
+	CreateTime         int64 // unix nanoseconds
+	ModifyTime         int64 // unix nanoseconds
+}
+
+// Active reports whether the deployment is still rolling out (running or paused).
+func (d *Deployment) Active() bool {
+	switch d.Status {
+	case DeploymentStatusRunning, DeploymentStatusPaused, DeploymentStatusPending,
+		DeploymentStatusBlocked, DeploymentStatusUnblocking:
+		return true
+	}
+	return false
+}
+
+// Copy returns a copy whose TaskGroups map and states may be changed freely.
+func (d *Deployment) Copy() *Deployment {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.TaskGroups = make(map[string]*DeploymentState, len(d.TaskGroups))
+	for k, v := range d.TaskGroups {
+		s := *v
+		s.PlacedCanaries = append([]string(nil), v.PlacedCanaries...)
+		c.TaskGroups[k] = &s
+	}
+	return &c
+}
+
+// DeploymentState is a task group's progress within a deployment.
+type DeploymentState struct {
+	PlacedCanaries    []string
+	AutoRevert        bool
+	AutoPromote       bool
+	ProgressDeadline  time.Duration
+	RequireProgressBy time.Time
+	Promoted          bool
+	DesiredCanaries   int
+	DesiredTotal      int
+	PlacedAllocs      int
+	HealthyAllocs     int
+	UnhealthyAllocs   int
+}

@@ -1,0 +1,13 @@
+// Package structs holds Drover's server-side domain types: jobs, task groups,
+// tasks, nodes, allocations, evaluations, deployments and plans, with their
+// validation and diff.
+//
+// The types are our own. Field names follow the nomad/api wire types so that the
+// HTTP edge (command/agent) converts between the two by name; inside the server,
+// fields are values rather than pointers because every stored job has been
+// canonicalized. Objects read from the state store are shared and immutable:
+// copy before modifying (Copy methods).
+//
+// Anyone in the server, scheduler and client may import this package; it imports
+// nothing of Drover's.
+package structs

@@ -1,0 +1,103 @@
+package structs
+
+import "time"
+
+// Node is a client machine that runs allocations.
+type Node struct {
+	ID                    string
+	SecretID              string // authenticates the node's client agent; never sent to API readers
+	Datacenter            string
+	Name                  string
+	HTTPAddr              string
+	Attributes            map[string]string
+	Meta                  map[string]string
+	NodeClass             string
+	NodePool              string
+	NodeResources         NodeResources
+	ReservedResources     NodeReservedResources
+	Drivers               map[string]*DriverInfo
+	Drain                 bool
+	SchedulingEligibility string
+	Status                string
+	StatusDescription     string
+	StatusUpdatedAt       int64 // unix seconds
+	Events                []*NodeEvent
+	CreateIndex           uint64
+	ModifyIndex           uint64
+}
+
+// Ready reports whether the node may receive new placements: status ready,
+// eligible and not draining.
+func (n *Node) Ready() bool {
+	return n.Status == NodeStatusReady && n.SchedulingEligibility == NodeSchedulingEligible && !n.Drain
+}
+
+// Copy returns a copy whose maps and slices may be replaced freely.
+func (n *Node) Copy() *Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Events = append([]*NodeEvent(nil), n.Events...)
+	return &c
+}
+
+// NodeResources is what a node offers.
+type NodeResources struct {
+	Cpu            NodeCpuResources
+	Memory         NodeMemoryResources
+	Disk           NodeDiskResources
+	Networks       []*NetworkResource
+	MinDynamicPort int
+	MaxDynamicPort int
+}
+
+// NodeCpuResources is a node's CPU.
+type NodeCpuResources struct {
+	CpuShares     int64
+	TotalCpuCores uint16
+}
+
+// NodeMemoryResources is a node's memory.
+type NodeMemoryResources struct{ MemoryMB int64 }
+
+// NodeDiskResources is a node's disk.
+type NodeDiskResources struct{ DiskMB int64 }
+
+// NodeReservedResources is what a node keeps for itself.
+type NodeReservedResources struct {
+	Cpu      NodeReservedCpuResources
+	Memory   NodeReservedMemoryResources
+	Disk     NodeReservedDiskResources
+	Networks NodeReservedNetworkResources
+}
+
+// NodeReservedCpuResources is reserved CPU.
+type NodeReservedCpuResources struct{ CpuShares int64 }
+
+// NodeReservedMemoryResources is reserved memory.
+type NodeReservedMemoryResources struct{ MemoryMB int64 }
+
+// NodeReservedDiskResources is reserved disk.
+type NodeReservedDiskResources struct{ DiskMB int64 }
+
+// NodeReservedNetworkResources lists reserved host ports ("22,80,8000-8100").
+type NodeReservedNetworkResources struct{ ReservedHostPorts string }
+
+// DriverInfo is a driver's fingerprint on a node.
+type DriverInfo struct {
+	Attributes        map[string]string
+	Detected          bool
+	Healthy           bool
+	HealthDescription string
+	UpdateTime        time.Time
+}
+
+// NodeEvent is one entry of a node's event history.
+type NodeEvent struct {
+	Message     string
+	Subsystem   string
+	Details     map[string]string
+	Timestamp   time.Time
+	CreateIndex uint64
+}
