@@ -1,15 +1,123 @@
 package command
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/drover-project/drover/command/agent"
 )
 
+// command is one node of the CLI tree: a leaf runs, an inner node has subs.
+type command struct {
+	name     string
+	synopsis string
+	run      func(m *Meta, args []string) int
+	subs     []*command
+}
+
+// commands returns the CLI tree.
+func commands() []*command {
+	return []*command{
+		{name: "agent", synopsis: "Runs a Drover agent", run: runAgent},
+		{name: "alloc", synopsis: "Interact with allocations", subs: []*command{
+			{name: "status", synopsis: "Display allocation status information and metadata", run: allocStatus},
+		}},
+		{name: "deployment", synopsis: "Interact with deployments", subs: []*command{
+			{name: "fail", synopsis: "Manually fail a deployment", run: deploymentFail},
+			{name: "list", synopsis: "List all deployments", run: deploymentList},
+			{name: "pause", synopsis: "Pause a deployment", run: deploymentPause},
+			{name: "promote", synopsis: "Promote canaries in a deployment", run: deploymentPromote},
+			{name: "resume", synopsis: "Resume a paused deployment", run: deploymentResume},
+			{name: "status", synopsis: "Display the status of a deployment", run: deploymentStatus},
+		}},
+		{name: "eval", synopsis: "Interact with evaluations", subs: []*command{
+			{name: "status", synopsis: "Display evaluation status and placement failure reasons", run: evalStatus},
+		}},
+		{name: "job", synopsis: "Interact with jobs", subs: []*command{
+			{name: "history", synopsis: "Display all tracked versions of a job", run: jobHistory},
+			{name: "inspect", synopsis: "Inspect a submitted job", run: jobInspect},
+			{name: "plan", synopsis: "Dry-run a job update to determine its effects", run: jobPlan},
+			{name: "revert", synopsis: "Revert to a prior version of the job", run: jobRevert},
+			{name: "run", synopsis: "Run a new job or update an existing job", run: jobRun},
+			{name: "status", synopsis: "Display status information about a job", run: jobStatus},
+			{name: "stop", synopsis: "Stop a running job", run: jobStop},
+			{name: "validate", synopsis: "Checks if a given job specification is valid", run: jobValidate},
+		}},
+		{name: "node", synopsis: "Interact with nodes", subs: []*command{
+			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
+		}},
+		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
+	}
+}
+
 // Run dispatches the CLI and returns the exit code.
 func Run(args []string) int {
-	if len(args) > 0 && args[0] == "agent" {
-		return agent.Command(args[1:], os.Stdout, os.Stderr)
+	return run(args, os.Stdout, os.Stderr)
+}
+
+// run is Run with injectable output streams.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runIO(args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with an injectable stdin too.
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	m := &Meta{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if len(args) > 0 {
+		switch args[0] {
+		case "-v", "-version", "--version":
+			return runVersion(m, nil)
+		}
 	}
+	return dispatch(m, "drover", commands(), args)
+}
+
+// dispatch finds the command named by args[0] among cmds and runs it.
+func dispatch(m *Meta, path string, cmds []*command, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(m.Stderr, usage(path, cmds))
+		return 1
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(m.Stdout, usage(path, cmds))
+		return 0
+	}
+	for _, c := range cmds {
+		if c.name != args[0] {
+			continue
+		}
+		if c.run != nil {
+			return c.run(m, args[1:])
+		}
+		return dispatch(m, path+" "+c.name, c.subs, args[1:])
+	}
+	m.errorf("Unknown command: %s %s\n", path, args[0])
+	fmt.Fprintln(m.Stderr, usage(path, cmds))
 	return 1
+}
+
+// usage lists the commands available under path.
+func usage(path string, cmds []*command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s <command> [args]\n\n", path)
+	if path == "drover" {
+		b.WriteString("Drover runs system and sysbatch jobs and speaks the Nomad HTTP API.\n\n")
+	}
+	b.WriteString("Available commands are:\n")
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "    %-*s    %s\n", width, c.name, c.synopsis)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// runAgent hands over to the agent package.
+func runAgent(m *Meta, args []string) int {
+	return agent.Command(args, m.Stdout, m.Stderr)
 }

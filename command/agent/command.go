@@ -1,10 +1,49 @@
 package agent
 
-import "io"
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/command/agent/config"
+)
 
 // Command runs `drover agent ARGS...` and returns the process exit code.
-// It blocks until the agent shuts down (SIGINT/SIGTERM).
+// It blocks until SIGINT or SIGTERM, then shuts down cleanly.
 func Command(args []string, stdout, stderr io.Writer) int {
-	_, _ = io.WriteString(stderr, "agent: not built yet\n")
-	return 1
+	cfg, err := config.LoadFromArgs(args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "==> Error loading configuration: %v\n", err)
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), Output: stderr})
+	fmt.Fprintf(stdout, "==> Starting Drover agent...\n")
+	a, err := NewAgent(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "==> Error starting agent: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "==> Drover agent configuration:\n\n")
+	fmt.Fprintf(stdout, "       Advertise Addrs: HTTP: %s; RPC: %s\n", a.HTTPAddr(), a.server.RPCAddr())
+	fmt.Fprintf(stdout, "            Bind Addrs: HTTP: [%s]; RPC: %s\n", a.HTTPAddr(), cfg.RPCAddr())
+	fmt.Fprintf(stdout, "                Client: %t\n", cfg.Client.Enabled)
+	fmt.Fprintf(stdout, "             Log Level: %s\n", cfg.LogLevel)
+	fmt.Fprintf(stdout, "                Region: %s (DC: %s)\n", cfg.Region, cfg.Datacenter)
+	fmt.Fprintf(stdout, "                Server: %t\n", cfg.Server.Enabled)
+	fmt.Fprintf(stdout, "               Version: %s\n\n", Version)
+	fmt.Fprintf(stdout, "==> Drover agent started! Log data will stream in below:\n\n")
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	fmt.Fprintf(stdout, "==> Caught signal: %v\n==> Gracefully shutting down agent...\n", sig)
+	if err := a.Shutdown(); err != nil {
+		fmt.Fprintf(stderr, "==> Error during shutdown: %v\n", err)
+		return 1
+	}
+	return 0
 }

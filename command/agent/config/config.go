@@ -1,0 +1,331 @@
+package config
+
+import (
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Default values of the agent configuration.
+const (
+	DefaultBindAddr   = "0.0.0.0"
+	DevBindAddr       = "127.0.0.1"
+	DefaultDatacenter = "dc1"
+	DefaultRegion     = "global"
+	DefaultLogLevel   = "INFO"
+	DefaultNodePool   = "default"
+	DefaultHTTPPort   = 4646
+	DefaultRPCPort    = 4647
+)
+
+// Config is the configuration of one agent (server, client, or both).
+//
+// A zero field means "not set": Merge only copies set fields, so a Config
+// returned by Parse holds exactly what its file says, and DefaultConfig or
+// DevConfig supply the rest.
+type Config struct {
+	// Name is the node (and server) name. Default: os.Hostname().
+	Name string
+	// DataDir holds raft data and the client's local state. Required
+	// unless DevMode, in which case the caller creates a temporary one.
+	DataDir string
+	// BindAddr is the IP address the HTTP and RPC listeners bind to.
+	BindAddr   string
+	Datacenter string
+	Region     string
+	// LogLevel is one of TRACE, DEBUG, INFO, WARN, ERROR.
+	LogLevel string
+	// DevMode is set by -dev: one server and one client in one process.
+	DevMode bool
+
+	Ports     Ports
+	Advertise Advertise
+	Server    ServerConfig
+	Client    ClientConfig
+	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
+	Plugins map[string]PluginConfig
+}
+
+// Ports are the TCP ports the agent listens on.
+type Ports struct {
+	// HTTP serves the Nomad-compatible API and the internal client API.
+	HTTP int
+	// RPC carries raft and server-to-server request forwarding.
+	RPC int
+}
+
+// Advertise overrides the addresses other agents dial to reach this one.
+// Each value is "host" (the port comes from Ports) or "host:port".
+type Advertise struct {
+	HTTP string
+	RPC  string
+}
+
+// ServerConfig is the `server` block.
+type ServerConfig struct {
+	Enabled bool
+	// BootstrapExpect is the number of servers to wait for before
+	// bootstrapping raft; 0 means join an existing cluster.
+	BootstrapExpect int
+	// RetryJoin lists other servers' RPC addresses ("host:port").
+	RetryJoin []string
+}
+
+// ClientConfig is the `client` block.
+type ClientConfig struct {
+	Enabled bool
+	// Servers lists the servers' HTTP addresses ("host:port").
+	Servers   []string
+	NodeClass string
+	NodePool  string
+	Meta      map[string]string
+	Options   map[string]string
+}
+
+// PluginConfig is one `plugin "NAME"` block.
+//
+// Config is the opaque `config` body: attributes become Go values (bool,
+// string, int, float64, []any, map[string]any, or nil); a nested block
+// becomes a map[string]any, a repeated block type a []any of such maps, and
+// block labels add one map level per label.
+type PluginConfig struct {
+	Config map[string]any
+}
+
+// DefaultConfig returns the defaults of a non-dev agent. Neither server nor
+// client is enabled; the configuration files or flags say which.
+func DefaultConfig() *Config {
+	return &Config{
+		Name:       defaultName(),
+		BindAddr:   DefaultBindAddr,
+		Datacenter: DefaultDatacenter,
+		Region:     DefaultRegion,
+		LogLevel:   DefaultLogLevel,
+		Ports:      Ports{HTTP: DefaultHTTPPort, RPC: DefaultRPCPort},
+		Client:     ClientConfig{NodePool: DefaultNodePool},
+		Plugins:    map[string]PluginConfig{},
+	}
+}
+
+// DevConfig returns the -dev preset: one server (bootstrap_expect 1) and one
+// client in one process, bound to loopback, with the raw_exec and mock
+// drivers enabled. DataDir is empty: the caller creates a temporary one.
+func DevConfig() *Config {
+	c := DefaultConfig()
+	c.DevMode = true
+	c.BindAddr = DevBindAddr
+	c.Server.Enabled = true
+	c.Server.BootstrapExpect = 1
+	c.Client.Enabled = true
+	c.Plugins["raw_exec"] = PluginConfig{Config: map[string]any{"enabled": true}}
+	c.Plugins["mock"] = PluginConfig{Config: map[string]any{"enabled": true}}
+	return c
+}
+
+func defaultName() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "drover"
+}
+
+// Copy returns a deep copy of c.
+func (c *Config) Copy() *Config {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Server.RetryJoin = slices.Clone(c.Server.RetryJoin)
+	out.Client.Servers = slices.Clone(c.Client.Servers)
+	out.Client.Meta = maps.Clone(c.Client.Meta)
+	out.Client.Options = maps.Clone(c.Client.Options)
+	if c.Plugins != nil {
+		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
+		for name, p := range c.Plugins {
+			out.Plugins[name] = PluginConfig{Config: copyAnyMap(p.Config)}
+		}
+	}
+	return &out
+}
+
+// Merge returns a new Config: c overlaid with the fields o sets. Neither c
+// nor o is modified. Scalars and lists set in o replace c's (a bool can
+// only be turned on, as in Nomad); Meta and Options merge key by key;
+// plugins merge by name, and within a plugin the config keys merge with o's
+// winning.
+func (c *Config) Merge(o *Config) *Config {
+	out := c.Copy()
+	if out == nil {
+		out = &Config{}
+	}
+	if o == nil {
+		return out
+	}
+	setString(&out.Name, o.Name)
+	setString(&out.DataDir, o.DataDir)
+	setString(&out.BindAddr, o.BindAddr)
+	setString(&out.Datacenter, o.Datacenter)
+	setString(&out.Region, o.Region)
+	setString(&out.LogLevel, o.LogLevel)
+	out.DevMode = out.DevMode || o.DevMode
+
+	setInt(&out.Ports.HTTP, o.Ports.HTTP)
+	setInt(&out.Ports.RPC, o.Ports.RPC)
+	setString(&out.Advertise.HTTP, o.Advertise.HTTP)
+	setString(&out.Advertise.RPC, o.Advertise.RPC)
+
+	out.Server.Enabled = out.Server.Enabled || o.Server.Enabled
+	setInt(&out.Server.BootstrapExpect, o.Server.BootstrapExpect)
+	if len(o.Server.RetryJoin) > 0 {
+		out.Server.RetryJoin = slices.Clone(o.Server.RetryJoin)
+	}
+
+	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled
+	if len(o.Client.Servers) > 0 {
+		out.Client.Servers = slices.Clone(o.Client.Servers)
+	}
+	setString(&out.Client.NodeClass, o.Client.NodeClass)
+	setString(&out.Client.NodePool, o.Client.NodePool)
+	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
+	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
+
+	for name, p := range o.Plugins {
+		if out.Plugins == nil {
+			out.Plugins = map[string]PluginConfig{}
+		}
+		merged := copyAnyMap(out.Plugins[name].Config)
+		if merged == nil && p.Config != nil {
+			merged = map[string]any{}
+		}
+		maps.Copy(merged, copyAnyMap(p.Config))
+		out.Plugins[name] = PluginConfig{Config: merged}
+	}
+	return out
+}
+
+func setString(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setInt(dst *int, v int) {
+	if v != 0 {
+		*dst = v
+	}
+}
+
+func mergeStringMap(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	if a == nil {
+		a = make(map[string]string, len(b))
+	}
+	maps.Copy(a, b)
+	return a
+}
+
+func copyAnyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyAny(v)
+	}
+	return out
+}
+
+func copyAny(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return copyAnyMap(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = copyAny(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// HTTPAddr is the "host:port" the HTTP listener binds to.
+func (c *Config) HTTPAddr() string {
+	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Ports.HTTP))
+}
+
+// RPCAddr is the "host:port" the RPC listener binds to.
+func (c *Config) RPCAddr() string {
+	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Ports.RPC))
+}
+
+// AdvertiseHTTPAddr is the "host:port" other agents and clients should dial
+// for HTTP. See advertiseAddr for how the host is chosen.
+func (c *Config) AdvertiseHTTPAddr() string {
+	return c.advertiseAddr(c.Advertise.HTTP, c.Ports.HTTP)
+}
+
+// AdvertiseRPCAddr is the "host:port" other servers should dial for raft
+// and forwarding. See advertiseAddr for how the host is chosen.
+func (c *Config) AdvertiseRPCAddr() string {
+	return c.advertiseAddr(c.Advertise.RPC, c.Ports.RPC)
+}
+
+// advertiseAddr returns the explicit advertise address when set (adding
+// port when it has none); else BindAddr when it is a specific address; else,
+// for an unspecified bind address (0.0.0.0 or ::), the host's first private
+// IPv4 address, then its first other global unicast IPv4 address, then
+// 127.0.0.1.
+func (c *Config) advertiseAddr(explicit string, port int) string {
+	if explicit != "" {
+		if _, _, err := net.SplitHostPort(explicit); err == nil {
+			return explicit
+		}
+		return net.JoinHostPort(strings.Trim(explicit, "[]"), strconv.Itoa(port))
+	}
+	host := c.BindAddr
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = hostIPv4()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// interfaceAddrs is replaced in tests.
+var interfaceAddrs = net.InterfaceAddrs
+
+func hostIPv4() string {
+	addrs, err := interfaceAddrs()
+	if err != nil {
+		return "127.0.0.1"
+	}
+	var public string
+	for _, a := range addrs {
+		var ip net.IP
+		switch v := a.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		ip4 := ip.To4()
+		if ip4 == nil || !ip4.IsGlobalUnicast() {
+			continue // also skips loopback and link-local
+		}
+		if ip4.IsPrivate() {
+			return ip4.String()
+		}
+		if public == "" {
+			public = ip4.String()
+		}
+	}
+	if public != "" {
+		return public
+	}
+	return "127.0.0.1"
+}

@@ -1,0 +1,349 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/json"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// ParseFile reads an agent configuration file, or every "*.hcl" and
+// "*.json" file of a directory in lexical order (hidden files and
+// subdirectories skipped), merged with later files winning. Like Parse, it
+// returns only what the files set; merge the result onto DefaultConfig.
+func ParseFile(path string) (*Config, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if !info.IsDir() {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		return Parse(path, src)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	out := &Config{}
+	for _, e := range entries { // os.ReadDir sorts by name
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if e.IsDir() || strings.HasPrefix(name, ".") || (ext != ".hcl" && ext != ".json") {
+			continue
+		}
+		c, err := ParseFile(filepath.Join(path, name))
+		if err != nil {
+			return nil, err
+		}
+		out = out.Merge(c)
+	}
+	return out, nil
+}
+
+// Parse parses one agent configuration: HCL's JSON syntax when path ends in
+// ".json", the native HCL syntax otherwise. path names the source in error
+// messages, which read "path:line:col: summary: detail", one per line.
+func Parse(path string, src []byte) (*Config, error) {
+	var (
+		file  *hcl.File
+		diags hcl.Diagnostics
+		shift columnShift
+	)
+	if strings.HasSuffix(path, ".json") {
+		file, diags = json.Parse(src, path)
+	} else {
+		src, shift = rewriteClientMapBlocks(src, path)
+		file, diags = hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	}
+	if diags.HasErrors() {
+		return nil, diagError(diags, shift)
+	}
+	c := &Config{}
+	diags = decodeRoot(file.Body, c)
+	if diags.HasErrors() {
+		return nil, diagError(diags, shift)
+	}
+	return c, nil
+}
+
+// diagError renders error diagnostics as "file:line:col: summary: detail".
+func diagError(diags hcl.Diagnostics, shift columnShift) error {
+	var errs []error
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			line, col := d.Subject.Start.Line, shift.adjust(d.Subject.Start.Line, d.Subject.Start.Column)
+			msg = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, line, col, msg)
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	rootSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "name"}, {Name: "data_dir"}, {Name: "bind_addr"},
+			{Name: "datacenter"}, {Name: "region"}, {Name: "log_level"},
+		},
+		Blocks: []hcl.BlockHeaderSchema{
+			{Type: "ports"}, {Type: "advertise"}, {Type: "server"}, {Type: "client"},
+			{Type: "plugin", LabelNames: []string{"name"}},
+		},
+	}
+	portsSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}},
+	}
+	advertiseSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}},
+	}
+	serverSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
+		},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}},
+	}
+	serverJoinSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "retry_join"}},
+	}
+	clientSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
+			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
+		},
+	}
+	pluginSchema = &hcl.BodySchema{
+		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
+	}
+)
+
+func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
+	content, diags := body.Content(rootSchema)
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
+		"name":       &c.Name,
+		"data_dir":   &c.DataDir,
+		"bind_addr":  &c.BindAddr,
+		"datacenter": &c.Datacenter,
+		"region":     &c.Region,
+		"log_level":  &c.LogLevel,
+	})...)
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks {
+		if b.Type != "plugin" {
+			if d := checkDuplicate(seen, b, b.Type); d != nil {
+				diags = append(diags, d)
+				continue
+			}
+		}
+		switch b.Type {
+		case "ports":
+			diags = append(diags, decodeBody(b.Body, portsSchema, map[string]any{
+				"http": &c.Ports.HTTP, "rpc": &c.Ports.RPC,
+			})...)
+		case "advertise":
+			diags = append(diags, decodeBody(b.Body, advertiseSchema, map[string]any{
+				"http": &c.Advertise.HTTP, "rpc": &c.Advertise.RPC,
+			})...)
+		case "server":
+			diags = append(diags, decodeServer(b.Body, &c.Server)...)
+		case "client":
+			diags = append(diags, decodeClient(b.Body, &c.Client)...)
+		case "plugin":
+			if d := checkDuplicate(seen, b, "plugin "+b.Labels[0]); d != nil {
+				diags = append(diags, d)
+				continue
+			}
+			if c.Plugins == nil {
+				c.Plugins = map[string]PluginConfig{}
+			}
+			p, d := decodePlugin(b.Body)
+			diags = append(diags, d...)
+			c.Plugins[b.Labels[0]] = p
+		}
+	}
+	return diags
+}
+
+func checkDuplicate(seen map[string]*hcl.Block, b *hcl.Block, key string) *hcl.Diagnostic {
+	if prev, ok := seen[key]; ok {
+		return &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Duplicate %s block", key),
+			Detail: fmt.Sprintf("Only one %s block is allowed; the first is at %s:%d:%d.",
+				key, prev.DefRange.Filename, prev.DefRange.Start.Line, prev.DefRange.Start.Column),
+			Subject: b.DefRange.Ptr(),
+		}
+	}
+	seen[key] = b
+	return nil
+}
+
+func decodeServer(body hcl.Body, s *ServerConfig) hcl.Diagnostics {
+	content, diags := body.Content(serverSchema)
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
+		"enabled":          &s.Enabled,
+		"bootstrap_expect": &s.BootstrapExpect,
+		"retry_join":       &s.RetryJoin,
+	})...)
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks { // only server_join
+		if d := checkDuplicate(seen, b, b.Type); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		var join []string
+		diags = append(diags, decodeBody(b.Body, serverJoinSchema, map[string]any{"retry_join": &join})...)
+		s.RetryJoin = append(s.RetryJoin, join...)
+	}
+	return diags
+}
+
+func decodeClient(body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
+	content, diags := body.Content(clientSchema)
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
+		"enabled":    &cl.Enabled,
+		"servers":    &cl.Servers,
+		"node_class": &cl.NodeClass,
+		"node_pool":  &cl.NodePool,
+	})...)
+	if a, ok := content.Attributes["meta"]; ok {
+		m, d := decodeStringMap(a)
+		diags = append(diags, d...)
+		cl.Meta = m
+	}
+	if a, ok := content.Attributes["options"]; ok {
+		m, d := decodeStringMap(a)
+		diags = append(diags, d...)
+		cl.Options = m
+	}
+	return diags
+}
+
+func decodePlugin(body hcl.Body) (PluginConfig, hcl.Diagnostics) {
+	content, diags := body.Content(pluginSchema)
+	p := PluginConfig{}
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks { // only config
+		if d := checkDuplicate(seen, b, b.Type); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		m, d := opaqueBody(b.Body)
+		diags = append(diags, d...)
+		p.Config = m
+	}
+	return p, diags
+}
+
+// decodeBody checks body against schema and decodes its attributes.
+func decodeBody(body hcl.Body, schema *hcl.BodySchema, targets map[string]any) hcl.Diagnostics {
+	content, diags := body.Content(schema)
+	return append(diags, decodeAttrs(content.Attributes, targets)...)
+}
+
+// decodeAttrs decodes each present attribute into its target pointer, in
+// source order so that diagnostics come out in a stable order.
+func decodeAttrs(attrs hcl.Attributes, targets map[string]any) hcl.Diagnostics {
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		if _, ok := targets[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return attrs[names[i]].Range.Start.Byte < attrs[names[j]].Range.Start.Byte
+	})
+	var diags hcl.Diagnostics
+	for _, name := range names {
+		diags = append(diags, decodeAttr(attrs[name], targets[name])...)
+	}
+	return diags
+}
+
+// decodeAttr evaluates a (no variables or functions) and stores it into
+// target, a pointer to a Go value. gohcl would do the same, but it pulls in
+// a module this repository does not carry.
+func decodeAttr(a *hcl.Attribute, target any) hcl.Diagnostics {
+	val, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return diags
+	}
+	ty, err := gocty.ImpliedType(target)
+	if err != nil {
+		panic(fmt.Sprintf("config: unsuitable decode target for %s: %v", a.Name, err))
+	}
+	if val.IsNull() {
+		err = errors.New("must not be null")
+	} else if val, err = convert.Convert(val, ty); err == nil {
+		err = gocty.FromCtyValue(val, target)
+	}
+	if err != nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for %q", a.Name),
+			Detail:   err.Error(),
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	return diags
+}
+
+// decodeStringMap decodes a map attribute (`meta = {...}`, or a rewritten
+// `meta {...}` block). A JSON list of objects (the JSON form of repeated
+// blocks) is merged in order.
+func decodeStringMap(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
+	val, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	invalid := func(detail string) hcl.Diagnostics {
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for %q", a.Name),
+			Detail:   detail,
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	if val.IsNull() {
+		return nil, nil
+	}
+	parts := []cty.Value{val}
+	if ty := val.Type(); ty.IsTupleType() || ty.IsListType() {
+		parts = val.AsValueSlice()
+	}
+	out := map[string]string{}
+	for _, part := range parts {
+		m, err := convert.Convert(part, cty.Map(cty.String))
+		if err != nil {
+			return nil, invalid("a map of strings is required: " + err.Error())
+		}
+		if m.IsNull() {
+			continue
+		}
+		for k, v := range m.AsValueMap() {
+			if v.IsNull() {
+				return nil, invalid(fmt.Sprintf("the value of %q must not be null", k))
+			}
+			out[k] = v.AsString()
+		}
+	}
+	return out, diags
+}

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Blocking-query limits, as Nomad has them.
+const (
+	defaultQueryWait = 300 * time.Second
+	maxQueryWait     = 300 * time.Second
+	maxRequestBody   = 16 << 20
+)
+
+// HTTPServer serves the Nomad-compatible /v1 API over one server.
+type HTTPServer struct {
+	srv    *nomad.Server
+	agent  *Agent
+	logger hclog.Logger
+	mux    *http.ServeMux
+}
+
+// handlerFunc is an endpoint: it returns the value to encode as JSON (nil
+// encodes as null) and the raft index for X-Nomad-Index, or an error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) (out any, index uint64, err error)
+
+// NewHTTPServer builds the API handler of agent a.
+func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
+	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux()}
+	h.registerRoutes()
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// read wraps a read endpoint: no forwarding, headers and JSON on success.
+func (h *HTTPServer) read(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) }
+}
+
+// write wraps a write endpoint: a follower forwards the request to the leader.
+func (h *HTTPServer) write(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.srv.Forward(w, r) {
+			return
+		}
+		h.serve(w, r, fn)
+	}
+}
+
+func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFunc) {
+	start := time.Now()
+	out, index, err := fn(w, r)
+	h.setMeta(w, index)
+	if err != nil {
+		code, msg := errorResponse(err)
+		if code >= 500 {
+			h.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = fmt.Fprint(w, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	if _, pretty := r.URL.Query()["pretty"]; pretty {
+		enc.SetIndent("", "    ")
+	}
+	if err := enc.Encode(out); err != nil {
+		h.logger.Error("encode response", "path", r.URL.Path, "error", err)
+	}
+	h.agent.metrics.observeRequest(r.Method, time.Since(start))
+}
+
+// setMeta sets the query meta headers Nomad sends on every response.
+func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
+	if index == 0 {
+		index = max(h.srv.State().LatestIndex(), 1)
+	}
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	known := h.srv.Leader() != ""
+	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
+	w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(h.srv.LastContact().Milliseconds(), 10))
+}
+
+// errorResponse maps an error to a status code and client-facing text.
+func errorResponse(err error) (int, string) {
+	var re *structs.RequestError
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return he.code, he.msg
+	case errors.As(err, &re) && errors.Is(re.Kind, structs.ErrNotFound):
+		return http.StatusNotFound, re.Msg
+	case errors.As(err, &re):
+		return http.StatusBadRequest, re.Msg
+	case errors.Is(err, state.ErrNotFound):
+		return http.StatusNotFound, err.Error()
+	}
+	return http.StatusInternalServerError, err.Error()
+}
+
+// httpError is an error with an explicit status code.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(msg string) error { return &httpError{code: http.StatusNotFound, msg: msg} }
+
+// queryOptions are the blocking-query parameters of a read.
+type queryOptions struct {
+	minIndex uint64
+	wait     time.Duration
+}
+
+// parseQuery validates index, wait and stale as Nomad does.
+func parseQuery(r *http.Request) (queryOptions, error) {
+	q := r.URL.Query()
+	var opts queryOptions
+	if v := q.Get("index"); v != "" {
+		idx, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return opts, badRequest("Invalid index")
+		}
+		opts.minIndex = idx
+	}
+	opts.wait = defaultQueryWait
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return opts, badRequest("Invalid wait time")
+		}
+		if d > 0 {
+			opts.wait = min(d, maxQueryWait)
+		}
+	}
+	if v, ok := q["stale"]; ok && len(v) > 0 && v[0] != "" {
+		if _, err := strconv.ParseBool(v[0]); err != nil {
+			return opts, badRequest("Expected bool for stale, got %q", v[0])
+		}
+	}
+	return opts, nil
+}
+
+// blockingQuery runs fn as a blocking query with the request's index and wait
+// (plus up to wait/16 of jitter, as Nomad does).
+func (h *HTTPServer) blockingQuery(r *http.Request, fn state.QueryFn) (any, uint64, error) {
+	opts, err := parseQuery(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	wait := opts.wait
+	if opts.minIndex > 0 {
+		wait += rand.N(wait/16 + 1)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	out, index, err := h.srv.State().BlockingQuery(ctx, opts.minIndex, fn)
+	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
+		err = nil // a timeout answers with the current data
+	}
+	return out, max(index, 1), err
+}
+
+// tableIndex returns the newest index among tables, at least 1.
+func tableIndex(st interface{ Index(string) uint64 }, tables ...string) uint64 {
+	var idx uint64 = 1
+	for _, t := range tables {
+		idx = max(idx, st.Index(t))
+	}
+	return idx
+}
+
+// namespace returns the request's namespace ("default" when absent).
+func namespace(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return structs.DefaultNamespace
+}
+
+// decodeBody decodes the JSON body into out, refusing malformed JSON with 400.
+func decodeBody(r *http.Request, out any) error {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(out); err != nil {
+		return badRequest("Request decode failed: %v", err)
+	}
+	return nil
+}
+
+// boolParam parses a boolean query parameter; absent means def.
+func boolParam(r *http.Request, name string, def bool) (bool, error) {
+	v, ok := r.URL.Query()[name]
+	if !ok {
+		return def, nil
+	}
+	if len(v) == 0 || v[0] == "" {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(v[0])
+	if err != nil {
+		return false, badRequest("Failed to parse value of %q (%v) as a bool: %v", name, v[0], err)
+	}
+	return b, nil
+}
+
+// prefixParam returns the prefix query parameter.
+func prefixParam(r *http.Request) string { return strings.TrimSpace(r.URL.Query().Get("prefix")) }

@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// jobFromRequest converts a submitted api.Job, applying the request's
+// namespace and region when the job names none.
+func jobFromRequest(r *http.Request, j *api.Job) (*structs.Job, []string, error) {
+	if j == nil {
+		return nil, nil, badRequest("Job must be specified")
+	}
+	if j.Namespace == nil || *j.Namespace == "" {
+		ns := namespace(r)
+		j.Namespace = &ns
+	}
+	if j.Region == nil || *j.Region == "" {
+		if rg := r.URL.Query().Get("region"); rg != "" {
+			j.Region = &rg
+		}
+	}
+	job, warnings, err := convert.JobFromAPI(j)
+	if err != nil {
+		return nil, nil, badRequest("%v", err)
+	}
+	return job, warnings, nil
+}
+
+func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.JobRegisterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if id := r.PathValue("id"); id != "" && req.Job != nil && req.Job.ID != nil && *req.Job.ID != id {
+		return nil, 0, badRequest("Job ID does not match name")
+	}
+	job, warnings, err := jobFromRequest(r, req.Job)
+	if err != nil {
+		return nil, 0, err
+	}
+	args := &nomad.JobRegisterArgs{Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority}
+	if req.Submission != nil {
+		args.Submission = &structs.JobSubmission{
+			Source: req.Submission.Source, Format: req.Submission.Format,
+			VariableFlags: req.Submission.VariableFlags, Variables: req.Submission.Variables,
+		}
+	}
+	reply, err := h.srv.JobRegister(args)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobRegisterResponse{
+		EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex, JobModifyIndex: reply.JobModifyIndex,
+		Warnings: joinWarnings(warnings), QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true},
+	}, reply.Index, nil
+}
+
+func joinWarnings(ws []string) string {
+	out := ""
+	for i, w := range ws {
+		if i > 0 {
+			out += "\n"
+		}
+		out += "* " + w
+	}
+	return out
+}
+
+func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, prefix := namespace(r), prefixParam(r)
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		var jobs []*structs.Job
+		var err error
+		if prefix != "" {
+			jobs, err = snap.JobsByIDPrefix(ws, ns, prefix)
+		} else {
+			jobs, err = snap.Jobs(ws, ns)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.JobListStub, 0, len(jobs))
+		for _, j := range jobs {
+			sum, err := snap.JobSummaryByID(ws, j.Namespace, j.ID)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, convert.JobStubToAPI(j, sum))
+		}
+		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), nil
+	})
+}
+
+// jobQuery runs a blocking query on the job named in the path; fn receives the
+// job (404 "job not found" when missing).
+func (h *HTTPServer) jobQuery(r *http.Request, fn func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error)) (any, uint64, error) {
+	ns, id := namespace(r), r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		job, err := snap.JobByID(ws, ns, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if job == nil {
+			return nil, tableIndex(snap, state.TableJobs), notFound("job not found")
+		}
+		return fn(ws, snap, job)
+	})
+}
+
+func (h *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.jobQuery(r, func(_ memdb.WatchSet, _ *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		return convert.JobToAPI(job), job.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		sum, err := snap.JobSummaryByID(ws, job.Namespace, job.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		return convert.JobSummaryToAPI(sum), tableIndex(snap, state.TableJobs, state.TableAllocs), nil
+	})
+}
+
+func (h *HTTPServer) jobAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	all, err := boolParam(r, "all", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		allocs, err := snap.AllocsByJob(ws, job.Namespace, job.ID, all)
+		if err != nil {
+			return nil, 0, err
+		}
+		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+	})
+}
+
+func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
+	out := make([]*api.AllocationListStub, 0, len(allocs))
+	for _, a := range allocs {
+		out = append(out, convert.AllocStubToAPI(a))
+	}
+	return out
+}
+
+func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		evals, err := snap.EvalsByJob(ws, job.Namespace, job.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.Evaluation, 0, len(evals))
+		for _, e := range evals {
+			out = append(out, convert.EvalToAPI(e))
+		}
+		return out, tableIndex(snap, state.TableEvals), nil
+	})
+}
+
+// jobLatestDeployment answers the newest deployment, or JSON null with 200
+// when there is none (the CLI treats any error as fatal here).
+func (h *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, id := namespace(r), r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		d, err := snap.LatestDeploymentByJobID(ws, ns, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if d == nil {
+			return nil, tableIndex(snap, state.TableDeployments), nil
+		}
+		return convert.DeploymentToAPI(d), d.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	all, err := boolParam(r, "all", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		ds, err := snap.DeploymentsByJobID(ws, job.Namespace, job.ID, all)
+		if err != nil {
+			return nil, 0, err
+		}
+		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
+	})
+}
+
+func deploymentsToAPI(ds []*structs.Deployment) []*api.Deployment {
+	out := make([]*api.Deployment, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, convert.DeploymentToAPI(d))
+	}
+	return out
+}
+
+// jobVersionsResponse is the body of /v1/job/:id/versions.
+type jobVersionsResponse struct {
+	Versions    []*api.Job
+	Diffs       []*api.JobDiff
+	Index       uint64
+	KnownLeader bool
+	LastContact int64
+}
+
+func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	diffs, err := boolParam(r, "diffs", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	ns, id := namespace(r), r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		versions, err := snap.JobVersionsByID(ws, ns, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(versions) == 0 {
+			return nil, tableIndex(snap, state.TableJobVersions), notFound("job versions not found")
+		}
+		resp := &jobVersionsResponse{KnownLeader: true}
+		for i, v := range versions {
+			resp.Versions = append(resp.Versions, convert.JobToAPI(v))
+			if diffs && i+1 < len(versions) {
+				d, err := versions[i+1].Diff(v, false)
+				if err != nil {
+					return nil, 0, err
+				}
+				resp.Diffs = append(resp.Diffs, convert.JobDiffToAPI(d))
+			}
+		}
+		resp.Index = tableIndex(snap, state.TableJobVersions)
+		return resp, resp.Index, nil
+	})
+}
+
+func (h *HTTPServer) jobSubmission(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, id := namespace(r), r.PathValue("id")
+	version, err := strconv.ParseUint(r.URL.Query().Get("version"), 10, 64)
+	if err != nil {
+		return nil, 0, badRequest("Unable to parse job version: %v", err)
+	}
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		sub, err := snap.SubmissionByVersion(ws, ns, id, version)
+		if err != nil {
+			return nil, 0, err
+		}
+		if sub == nil {
+			return nil, tableIndex(snap, state.TableSubmissions), notFound("job source not found")
+		}
+		return &api.JobSubmission{Source: sub.Source, Format: sub.Format, VariableFlags: sub.VariableFlags, Variables: sub.Variables},
+			tableIndex(snap, state.TableSubmissions), nil
+	})
+}
+
+func (h *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	purge, err := boolParam(r, "purge", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	reply, err := h.srv.JobDeregister(namespace(r), r.PathValue("id"), purge)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobDeregisterResponse{EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex,
+		JobModifyIndex: reply.JobModifyIndex, QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true}}, reply.Index, nil
+}
+
+func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.JobPlanRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.Job == nil || req.Job.ID == nil || *req.Job.ID != r.PathValue("id") {
+		return nil, 0, badRequest("Job ID does not match")
+	}
+	job, warnings, err := jobFromRequest(r, req.Job)
+	if err != nil {
+		return nil, 0, err
+	}
+	reply, err := h.srv.JobPlan(job, req.Diff)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp := &api.JobPlanResponse{
+		JobModifyIndex: reply.JobModifyIndex,
+		Diff:           convert.JobDiffToAPI(reply.Diff),
+		Annotations:    convert.PlanAnnotationsToAPI(reply.Annotations),
+		FailedTGAllocs: map[string]*api.AllocationMetric{},
+		Warnings:       joinWarnings(warnings),
+	}
+	for tg, m := range reply.FailedTGAllocs {
+		resp.FailedTGAllocs[tg] = convert.AllocMetricToAPI(m)
+	}
+	for _, e := range reply.CreatedEvals {
+		resp.CreatedEvals = append(resp.CreatedEvals, convert.EvalToAPI(e))
+	}
+	return resp, reply.Index, nil
+}
+
+func (h *HTTPServer) jobValidate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.JobValidateRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	resp := &api.JobValidateResponse{}
+	job, warnings, err := jobFromRequest(r, req.Job)
+	if err == nil {
+		err = job.Validate()
+	}
+	if err != nil {
+		resp.Error = err.Error()
+		resp.ValidationErrors = []string{err.Error()}
+	}
+	resp.Warnings = joinWarnings(warnings)
+	return resp, 0, nil
+}
+
+func (h *HTTPServer) jobRevert(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.JobRevertRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.JobID != r.PathValue("id") {
+		return nil, 0, badRequest("Job ID does not match")
+	}
+	reply, err := h.srv.JobRevert(namespace(r), req.JobID, req.JobVersion, req.EnforcePriorVersion)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobRegisterResponse{EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex,
+		JobModifyIndex: reply.JobModifyIndex, QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true}}, reply.Index, nil
+}
+
+func (h *HTTPServer) jobStable(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.JobStabilityRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.JobID != r.PathValue("id") {
+		return nil, 0, badRequest("Job ID does not match")
+	}
+	index, err := h.srv.JobStability(namespace(r), req.JobID, req.JobVersion, req.Stable)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobStabilityResponse{WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}
+
+func (h *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	evalID, index, err := h.srv.JobEvaluate(namespace(r), r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, QueryMeta: api.QueryMeta{LastIndex: index}}, index, nil
+}

@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/helper/metrics"
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/state"
+)
+
+// agentMetrics are the agent's metrics; gauges of state are refreshed when
+// /v1/metrics is read.
+type agentMetrics struct {
+	registry    *metrics.Registry
+	requests    *metrics.Counter
+	requestTime *metrics.Histogram
+	tableIndex  *metrics.Gauge
+	raftLeader  *metrics.Gauge
+	brokerReady *metrics.Gauge
+	brokerUnack *metrics.Gauge
+	objects     *metrics.Gauge
+}
+
+func newAgentMetrics() *agentMetrics {
+	r := metrics.NewRegistry()
+	return &agentMetrics{
+		registry:    r,
+		requests:    r.Counter("drover_http_requests_total", "HTTP API requests served.", "method"),
+		requestTime: r.Histogram("drover_http_request_duration_seconds", "HTTP API request latency."),
+		tableIndex:  r.Gauge("drover_state_table_index", "Latest raft index applied to each state table.", "table"),
+		raftLeader:  r.Gauge("drover_raft_is_leader", "1 when this server is the raft leader."),
+		brokerReady: r.Gauge("drover_broker_total_ready", "Evaluations ready to be scheduled."),
+		brokerUnack: r.Gauge("drover_broker_total_unacked", "Evaluations being scheduled."),
+		objects:     r.Gauge("drover_state_objects", "Objects in the state store.", "table"),
+	}
+}
+
+func (m *agentMetrics) observeRequest(method string, d time.Duration) {
+	m.requests.WithLabels(method).Inc()
+	m.requestTime.Observe(d.Seconds())
+}
+
+// refresh sets the state gauges from srv.
+func (m *agentMetrics) refresh(srv *nomad.Server) {
+	st := srv.State()
+	for _, t := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableDeployments} {
+		m.tableIndex.WithLabels(t).Set(float64(st.Index(t)))
+	}
+	leader := 0.0
+	if srv.IsLeader() {
+		leader = 1
+	}
+	m.raftLeader.Set(leader)
+	_, b := srv.Stats()
+	m.brokerReady.Set(float64(b.TotalReady))
+	m.brokerUnack.Set(float64(b.TotalUnacked))
+	snap := st.Snapshot()
+	if jobs, err := snap.Jobs(nil, "*"); err == nil {
+		m.objects.WithLabels(state.TableJobs).Set(float64(len(jobs)))
+	}
+	if allocs, err := snap.Allocs(nil); err == nil {
+		m.objects.WithLabels(state.TableAllocs).Set(float64(len(allocs)))
+	}
+}

@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Evaluations, allocations, deployments and nodes: lists with prefix
+// look-ups and single-object reads. Single objects are found by ID whatever
+// the namespace parameter says (the CLI sends the user's namespace, not the
+// object's).
+
+func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, prefix := namespace(r), prefixParam(r)
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		var evals []*structs.Evaluation
+		var err error
+		if prefix != "" {
+			evals, err = snap.EvalsByIDPrefix(ws, ns, prefix)
+		} else {
+			evals, err = snap.Evals(ws, ns)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.Evaluation, 0, len(evals))
+		for _, e := range evals {
+			out = append(out, convert.EvalToAPI(e))
+		}
+		return out, tableIndex(snap, state.TableEvals), nil
+	})
+}
+
+func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		e, err := snap.EvalByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if e == nil {
+			return nil, tableIndex(snap, state.TableEvals), notFound("eval not found")
+		}
+		return convert.EvalToAPI(e), e.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		allocs, err := snap.AllocsByEval(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+	})
+}
+
+func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, prefix := namespace(r), prefixParam(r)
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		var allocs []*structs.Allocation
+		var err error
+		if prefix != "" {
+			allocs, err = snap.AllocsByIDPrefix(ws, ns, prefix)
+		} else {
+			allocs, err = snap.Allocs(ws)
+			allocs = filterNamespace(allocs, ns)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+	})
+}
+
+func filterNamespace(allocs []*structs.Allocation, ns string) []*structs.Allocation {
+	if ns == "*" {
+		return allocs
+	}
+	var out []*structs.Allocation
+	for _, a := range allocs {
+		if a.Namespace == ns {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (h *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		a, err := snap.AllocByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if a == nil {
+			return nil, tableIndex(snap, state.TableAllocs), notFound("alloc not found")
+		}
+		return convert.AllocToAPI(a), a.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, prefix := namespace(r), uuidPrefix(prefixParam(r))
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		var ds []*structs.Deployment
+		var err error
+		if prefix != "" {
+			ds, err = snap.DeploymentsByIDPrefix(ws, ns, prefix)
+		} else {
+			ds, err = snap.Deployments(ws, ns)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
+	})
+}
+
+func (h *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		d, err := snap.DeploymentByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if d == nil {
+			return nil, tableIndex(snap, state.TableDeployments), notFound("deployment not found")
+		}
+		return convert.DeploymentToAPI(d), d.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) deploymentAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		allocs, err := snap.AllocsByDeployment(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+	})
+}
+
+func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	prefix := prefixParam(r)
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		var nodes []*structs.Node
+		var err error
+		if prefix != "" {
+			nodes, err = snap.NodesByIDPrefix(ws, prefix)
+		} else {
+			nodes, err = snap.Nodes(ws)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.NodeListStub, 0, len(nodes))
+		for _, n := range nodes {
+			out = append(out, convert.NodeStubToAPI(n))
+		}
+		return out, tableIndex(snap, state.TableNodes), nil
+	})
+}
+
+func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		n, err := snap.NodeByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == nil {
+			return nil, tableIndex(snap, state.TableNodes), notFound("node not found")
+		}
+		return convert.NodeToAPI(n), n.ModifyIndex, nil
+	})
+}
+
+func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		allocs, err := snap.AllocsByNode(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.Allocation, 0, len(allocs))
+		for _, a := range allocs {
+			out = append(out, convert.AllocToAPI(a))
+		}
+		return out, tableIndex(snap, state.TableAllocs), nil
+	})
+}
+
+// clientStatsUnavailable answers the client stats endpoints, which need a
+// client agent on the node; the CLI treats the error as non-fatal.
+func (h *HTTPServer) clientStatsUnavailable(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return nil, 0, notFound("Unknown allocation or node: resource usage is reported by client agents")
+}
+
+// uuidPrefix puts the hyphens back into a UUID prefix sent without them (the
+// CLI strips hyphens from deployment prefixes).
+func uuidPrefix(p string) string {
+	if strings.Contains(p, "-") {
+		return p
+	}
+	var b strings.Builder
+	for i, c := range p {
+		if i == 8 || i == 12 || i == 16 || i == 20 {
+			b.WriteByte('-')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,69 @@
+package agent
+
+import "net/http"
+
+// registerRoutes lists every endpoint. Writes accept PUT and POST, as Nomad
+// does.
+func (h *HTTPServer) registerRoutes() {
+	m := h.mux
+	put := func(path string, fn handlerFunc) {
+		m.HandleFunc("PUT "+path, h.write(fn))
+		m.HandleFunc("POST "+path, h.write(fn))
+	}
+	get := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.read(fn)) }
+
+	get("/v1/jobs", h.jobsList)
+	put("/v1/jobs", h.jobsRegister)
+	put("/v1/validate/job", h.jobValidate)
+	get("/v1/job/{id}", h.jobGet)
+	put("/v1/job/{id}", h.jobsRegister)
+	m.HandleFunc("DELETE /v1/job/{id}", h.write(h.jobDeregister))
+	get("/v1/job/{id}/summary", h.jobSummary)
+	get("/v1/job/{id}/allocations", h.jobAllocations)
+	get("/v1/job/{id}/evaluations", h.jobEvaluations)
+	get("/v1/job/{id}/deployment", h.jobLatestDeployment)
+	get("/v1/job/{id}/deployments", h.jobDeployments)
+	get("/v1/job/{id}/versions", h.jobVersions)
+	get("/v1/job/{id}/submission", h.jobSubmission)
+	put("/v1/job/{id}/plan", h.jobPlan)
+	put("/v1/job/{id}/revert", h.jobRevert)
+	put("/v1/job/{id}/stable", h.jobStable)
+	put("/v1/job/{id}/evaluate", h.jobEvaluate)
+
+	get("/v1/evaluations", h.evalsList)
+	get("/v1/evaluation/{id}", h.evalGet)
+	get("/v1/evaluation/{id}/allocations", h.evalAllocations)
+
+	get("/v1/deployments", h.deploymentsList)
+	get("/v1/deployment/{id}", h.deploymentGet)
+	get("/v1/deployment/allocations/{id}", h.deploymentAllocations)
+	put("/v1/deployment/promote/{id}", h.deploymentPromote)
+	put("/v1/deployment/fail/{id}", h.deploymentFail)
+	put("/v1/deployment/pause/{id}", h.deploymentPause)
+	put("/v1/deployment/allocation-health/{id}", h.deploymentAllocHealth)
+
+	get("/v1/allocations", h.allocsList)
+	get("/v1/allocation/{id}", h.allocGet)
+	get("/v1/client/allocation/{id}/stats", h.clientStatsUnavailable)
+	get("/v1/client/allocation/{id}/checks", h.clientStatsUnavailable)
+	get("/v1/client/stats", h.clientStatsUnavailable)
+
+	get("/v1/nodes", h.nodesList)
+	get("/v1/node/{id}", h.nodeGet)
+	get("/v1/node/{id}/allocations", h.nodeAllocations)
+
+	get("/v1/agent/self", h.agentSelf)
+	get("/v1/status/leader", h.statusLeader)
+	get("/v1/status/peers", h.statusPeers)
+	get("/v1/regions", h.regions)
+	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
+
+	// Client agents, authenticated by the node's secret ID.
+	put("/v1/internal/node/register", h.internalNodeRegister)
+	put("/v1/internal/node/{id}/status", h.internalNodeStatus)
+	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
+
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Invalid URL path: "+r.URL.Path, http.StatusNotFound)
+	})
+}

@@ -1,0 +1,213 @@
+package agent
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func deploymentResponse(reply *nomad.DeploymentUpdateReply) (any, uint64, error) {
+	return &api.DeploymentUpdateResponse{
+		EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex,
+		DeploymentModifyIndex: reply.DeploymentModifyIndex, RevertedJobVersion: reply.RevertedJobVersion,
+		WriteMeta: api.WriteMeta{LastIndex: reply.Index},
+	}, reply.Index, nil
+}
+
+// checkDeploymentID refuses bodies naming another deployment than the path.
+func checkDeploymentID(r *http.Request, bodyID string) error {
+	if bodyID != "" && bodyID != r.PathValue("id") {
+		return badRequest("Deployment ID does not match")
+	}
+	return nil
+}
+
+func (h *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.DeploymentPromoteRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
+		return nil, 0, err
+	}
+	reply, err := h.srv.DeploymentPromote(r.PathValue("id"), req.All, req.Groups)
+	if err != nil {
+		return nil, 0, err
+	}
+	return deploymentResponse(reply)
+}
+
+func (h *HTTPServer) deploymentFail(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	reply, err := h.srv.DeploymentFail(r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return deploymentResponse(reply)
+}
+
+func (h *HTTPServer) deploymentPause(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.DeploymentPauseRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
+		return nil, 0, err
+	}
+	reply, err := h.srv.DeploymentPause(r.PathValue("id"), req.Pause)
+	if err != nil {
+		return nil, 0, err
+	}
+	return deploymentResponse(reply)
+}
+
+func (h *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.DeploymentAllocHealthRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
+		return nil, 0, err
+	}
+	reply, err := h.srv.DeploymentAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return deploymentResponse(reply)
+}
+
+// nodeRegisterRequest is the body of the internal node registration.
+type nodeRegisterRequest struct {
+	Node *api.Node
+	// SecretID authenticates the node; api.Node does not carry it.
+	SecretID string
+}
+
+// nodeRegisterResponse answers a node registration.
+type nodeRegisterResponse struct {
+	EvalIDs []string
+	Index   uint64
+}
+
+func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req nodeRegisterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.Node == nil {
+		return nil, 0, badRequest("Node must be specified")
+	}
+	node := convert.NodeFromAPI(req.Node)
+	node.SecretID = req.SecretID
+	index, evals, err := h.srv.NodeRegister(node)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &nodeRegisterResponse{EvalIDs: evals, Index: index}, index, nil
+}
+
+// nodeStatusRequest is the body of the internal node status update.
+type nodeStatusRequest struct {
+	Status string
+}
+
+func (h *HTTPServer) internalNodeStatus(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req nodeStatusRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	index, err := h.srv.NodeUpdateStatus(r.PathValue("id"), req.Status)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.WriteMeta{LastIndex: index}, index, nil
+}
+
+// allocUpdateRequest is the body of the internal client alloc update.
+type allocUpdateRequest struct {
+	Allocs []*api.Allocation
+}
+
+func (h *HTTPServer) internalAllocUpdate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req allocUpdateRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	nodeID := r.PathValue("id")
+	var updates []*structs.Allocation
+	for _, a := range req.Allocs {
+		u, err := allocClientUpdateFromAPI(a)
+		if err != nil {
+			return nil, 0, err
+		}
+		existing, err := h.srv.State().AllocByID(nil, u.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		if existing == nil || existing.NodeID != nodeID {
+			return nil, 0, badRequest("allocation %q does not belong to node %q", u.ID, nodeID)
+		}
+		updates = append(updates, u)
+	}
+	index, err := h.srv.AllocClientUpdate(updates)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.WriteMeta{LastIndex: index}, index, nil
+}
+
+// checkNodeSecret authenticates a client request by the node's secret ID,
+// sent as X-Nomad-Token.
+func (h *HTTPServer) checkNodeSecret(r *http.Request) error {
+	node, err := h.srv.State().NodeByID(nil, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return notFound("node not found")
+	}
+	if node.SecretID != r.Header.Get("X-Nomad-Token") {
+		return &httpError{code: http.StatusForbidden, msg: "Permission denied"}
+	}
+	return nil
+}
+
+// allocClientUpdateFromAPI keeps the fields a client may report: status,
+// description, task states and deployment health.
+func allocClientUpdateFromAPI(a *api.Allocation) (*structs.Allocation, error) {
+	u := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription}
+	switch a.ClientStatus {
+	case structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
+		structs.AllocClientStatusFailed, structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+	default:
+		return nil, badRequest("allocation %q: invalid ClientStatus %q", a.ID, a.ClientStatus)
+	}
+	if err := convertByJSON(a.TaskStates, &u.TaskStates); err != nil {
+		return nil, badRequest("allocation %q: TaskStates: %v", a.ID, err)
+	}
+	if a.DeploymentStatus != nil {
+		u.DeploymentStatus = &structs.AllocDeploymentStatus{
+			Healthy: a.DeploymentStatus.Healthy, Timestamp: a.DeploymentStatus.Timestamp, Canary: a.DeploymentStatus.Canary,
+		}
+	}
+	return u, nil
+}
+
+// convertByJSON copies in to out through their JSON encoding (same field names).
+func convertByJSON(in, out any) error {
+	buf, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(buf, out)
+}

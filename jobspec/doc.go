@@ -1,0 +1,16 @@
+// Package jobspec turns a Nomad-style HCL2 jobspec (or a JSON job in api.Job
+// form) into an *api.Job from github.com/hashicorp/nomad/api.
+//
+// It is Drover's own clean-room parser built only on upstream
+// github.com/hashicorp/hcl/v2 and github.com/zclconf/go-cty. It supports
+// variable blocks (with -var, -var-file and NOMAD_VAR_ inputs), locals, the
+// usual HCL functions, dynamic blocks, opaque driver config bodies and it
+// preserves runtime interpolations such as "${NOMAD_PORT_http}" or
+// "${attr.kernel.name}" verbatim for the client to resolve.
+//
+// The output is deliberately not canonicalized: defaults and the job-to-group
+// update merge are applied by the server (api.Job.Canonicalize), as in Nomad.
+//
+// Importers: the drover CLI (job run/plan/validate) and tests. The server never
+// parses HCL; it only receives JSON jobs over the HTTP API.
+package jobspec

@@ -1,0 +1,163 @@
+package jobspec
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/nomad/api"
+)
+
+// extension adds jobspec syntax that the api structs' tags do not describe.
+// attrs/blocks extend the struct's schema; apply runs after the tagged fields
+// are decoded, with the full body content.
+type extension struct {
+	attrs  []hcl.AttributeSchema
+	blocks []hcl.BlockHeaderSchema
+	apply  func(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics
+}
+
+var (
+	jobType        = reflect.TypeFor[api.Job]()
+	constraintType = reflect.TypeFor[api.Constraint]()
+	affinityType   = reflect.TypeFor[api.Affinity]()
+)
+
+// Shorthand keys: `<key> = "x"` means Operand=<key>, RTarget="x".
+// distinct_hosts/distinct_property are special (see applyShorthand).
+var (
+	affinityShorthands   = []string{"version", "semver", "regexp", "set_contains", "set_contains_any", "set_contains_all"}
+	constraintShorthands = append([]string{"distinct_hosts", "distinct_property"}, affinityShorthands...)
+)
+
+// extensionFor returns the extension for struct type t, or nil.
+func extensionFor(t reflect.Type) *extension {
+	switch t {
+	case jobType:
+		return &extension{
+			blocks: []hcl.BlockHeaderSchema{{Type: "task", LabelNames: []string{"name"}}},
+			apply:  applyJobTasks,
+		}
+	case constraintType:
+		return &extension{attrs: attrSchemas(constraintShorthands), apply: applyConstraint}
+	case affinityType:
+		return &extension{attrs: attrSchemas(affinityShorthands), apply: applyAffinity}
+	}
+	return nil
+}
+
+func attrSchemas(names []string) []hcl.AttributeSchema {
+	out := make([]hcl.AttributeSchema, len(names))
+	for i, n := range names {
+		out[i] = hcl.AttributeSchema{Name: n}
+	}
+	return out
+}
+
+// applyJobTasks turns each `task "x" {}` directly under job into its own
+// group named "x" holding just that task, appended after the explicit groups.
+func applyJobTasks(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+	job := rv.Addr().Interface().(*api.Job)
+	var diags hcl.Diagnostics
+	for _, b := range content.Blocks {
+		if b.Type != "task" {
+			continue
+		}
+		task := &api.Task{}
+		diags = append(diags, d.decodeBlock(b, reflect.ValueOf(task).Elem())...)
+		job.TaskGroups = append(job.TaskGroups, &api.TaskGroup{Name: new(task.Name), Tasks: []*api.Task{task}})
+	}
+	return diags
+}
+
+func applyConstraint(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+	c := rv.Addr().Interface().(*api.Constraint)
+	return d.applyShorthand(content, constraintShorthands, &c.LTarget, &c.RTarget, &c.Operand)
+}
+
+func applyAffinity(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+	a := rv.Addr().Interface().(*api.Affinity)
+	return d.applyShorthand(content, affinityShorthands, &a.LTarget, &a.RTarget, &a.Operand)
+}
+
+// applyShorthand applies at most one shorthand key from keys:
+//   - distinct_hosts = true  → Operand "distinct_hosts" (false leaves the block as is)
+//   - distinct_property = p  → Operand "distinct_property", LTarget p (value stays the limit)
+//   - other keys = v         → Operand <key>, RTarget v (attribute stays LTarget)
+//
+// Combining shorthands, or a shorthand with `operator`, is an error.
+func (d *decoder) applyShorthand(content *hcl.BodyContent, keys []string, lt, rt, op *string) hcl.Diagnostics {
+	var used []*hcl.Attribute
+	for _, k := range keys {
+		if a, ok := content.Attributes[k]; ok {
+			used = append(used, a)
+		}
+	}
+	if len(used) == 0 {
+		return nil
+	}
+	if len(used) > 1 {
+		return hcl.Diagnostics{errDiag(used[1].NameRange.Ptr(), "Conflicting shorthands",
+			fmt.Sprintf("Only one of %s may be set in one block.", strings.Join(keys, ", ")))}
+	}
+	a := used[0]
+	if opAttr, ok := content.Attributes["operator"]; ok {
+		return hcl.Diagnostics{errDiag(opAttr.NameRange.Ptr(), "Conflicting operator",
+			fmt.Sprintf("\"operator\" cannot be combined with the %q shorthand.", a.Name))}
+	}
+	val, diags := evalExpr(a.Expr, d.ctx)
+	if diags.HasErrors() {
+		return diags
+	}
+	if a.Name == "distinct_hosts" {
+		var on bool
+		diags = append(diags, assign(val, reflect.ValueOf(&on).Elem(), a.Name, a.Expr.Range())...)
+		if on {
+			*op = a.Name
+		}
+		return diags
+	}
+	var s string
+	diags = append(diags, assign(val, reflect.ValueOf(&s).Elem(), a.Name, a.Expr.Range())...)
+	*op = a.Name
+	if a.Name == "distinct_property" {
+		*lt = s
+	} else {
+		*rt = s
+	}
+	return diags
+}
+
+// normalizePorts moves ports with a static value from DynamicPorts to
+// ReservedPorts in every group and task network, as Nomad's parser does.
+func normalizePorts(job *api.Job) {
+	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		normalizeNetworks(tg.Networks)
+		for _, t := range tg.Tasks {
+			if t != nil && t.Resources != nil {
+				normalizeNetworks(t.Resources.Networks)
+			}
+		}
+	}
+}
+
+func normalizeNetworks(nets []*api.NetworkResource) {
+	for _, n := range nets {
+		if n == nil {
+			continue
+		}
+		var dynamic []api.Port
+		for _, p := range n.DynamicPorts {
+			if p.Value > 0 {
+				n.ReservedPorts = append(n.ReservedPorts, p)
+			} else {
+				dynamic = append(dynamic, p)
+			}
+		}
+		n.DynamicPorts = dynamic
+	}
+}

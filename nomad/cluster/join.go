@@ -1,0 +1,330 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Internal server-to-server endpoints, served on the rpc port only.
+const (
+	selfPath = "/v1/internal/cluster/self"
+	joinPath = "/v1/internal/cluster/join"
+)
+
+const (
+	discoverTimeout = 2 * time.Second
+	joinTimeout     = 10 * time.Second
+	maxJoinBody     = 64 << 10
+)
+
+// SelfInfo is the body of GET /v1/internal/cluster/self.
+type SelfInfo struct {
+	ID              string
+	Address         string
+	BootstrapExpect int
+	HasLeader       bool
+}
+
+// JoinRequest is the body of PUT /v1/internal/cluster/join.
+type JoinRequest struct {
+	ID      string
+	Address string
+}
+
+// JoinResponse is the reply to a successful join.
+type JoinResponse struct {
+	Index uint64
+}
+
+// peerHandler serves the internal cluster endpoints and delegates the rest.
+func (c *Cluster) peerHandler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case selfPath:
+			c.handleSelf(w, r)
+		case joinPath:
+			c.handleJoin(w, r)
+		default:
+			if next == nil {
+				http.NotFound(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func (c *Cluster) selfInfo() SelfInfo {
+	_, leader := c.raft.LeaderWithID()
+	return SelfInfo{
+		ID:              c.cfg.NodeID,
+		Address:         c.advertise,
+		BootstrapExpect: c.cfg.BootstrapExpect,
+		HasLeader:       leader != "",
+	}
+}
+
+func (c *Cluster) handleSelf(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeText(w, http.StatusMethodNotAllowed, "Invalid method")
+		return
+	}
+	writeJSON(w, http.StatusOK, c.selfInfo())
+}
+
+func (c *Cluster) handleJoin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut && r.Method != http.MethodPost {
+		writeText(w, http.StatusMethodNotAllowed, "Invalid method")
+		return
+	}
+	if c.ForwardToLeader(w, r) {
+		return
+	}
+	var req JoinRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxJoinBody)).Decode(&req); err != nil {
+		writeText(w, http.StatusBadRequest, "invalid join request: "+err.Error())
+		return
+	}
+	var problems []string
+	if req.ID == "" {
+		problems = append(problems, "ID is required")
+	}
+	if req.Address == "" {
+		problems = append(problems, "Address is required")
+	}
+	if len(problems) > 0 {
+		writeText(w, http.StatusBadRequest, "invalid join request: "+strings.Join(problems, "; "))
+		return
+	}
+	index, err := c.addVoter(req)
+	if err != nil {
+		writeText(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, JoinResponse{Index: index})
+}
+
+// addVoter adds req as a voter unless it already is one at that address.
+func (c *Cluster) addVoter(req JoinRequest) (uint64, error) {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, raftErr("get configuration", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == req.ID && string(s.Address) == req.Address && s.Suffrage == raft.Voter {
+			return f.Index(), nil
+		}
+	}
+	c.logger.Info("adding voter", "id", req.ID, "address", req.Address)
+	af := c.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, joinTimeout)
+	if err := af.Error(); err != nil {
+		return 0, raftErr("add voter", err)
+	}
+	return af.Index(), nil
+}
+
+// runJoin retries discovery, bootstrap and join until this server is in a
+// configuration with a known leader, or Shutdown.
+func (c *Cluster) runJoin() {
+	defer c.wg.Done()
+	interval := c.cfg.retryInterval()
+	bootstrapped := false
+	for {
+		if c.joined() {
+			c.logger.Info("cluster membership established")
+			return
+		}
+		c.joinAttempt(&bootstrapped)
+		// Uniform in [0.75, 1.25) × interval.
+		wait := interval*3/4 + rand.N(interval/2+1)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// joined reports whether a leader is known and this server is in the
+// latest configuration.
+func (c *Cluster) joined() bool {
+	if _, leader := c.raft.LeaderWithID(); leader == "" {
+		return false
+	}
+	return slices.ContainsFunc(c.Peers(), func(s raft.Server) bool {
+		return string(s.ID) == c.cfg.NodeID
+	})
+}
+
+// joinAttempt makes one round of discovery, then joins a peer that has a
+// leader or, failing that, bootstraps once enough servers are known.
+func (c *Cluster) joinAttempt(bootstrapped *bool) {
+	peers := c.discover()
+	for _, p := range peers {
+		if !p.HasLeader {
+			continue
+		}
+		if err := c.requestJoin(p.Address); err != nil {
+			c.logger.Warn("join request failed", "peer", p.ID, "address", p.Address, "error", err)
+			continue
+		}
+		c.logger.Info("joined cluster", "via", p.ID, "address", p.Address)
+		return
+	}
+	if *bootstrapped || c.cfg.BootstrapExpect < 2 {
+		return
+	}
+	servers := c.bootstrapServers(peers)
+	if len(servers) < c.cfg.BootstrapExpect {
+		c.logger.Debug("waiting for servers before bootstrap", "known", len(servers), "expect", c.cfg.BootstrapExpect)
+		return
+	}
+	err := c.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	switch {
+	case err == nil:
+		c.logger.Info("bootstrapped cluster", "servers", serverIDs(servers))
+	case errors.Is(err, raft.ErrCantBootstrap):
+		c.logger.Info("raft state already present, not bootstrapping")
+	default:
+		c.logger.Error("bootstrap failed", "error", err)
+		return
+	}
+	*bootstrapped = true
+}
+
+// bootstrapServers is self plus every discovered server expecting the same
+// cluster size, sorted by ID so that all servers compute the same set.
+func (c *Cluster) bootstrapServers(peers []SelfInfo) []raft.Server {
+	servers := []raft.Server{c.selfServer()}
+	for _, p := range peers {
+		if p.BootstrapExpect != c.cfg.BootstrapExpect {
+			c.logger.Warn("peer has a different bootstrap_expect, ignoring it for bootstrap",
+				"peer", p.ID, "peer_expect", p.BootstrapExpect, "expect", c.cfg.BootstrapExpect)
+			continue
+		}
+		servers = append(servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(p.ID),
+			Address:  raft.ServerAddress(p.Address),
+		})
+	}
+	slices.SortFunc(servers, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return servers
+}
+
+// discover queries every RetryJoin address concurrently and returns the
+// distinct other servers that answered, sorted by ID.
+func (c *Cluster) discover() []SelfInfo {
+	var (
+		mu    sync.Mutex
+		found = map[string]SelfInfo{}
+		wg    sync.WaitGroup
+	)
+	for _, addr := range c.cfg.RetryJoin {
+		addr = normalizeJoinAddr(addr)
+		wg.Go(func() {
+			info, err := c.fetchSelf(addr)
+			if err != nil {
+				c.logger.Debug("discovery failed", "address", addr, "error", err)
+				return
+			}
+			if info.ID == c.cfg.NodeID {
+				if info.Address != c.advertise {
+					c.logger.Error("another server uses this node ID", "id", info.ID, "address", info.Address)
+				}
+				return
+			}
+			mu.Lock()
+			found[info.ID] = info
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	out := make([]SelfInfo, 0, len(found))
+	for _, info := range found {
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b SelfInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (c *Cluster) fetchSelf(addr string) (SelfInfo, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, discoverTimeout)
+	defer cancel()
+	var info SelfInfo
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+selfPath, nil)
+	if err != nil {
+		return info, err
+	}
+	if err := c.doJSON(req, &info); err != nil {
+		return info, err
+	}
+	if info.ID == "" || info.Address == "" {
+		return info, fmt.Errorf("incomplete self info from %s", addr)
+	}
+	return info, nil
+}
+
+func (c *Cluster) requestJoin(addr string) error {
+	ctx, cancel := context.WithTimeout(c.ctx, joinTimeout+discoverTimeout)
+	defer cancel()
+	body, err := json.Marshal(JoinRequest{ID: c.cfg.NodeID, Address: c.advertise})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+joinPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	var resp JoinResponse
+	return c.doJSON(req, &resp)
+}
+
+// doJSON sends req over the peer client and decodes a 200 JSON reply.
+func (c *Cluster) doJSON(req *http.Request, out any) error {
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s: HTTP %d: %s", req.Method, req.URL.Path, resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func serverIDs(servers []raft.Server) []string {
+	ids := make([]string, len(servers))
+	for i, s := range servers {
+		ids[i] = string(s.ID)
+	}
+	return ids
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeText writes msg verbatim (no trailing newline), as Nomad does.
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, msg)
+}

@@ -1,0 +1,207 @@
+package nomad
+
+import (
+	"fmt"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// DeploymentUpdateReply reports a deployment action.
+type DeploymentUpdateReply struct {
+	EvalID                string
+	EvalCreateIndex       uint64
+	DeploymentModifyIndex uint64
+	RevertedJobVersion    *uint64
+	Index                 uint64
+}
+
+// activeDeployment returns the deployment id, refusing missing ones (404)
+// and, for actions that need it, terminal ones with Nomad's wording.
+func (s *Server) activeDeployment(id, action string) (*structs.Deployment, *structs.Job, error) {
+	d, err := s.State().DeploymentByID(nil, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d == nil {
+		return nil, nil, structs.NotFoundf("deployment not found")
+	}
+	if !d.Active() {
+		return nil, nil, structs.BadRequestf("can't %s terminal deployment", action)
+	}
+	job, err := s.State().JobByID(nil, d.Namespace, d.JobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if job == nil {
+		return nil, nil, structs.NotFoundf("job for deployment not found")
+	}
+	return d, job, nil
+}
+
+// deploymentEval is the evaluation that follows a deployment action.
+func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *structs.Evaluation {
+	e := s.newEval(job, structs.EvalTriggerDeploymentWatcher)
+	e.DeploymentID = d.ID
+	e.JobModifyIndex = job.JobModifyIndex
+	return e
+}
+
+// DeploymentPromote promotes the canaries of all groups (all) or of groups.
+func (s *Server) DeploymentPromote(id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
+	d, job, err := s.activeDeployment(id, "promote")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPromotable(d, all, groups); err != nil {
+		return nil, err
+	}
+	eval := s.deploymentEval(d, job)
+	req := &structs.DeploymentPromoteRequest{DeploymentID: id, All: all, Groups: groups, Eval: eval, UpdatedAt: s.now().UnixNano()}
+	_, index, err := s.raftApply(structs.DeploymentPromoteRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	return &DeploymentUpdateReply{EvalID: eval.ID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+}
+
+// checkPromotable refuses promotions of deployments without canaries or of
+// groups the deployment does not have, in Nomad's words.
+func checkPromotable(d *structs.Deployment, all bool, groups []string) error {
+	hasCanaries := false
+	for _, st := range d.TaskGroups {
+		if st.DesiredCanaries > 0 {
+			hasCanaries = true
+		}
+	}
+	if !hasCanaries {
+		return structs.BadRequestf("No canaries to promote")
+	}
+	if all {
+		return nil
+	}
+	for _, g := range groups {
+		if _, ok := d.TaskGroups[g]; !ok {
+			return structs.BadRequestf("Deployment does not include task group %q", g)
+		}
+	}
+	return nil
+}
+
+// DeploymentPause pauses (pause=true) or resumes a deployment.
+func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply, error) {
+	action := "resume"
+	if pause {
+		action = "pause"
+	}
+	d, job, err := s.activeDeployment(id, action)
+	if err != nil {
+		return nil, err
+	}
+	upd := &structs.DeploymentStatusUpdate{DeploymentID: id}
+	var eval *structs.Evaluation
+	if pause {
+		upd.Status, upd.StatusDescription = structs.DeploymentStatusPaused, structs.DeploymentStatusDescriptionPaused
+	} else {
+		upd.Status, upd.StatusDescription = structs.DeploymentStatusRunning, structs.DeploymentStatusDescriptionRunning
+		eval = s.deploymentEval(d, job)
+	}
+	req := &structs.DeploymentStatusUpdateRequest{Update: upd, Eval: eval, UpdatedAt: s.now().UnixNano()}
+	_, index, err := s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	reply := &DeploymentUpdateReply{DeploymentModifyIndex: index, Index: index}
+	if eval != nil {
+		reply.EvalID, reply.EvalCreateIndex = eval.ID, index
+	}
+	return reply, nil
+}
+
+// DeploymentFail marks a deployment failed and, when a group has
+// auto_revert, registers the newest stable version of the job again.
+func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
+	d, job, err := s.activeDeployment(id, "fail")
+	if err != nil {
+		return nil, err
+	}
+	upd := &structs.DeploymentStatusUpdate{
+		DeploymentID:      id,
+		Status:            structs.DeploymentStatusFailed,
+		StatusDescription: structs.DeploymentStatusDescriptionFailedByUser,
+	}
+	revertTo, suffix, err := s.autoRevertTarget(d, job)
+	if err != nil {
+		return nil, err
+	}
+	upd.StatusDescription += suffix
+	req := &structs.DeploymentStatusUpdateRequest{Update: upd, UpdatedAt: s.now().UnixNano()}
+	reply := &DeploymentUpdateReply{}
+	if revertTo != nil {
+		revert := revertTo.Copy()
+		revert.Stop = false
+		req.Job = revert
+		v := revertTo.Version
+		reply.RevertedJobVersion = &v
+	}
+	req.Eval = s.deploymentEval(d, job)
+	_, index, err := s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	reply.EvalID, reply.EvalCreateIndex, reply.DeploymentModifyIndex, reply.Index = req.Eval.ID, index, index, index
+	return reply, nil
+}
+
+// autoRevertTarget returns the job version a failed deployment reverts to (or
+// nil) and the description suffix saying so, in Nomad's wording.
+func (s *Server) autoRevertTarget(d *structs.Deployment, job *structs.Job) (*structs.Job, string, error) {
+	autoRevert := false
+	for _, st := range d.TaskGroups {
+		autoRevert = autoRevert || st.AutoRevert
+	}
+	if !autoRevert {
+		return nil, "", nil
+	}
+	versions, err := s.State().JobVersionsByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, v := range versions {
+		if v.Version >= d.JobVersion || !v.Stable {
+			continue
+		}
+		if !v.SpecChanged(job) {
+			return nil, fmt.Sprintf(" - not rolling back to stable job version %d as current job has same specification", v.Version), nil
+		}
+		return v, fmt.Sprintf(" - rolling back to job version %d", v.Version), nil
+	}
+	return nil, " - no stable job version to auto revert to", nil
+}
+
+// DeploymentAllocHealth sets the health of allocations of a deployment (the
+// `manual` health check mode).
+func (s *Server) DeploymentAllocHealth(id string, healthy, unhealthy []string) (*DeploymentUpdateReply, error) {
+	d, job, err := s.activeDeployment(id, "set health of allocations for")
+	if err != nil {
+		return nil, err
+	}
+	for _, allocID := range append(append([]string(nil), healthy...), unhealthy...) {
+		a, err := s.State().AllocByID(nil, allocID)
+		if err != nil {
+			return nil, err
+		}
+		if a == nil || a.DeploymentID != id {
+			return nil, structs.BadRequestf("Allocation %q is not part of the deployment", allocID)
+		}
+	}
+	eval := s.deploymentEval(d, job)
+	req := &structs.DeploymentAllocHealthRequest{
+		DeploymentID: id, HealthyAllocationIDs: healthy, UnhealthyAllocationIDs: unhealthy,
+		Timestamp: s.now().UnixNano(), Eval: eval,
+	}
+	_, index, err := s.raftApply(structs.DeploymentAllocHealthRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	return &DeploymentUpdateReply{EvalID: eval.ID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+}

@@ -1,0 +1,17 @@
+// Package nomad is Drover's server: it wires raft (nomad/cluster), the FSM and
+// state store (nomad/fsm, nomad/state), and the leader's duties — the eval
+// broker (nomad/broker), scheduler workers (scheduler) and the plan queue and
+// applier (nomad/planner) — and offers the endpoints the HTTP layer calls.
+//
+// Endpoint methods that write must run on the leader; the HTTP layer forwards
+// writes that reach a follower (Server.Forward) before calling them. Reads are
+// served from the local state store on any server.
+//
+// Leadership lifecycle:
+//
+//	follower ──elected──▶ establishLeadership: barrier, enable broker and
+//	   ▲                   plan queue, re-enqueue pending evals, start workers
+//	   └──lost leadership── revokeLeadership: stop workers, disable both
+//
+// Imported by command/agent only.
+package nomad

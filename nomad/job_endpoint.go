@@ -1,0 +1,167 @@
+package nomad
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func generateUUID() string { return uuid.NewString() }
+
+// JobRegisterArgs is a job registration after decoding and canonicalization.
+type JobRegisterArgs struct {
+	Job            *structs.Job
+	Submission     *structs.JobSubmission
+	EnforceIndex   bool
+	JobModifyIndex uint64
+	EvalPriority   int
+}
+
+// JobRegisterReply reports a registration.
+type JobRegisterReply struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Version         uint64
+	Index           uint64
+}
+
+// JobRegister validates and registers a job version with an evaluation. It
+// must run on the leader. Invalid jobs are refused with every problem listed
+// and nothing is written.
+func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
+	job := args.Job
+	if err := job.Validate(); err != nil {
+		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	}
+	current, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	if args.EnforceIndex {
+		if err := checkJobModifyIndex(current, args.JobModifyIndex); err != nil {
+			return nil, err
+		}
+	}
+	eval := s.newEval(job, structs.EvalTriggerJobRegister)
+	if args.EvalPriority > 0 {
+		eval.Priority = args.EvalPriority
+	}
+	return s.applyJobRegister(job, args.Submission, eval)
+}
+
+// applyJobRegister commits job (and eval, when non-nil) through raft.
+func (s *Server) applyJobRegister(job *structs.Job, sub *structs.JobSubmission, eval *structs.Evaluation) (*JobRegisterReply, error) {
+	req := &structs.JobRegisterRequest{Job: job, Submission: sub, Eval: eval, SubmitTime: s.now().UnixNano()}
+	resp, index, err := s.raftApply(structs.JobRegisterRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	reply := &JobRegisterReply{Index: index, JobModifyIndex: index}
+	if r, ok := resp.(*fsm.RegisterResult); ok && r != nil {
+		reply.JobModifyIndex, reply.Version = r.JobModifyIndex, r.Version
+	}
+	if eval != nil {
+		reply.EvalID, reply.EvalCreateIndex = eval.ID, index
+	}
+	return reply, nil
+}
+
+// checkJobModifyIndex enforces a register's check-index, with Nomad's wording
+// (the CLI reformats these messages).
+func checkJobModifyIndex(current *structs.Job, want uint64) error {
+	switch {
+	case current == nil && want != 0:
+		return structs.BadRequestf("Enforcing job modify index %d: job does not exist", want)
+	case current != nil && want == 0:
+		return structs.BadRequestf("Enforcing job modify index %d: job already exists", want)
+	case current != nil && current.JobModifyIndex != want:
+		return structs.BadRequestf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", want, current.JobModifyIndex)
+	}
+	return nil
+}
+
+// JobDeregisterReply reports a stop or purge.
+type JobDeregisterReply struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Index           uint64
+}
+
+// JobDeregister stops a job (its allocations are stopped by the evaluation it
+// creates) or, with purge, also deletes it.
+func (s *Server) JobDeregister(namespace, jobID string, purge bool) (*JobDeregisterReply, error) {
+	job, err := s.State().JobByID(nil, namespace, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, structs.NotFoundf("job not found")
+	}
+	eval := s.newEval(job, structs.EvalTriggerJobDeregister)
+	req := &structs.JobDeregisterRequest{Namespace: namespace, JobID: jobID, Purge: purge, Eval: eval, SubmitTime: s.now().UnixNano()}
+	_, index, err := s.raftApply(structs.JobDeregisterRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	return &JobDeregisterReply{EvalID: eval.ID, EvalCreateIndex: index, JobModifyIndex: index, Index: index}, nil
+}
+
+// JobRevert registers a copy of version of the job as its newest version.
+// enforcePrior, when non-nil, must equal the current version.
+func (s *Server) JobRevert(namespace, jobID string, version uint64, enforcePrior *uint64) (*JobRegisterReply, error) {
+	current, err := s.State().JobByID(nil, namespace, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if current == nil {
+		return nil, structs.NotFoundf("job not found")
+	}
+	if enforcePrior != nil && *enforcePrior != current.Version {
+		return nil, structs.BadRequestf("Current job has version %d; enforcing version %d", current.Version, *enforcePrior)
+	}
+	if version == current.Version {
+		return nil, structs.BadRequestf("can't revert to current version")
+	}
+	old, err := s.State().JobByIDAndVersion(nil, namespace, jobID, version)
+	if err != nil {
+		return nil, err
+	}
+	if old == nil {
+		return nil, structs.NotFoundf("job %q in namespace %q at version %d not found", jobID, namespace, version)
+	}
+	revert := old.Copy()
+	revert.Stop = false
+	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister))
+}
+
+// JobStability marks a job version stable or unstable.
+func (s *Server) JobStability(namespace, jobID string, version uint64, stable bool) (uint64, error) {
+	job, err := s.State().JobByIDAndVersion(nil, namespace, jobID, version)
+	if err != nil {
+		return 0, err
+	}
+	if job == nil {
+		return 0, structs.NotFoundf("job %q at version %d not found", jobID, version)
+	}
+	_, index, err := s.raftApply(structs.JobStabilityRequestType,
+		&structs.JobStabilityRequest{Namespace: namespace, JobID: jobID, Version: version, Stable: stable})
+	return index, err
+}
+
+// JobEvaluate creates a new evaluation of a job (forcing a reschedule check).
+func (s *Server) JobEvaluate(namespace, jobID string) (string, uint64, error) {
+	job, err := s.State().JobByID(nil, namespace, jobID)
+	if err != nil {
+		return "", 0, err
+	}
+	if job == nil {
+		return "", 0, structs.NotFoundf("job not found")
+	}
+	eval := s.newEval(job, structs.EvalTriggerJobRegister)
+	eval.JobModifyIndex = job.JobModifyIndex
+	_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+	return eval.ID, index, err
+}

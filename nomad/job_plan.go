@@ -1,0 +1,111 @@
+package nomad
+
+import (
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/scheduler"
+)
+
+// JobPlanReply is the outcome of a dry-run registration.
+type JobPlanReply struct {
+	Diff           *structs.JobDiff
+	Annotations    *structs.PlanAnnotations
+	FailedTGAllocs map[string]*structs.AllocationMetric
+	CreatedEvals   []*structs.Evaluation
+	JobModifyIndex uint64
+	Index          uint64
+}
+
+// JobPlan shows what registering job would change, without writing anything:
+// the diff against the current version and the scheduler's dry-run decision.
+func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, error) {
+	if err := job.Validate(); err != nil {
+		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	}
+	snap := s.State().Snapshot()
+	current, err := snap.JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := current.Diff(job, contextual)
+	if err != nil {
+		return nil, err
+	}
+	proposed := proposedVersion(current, job)
+	eval := s.newEval(proposed, structs.EvalTriggerJobRegister)
+	planner := &dryRunPlanner{}
+	st := &planState{State: snap, job: proposed}
+	sched, err := scheduler.New(job.Type, s.logger, st, planner, s.now)
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Process(eval); err != nil {
+		return nil, err
+	}
+	reply := &JobPlanReply{Diff: diff, Index: snap.LatestIndex(), FailedTGAllocs: map[string]*structs.AllocationMetric{}}
+	if current != nil {
+		reply.JobModifyIndex = current.JobModifyIndex
+	}
+	if planner.eval != nil {
+		reply.Annotations = planner.eval.PlanAnnotations
+		if planner.eval.FailedTGAllocs != nil {
+			reply.FailedTGAllocs = planner.eval.FailedTGAllocs
+		}
+	}
+	if reply.Annotations == nil {
+		reply.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+	}
+	reply.CreatedEvals = planner.created
+	return reply, nil
+}
+
+// proposedVersion is job as the state store would store it if registered now.
+func proposedVersion(current, job *structs.Job) *structs.Job {
+	p := job.Copy()
+	if current == nil {
+		return p
+	}
+	p.CreateIndex = current.CreateIndex
+	p.Version = current.Version
+	if current.SpecChanged(job) {
+		p.Version = current.Version + 1
+	}
+	return p
+}
+
+// planState is a snapshot in which the planned job replaces the stored one.
+type planState struct {
+	scheduler.State
+	job *structs.Job
+}
+
+func (p *planState) JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error) {
+	if namespace == p.job.Namespace && id == p.job.ID {
+		return p.job, nil
+	}
+	return p.State.JobByID(ws, namespace, id)
+}
+
+// dryRunPlanner records what a scheduler would do and pretends it committed.
+type dryRunPlanner struct {
+	plan    *structs.Plan
+	eval    *structs.Evaluation
+	created []*structs.Evaluation
+}
+
+func (d *dryRunPlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.State, error) {
+	d.plan = plan
+	return &structs.PlanResult{NodeUpdate: plan.NodeUpdate, NodeAllocation: plan.NodeAllocation,
+		Deployment: plan.Deployment, DeploymentUpdates: plan.DeploymentUpdates}, nil, nil
+}
+
+func (d *dryRunPlanner) UpdateEval(eval *structs.Evaluation) error {
+	d.eval = eval
+	return nil
+}
+
+func (d *dryRunPlanner) CreateEval(eval *structs.Evaluation) error {
+	d.created = append(d.created, eval)
+	return nil
+}

@@ -1,0 +1,97 @@
+package nomad
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// barrierTimeout bounds the wait for a new leader to catch up with its log.
+const barrierTimeout = time.Minute
+
+// monitorLeadership starts and stops leader duties as leadership changes.
+func (s *Server) monitorLeadership() {
+	for isLeader := range s.cluster.LeaderCh() {
+		if isLeader {
+			s.establishLeadership()
+		} else {
+			s.revokeLeadership()
+		}
+	}
+}
+
+// establishLeadership waits for the FSM to apply every committed entry, then
+// enables the broker and plan queue, re-enqueues pending evaluations and starts
+// the scheduler workers.
+func (s *Server) establishLeadership() {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	if s.leaderCancel != nil {
+		return
+	}
+	if err := s.cluster.Barrier(barrierTimeout); err != nil {
+		s.logger.Error("leadership barrier failed; not taking leader duties", "error", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.leaderCancel = cancel
+	s.broker.SetEnabled(true)
+
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.plans.Run(ctx)
+	}()
+	s.restoreEvals()
+	for i := 0; i < s.config.NumSchedulers; i++ {
+		w := &worker{srv: s, id: i}
+		s.leaderDone.Add(1)
+		go func() {
+			defer s.leaderDone.Done()
+			w.run(ctx)
+		}()
+	}
+	s.logger.Info("cluster leadership acquired")
+}
+
+// revokeLeadership stops leader duties; it returns when workers and the plan
+// queue have stopped.
+func (s *Server) revokeLeadership() {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	if s.leaderCancel == nil {
+		return
+	}
+	s.broker.SetEnabled(false)
+	s.leaderCancel()
+	s.leaderDone.Wait()
+	s.leaderCancel = nil
+	s.logger.Info("cluster leadership lost")
+}
+
+// restoreEvals enqueues every pending evaluation in state.
+func (s *Server) restoreEvals() {
+	evals, err := s.State().Evals(nil, "*")
+	if err != nil {
+		s.logger.Error("failed to restore evaluations", "error", err)
+		return
+	}
+	s.enqueueEvals(evals)
+}
+
+// newEval returns a pending evaluation of job triggered by trigger.
+func (s *Server) newEval(job *structs.Job, trigger string) *structs.Evaluation {
+	now := s.now().UnixNano()
+	return &structs.Evaluation{
+		ID:          generateUUID(),
+		Namespace:   job.Namespace,
+		Priority:    job.Priority,
+		Type:        job.Type,
+		TriggeredBy: trigger,
+		JobID:       job.ID,
+		Status:      structs.EvalStatusPending,
+		CreateTime:  now,
+		ModifyTime:  now,
+	}
+}

@@ -1,0 +1,205 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/nomad/broker"
+	"github.com/drover-project/drover/nomad/cluster"
+	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/planner"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// raftApplyTimeout bounds one raft apply.
+const raftApplyTimeout = 30 * time.Second
+
+// Config configures a server.
+type Config struct {
+	NodeName        string // unique among servers; the raft server ID
+	Region          string
+	Datacenter      string
+	DataDir         string // raft log, stable store and snapshots live under DataDir/server
+	RPCAddr         string // rpc listen address "host:port" (raft and server-to-server HTTP)
+	RPCAdvertise    string // address other servers dial; "" uses the bound address
+	BootstrapExpect int
+	RetryJoin       []string
+	NumSchedulers   int     // scheduler workers on the leader; 0 means one per CPU
+	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
+	Logger          hclog.Logger
+	// Now is the wall clock; tests may replace it.
+	Now func() time.Time
+}
+
+// Server is one Drover server.
+type Server struct {
+	config  Config
+	logger  hclog.Logger
+	fsm     *fsm.FSM
+	cluster *cluster.Cluster
+	broker  *broker.Broker
+	plans   *planner.Queue
+	handler atomic.Pointer[http.Handler]
+
+	leaderMu     sync.Mutex
+	leaderCancel context.CancelFunc // non-nil while this server leads
+	leaderDone   sync.WaitGroup
+
+	shutdownOnce sync.Once
+}
+
+// NewServer starts a server: it opens (or restores) its raft state and joins
+// or bootstraps the cluster. Leadership duties start when it is elected.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NumSchedulers <= 0 {
+		cfg.NumSchedulers = runtime.NumCPU()
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: data_dir is required")
+	}
+	dir := filepath.Join(cfg.DataDir, "server")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: create data dir: %w", err)
+	}
+	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
+	s.fsm = fsm.New(state.NewStateStore(), s.logger)
+	s.broker = broker.New(broker.Config{})
+	s.fsm.SetEvalsHook(s.enqueueEvals)
+	s.plans = planner.NewQueue(s.logger, func() planner.Snapshot { return s.State().Snapshot() },
+		s.commitPlan, func() int64 { return s.config.Now().UnixNano() })
+
+	cl, err := cluster.New(cluster.Config{
+		NodeID:          cfg.NodeName,
+		BindAddr:        cfg.RPCAddr,
+		AdvertiseAddr:   cfg.RPCAdvertise,
+		DataDir:         dir,
+		BootstrapExpect: cfg.BootstrapExpect,
+		RetryJoin:       cfg.RetryJoin,
+		FSM:             s.fsm,
+		Handler:         http.HandlerFunc(s.servePeerHTTP),
+		Logger:          s.logger,
+		RaftMultiplier:  cfg.RaftMultiplier,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: start raft: %w", err)
+	}
+	s.cluster = cl
+	go s.monitorLeadership()
+	return s, nil
+}
+
+// SetHTTPHandler sets the handler that serves requests forwarded from other
+// servers (the agent's full API handler).
+func (s *Server) SetHTTPHandler(h http.Handler) { s.handler.Store(&h) }
+
+func (s *Server) servePeerHTTP(w http.ResponseWriter, r *http.Request) {
+	h := s.handler.Load()
+	if h == nil {
+		http.Error(w, "server is starting", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// State returns the server's state store. Readers take snapshots or use
+// blocking queries; only the FSM writes.
+func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// IsLeader reports whether this server is the raft leader.
+func (s *Server) IsLeader() bool { return s.cluster.IsLeader() }
+
+// Leader returns the leader's rpc address, or "" when no leader is known.
+func (s *Server) Leader() string {
+	_, addr := s.cluster.Leader()
+	return addr
+}
+
+// LastContact is the time since this server last heard from the leader (0 on
+// the leader).
+func (s *Server) LastContact() time.Duration { return s.cluster.LastContact() }
+
+// Peers lists the raft servers' rpc addresses.
+func (s *Server) Peers() []string {
+	var out []string
+	for _, p := range s.cluster.Peers() {
+		out = append(out, string(p.Address))
+	}
+	return out
+}
+
+// RPCAddr is the rpc address this server is reachable at.
+func (s *Server) RPCAddr() string { return s.cluster.Addr() }
+
+// Config returns the server's configuration.
+func (s *Server) Config() Config { return s.config }
+
+// Stats reports raft and broker figures for /v1/agent/self and metrics.
+func (s *Server) Stats() (raftStats map[string]string, brokerStats broker.Stats) {
+	return s.cluster.Stats(), s.broker.Stats()
+}
+
+// Forward proxies r to the leader when this server is not the leader and
+// reports whether it did (the response has then been written).
+func (s *Server) Forward(w http.ResponseWriter, r *http.Request) bool {
+	return s.cluster.ForwardToLeader(w, r)
+}
+
+// Shutdown stops leadership duties and raft. It is idempotent.
+func (s *Server) Shutdown() error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		s.revokeLeadership()
+		err = s.cluster.Shutdown()
+	})
+	return err
+}
+
+// raftApply encodes msg as a t entry and applies it through raft. A non-nil
+// error returned by the FSM for the entry is returned as err.
+func (s *Server) raftApply(t structs.MessageType, msg any) (any, uint64, error) {
+	buf, err := structs.Encode(t, msg)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, index, err := s.cluster.Apply(buf, raftApplyTimeout)
+	if err != nil {
+		return nil, 0, fmt.Errorf("raft apply: %w", err)
+	}
+	return resp, index, nil
+}
+
+// commitPlan is the plan queue's committer.
+func (s *Server) commitPlan(req *structs.ApplyPlanResultsRequest) (uint64, error) {
+	_, index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	return index, err
+}
+
+// enqueueEvals hands committed pending evaluations to the broker. On
+// followers the broker is disabled and drops them; a new leader re-enqueues
+// every pending evaluation from state.
+func (s *Server) enqueueEvals(evals []*structs.Evaluation) {
+	for _, e := range evals {
+		if e.Status == structs.EvalStatusPending {
+			s.broker.Enqueue(e)
+		}
+	}
+}
+
+func (s *Server) now() time.Time { return s.config.Now() }

@@ -1,0 +1,292 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// allocByID returns allocation id, or nil.
+func allocByID(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	raw, err := first(txn, ws, TableAllocs, indexID, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	return raw.(*structs.Allocation), nil
+}
+
+// AllocByID returns allocation id, or nil.
+func (r reader) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	return allocByID(r.txn(), ws, id)
+}
+
+// AllocsByIDPrefix returns the allocations of namespace ns ("*": all) whose
+// ID starts with prefix, sorted by ID.
+func (r reader) AllocsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*structs.Allocation, error) {
+	all, err := list[*structs.Allocation](r.txn(), ws, TableAllocs, indexIDPrefix, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, a := range all {
+		if nsMatch(ns, a.Namespace) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// Allocs returns every allocation, sorted by ID.
+func (r reader) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
+	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexID)
+}
+
+// allocsByJob returns the allocations of job (ns, jobID), sorted by ID. With
+// all false only those of the job's current incarnation (alloc.Job.CreateIndex
+// equal to the job's) and those whose job version is unknown are returned;
+// when the job does not exist, all are.
+func allocsByJob(txn *memdb.Txn, ws memdb.WatchSet, ns, jobID string, all bool) ([]*structs.Allocation, error) {
+	ns = nsOrDefault(ns)
+	allocs, err := list[*structs.Allocation](txn, ws, TableAllocs, indexJob, ns, jobID)
+	if err != nil || all {
+		return allocs, err
+	}
+	job, err := jobByID(txn, ws, ns, jobID)
+	if job == nil || err != nil {
+		return allocs, err
+	}
+	out := allocs[:0]
+	for _, a := range allocs {
+		if a.Job == nil || a.Job.CreateIndex == job.CreateIndex {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// AllocsByJob returns the allocations of job (ns, jobID), sorted by ID. With
+// all false only those of the job's current incarnation are returned (a
+// purged and re-registered job does not see its predecessor's).
+func (r reader) AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*structs.Allocation, error) {
+	return allocsByJob(r.txn(), ws, ns, jobID, all)
+}
+
+// AllocsByNode returns the allocations on node nodeID, sorted by ID.
+func (r reader) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexNode, nodeID)
+}
+
+// AllocsByEval returns the allocations evaluation evalID placed, sorted by ID.
+func (r reader) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
+	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexEval, evalID)
+}
+
+// AllocsByDeployment returns the allocations of deployment id, sorted by ID.
+func (r reader) AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.Allocation, error) {
+	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexDeploy, id)
+}
+
+// UpsertAllocs inserts or updates allocations on behalf of the server.
+//
+// New allocations get CreateIndex index. For existing ones CreateIndex,
+// CreateTime and the client-owned fields are kept: TaskStates, and
+// ClientStatus/ClientDescription unless the update marks the allocation
+// lost or unknown (the client reports them through UpdateAllocsFromClient).
+// ModifyIndex and AllocModifyIndex become index. A nil alloc.Job is linked to
+// the stored job version (Namespace, JobID, JobVersion). A new allocation
+// naming a PreviousAllocation sets that allocation's NextAllocation. The
+// allocs are not modified.
+func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
+	return s.write(index, func(tx *writeTxn) error {
+		jobs := newJobLinker(tx.Txn, nil)
+		for _, a := range allocs {
+			if err := tx.upsertAlloc(a.Copy(), jobs, 0); err != nil {
+				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// upsertAlloc implements UpsertAllocs for a, a private copy the store takes
+// ownership of. When now is not 0 it is the allocation's ModifyTime (and the
+// CreateTime of a new one).
+func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int64) error {
+	a.Namespace = nsOrDefault(a.Namespace)
+	exist, err := allocByID(tx.Txn, nil, a.ID)
+	if err != nil {
+		return err
+	}
+	if exist == nil {
+		a.CreateIndex = tx.index
+		if now != 0 {
+			a.CreateTime = now
+		}
+	} else {
+		mergeExistingAlloc(a, exist)
+	}
+	if now != 0 {
+		a.ModifyTime = now
+	}
+	a.ModifyIndex, a.AllocModifyIndex = tx.index, tx.index
+	if a.DeploymentStatus != nil {
+		a.DeploymentStatus.ModifyIndex = tx.index
+	}
+	if a.Job == nil {
+		a.Job = jobs.lookup(a.Namespace, a.JobID, a.JobVersion)
+	}
+	if a.Job == nil && exist != nil && exist.JobVersion == a.JobVersion {
+		a.Job = exist.Job
+	}
+	if err := tx.insert(TableAllocs, a); err != nil {
+		return err
+	}
+	tx.markJob(a.Namespace, a.JobID)
+	if a.PreviousAllocation == "" {
+		return nil
+	}
+	return tx.linkPrevious(a)
+}
+
+// mergeExistingAlloc keeps in a (a server-side update) the fields of exist
+// that the server must not overwrite with a possibly stale copy.
+func mergeExistingAlloc(a, exist *structs.Allocation) {
+	a.CreateIndex, a.CreateTime = exist.CreateIndex, exist.CreateTime
+	a.TaskStates = exist.TaskStates
+	if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {
+		a.ClientStatus, a.ClientDescription = exist.ClientStatus, exist.ClientDescription
+	}
+	if a.NextAllocation == "" {
+		a.NextAllocation = exist.NextAllocation
+	}
+	// Health reported after the scheduler's snapshot must survive an
+	// update within the same deployment.
+	if exist.DeploymentStatus != nil && a.DeploymentID == exist.DeploymentID &&
+		(a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) {
+		ds := *exist.DeploymentStatus
+		if a.DeploymentStatus != nil {
+			ds.Canary = ds.Canary || a.DeploymentStatus.Canary
+		}
+		a.DeploymentStatus = &ds
+	}
+}
+
+// linkPrevious points a's previous allocation, if stored, at a.
+func (tx *writeTxn) linkPrevious(a *structs.Allocation) error {
+	prev, err := allocByID(tx.Txn, nil, a.PreviousAllocation)
+	if prev == nil || err != nil || prev.NextAllocation == a.ID {
+		return err
+	}
+	c := prev.Copy()
+	c.NextAllocation = a.ID
+	c.ModifyIndex = tx.index
+	return tx.insert(TableAllocs, c)
+}
+
+// UpdateAllocsFromClient records what clients report. For every update whose
+// allocation exists (others are skipped) it sets ClientStatus,
+// ClientDescription, TaskStates (each when given) and DeploymentStatus
+// (when given; its Canary flag cannot be cleared by a client, its
+// ModifyIndex becomes index), ModifyIndex = index and ModifyTime =
+// updatedAt. AllocModifyIndex is unchanged: clients do not re-sync their own
+// reports.
+func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.Allocation, updatedAt int64) error {
+	return s.write(index, func(tx *writeTxn) error {
+		for _, u := range updates {
+			exist, err := allocByID(tx.Txn, nil, u.ID)
+			if err != nil {
+				return err
+			}
+			if exist == nil {
+				continue
+			}
+			c := exist.Copy()
+			if u.ClientStatus != "" {
+				c.ClientStatus, c.ClientDescription = u.ClientStatus, u.ClientDescription
+			}
+			if u.TaskStates != nil {
+				c.TaskStates = u.TaskStates
+			}
+			if u.DeploymentStatus != nil {
+				ds := *u.DeploymentStatus
+				ds.Canary = ds.Canary || (exist.DeploymentStatus != nil && exist.DeploymentStatus.Canary)
+				ds.ModifyIndex = tx.index
+				c.DeploymentStatus = &ds
+			}
+			c.ModifyIndex = tx.index
+			c.ModifyTime = updatedAt
+			if err := tx.insert(TableAllocs, c); err != nil {
+				return err
+			}
+			tx.markJob(c.Namespace, c.JobID)
+		}
+		return nil
+	})
+}
+
+// UpdateAllocsDesiredStatus sets the desired status and description of the
+// allocations ids (unknown ones are skipped); ModifyIndex and
+// AllocModifyIndex become index so their clients pick the change up.
+func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desiredStatus, desc string) error {
+	return s.write(index, func(tx *writeTxn) error {
+		for _, id := range ids {
+			exist, err := allocByID(tx.Txn, nil, id)
+			if err != nil {
+				return err
+			}
+			if exist == nil {
+				continue
+			}
+			c := exist.Copy()
+			c.DesiredStatus, c.DesiredDescription = desiredStatus, desc
+			c.ModifyIndex, c.AllocModifyIndex = tx.index, tx.index
+			if err := tx.insert(TableAllocs, c); err != nil {
+				return err
+			}
+			tx.markJob(c.Namespace, c.JobID)
+		}
+		return nil
+	})
+}
+
+// versionKey names one job version.
+type versionKey struct {
+	ns, id  string
+	version uint64
+}
+
+// jobLinker finds the stored job version an allocation runs, caching the
+// lookups of one transaction.
+type jobLinker struct {
+	txn      *memdb.Txn
+	fallback *structs.Job // or nil: used when the version is not stored
+	cache    map[versionKey]*structs.Job
+}
+
+// newJobLinker returns a linker reading txn, falling back to fallback (or nil).
+func newJobLinker(txn *memdb.Txn, fallback *structs.Job) *jobLinker {
+	return &jobLinker{txn: txn, fallback: fallback, cache: map[versionKey]*structs.Job{}}
+}
+
+// lookup returns version v of job (ns, id): the versions table's row, else
+// the current job if it is that version, else the fallback if it is, else nil.
+func (l *jobLinker) lookup(ns, id string, v uint64) *structs.Job {
+	k := versionKey{ns, id, v}
+	if j, ok := l.cache[k]; ok {
+		return j
+	}
+	j, _ := jobByIDAndVersion(l.txn, nil, ns, id, v)
+	if j == nil {
+		if cur, _ := jobByID(l.txn, nil, ns, id); cur != nil && cur.Version == v {
+			j = cur
+		}
+	}
+	if j == nil && l.fallback != nil && nsOrDefault(l.fallback.Namespace) == ns &&
+		l.fallback.ID == id && l.fallback.Version == v {
+		j = l.fallback
+	}
+	l.cache[k] = j
+	return j
+}

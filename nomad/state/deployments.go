@@ -1,0 +1,278 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// deploymentByID returns deployment id, or nil.
+func deploymentByID(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Deployment, error) {
+	raw, err := first(txn, ws, TableDeployments, indexID, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	return raw.(*structs.Deployment), nil
+}
+
+// DeploymentByID returns deployment id, or nil.
+func (r reader) DeploymentByID(ws memdb.WatchSet, id string) (*structs.Deployment, error) {
+	return deploymentByID(r.txn(), ws, id)
+}
+
+// DeploymentsByIDPrefix returns the deployments of namespace ns ("*": all)
+// whose ID starts with prefix, sorted by ID.
+func (r reader) DeploymentsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*structs.Deployment, error) {
+	all, err := list[*structs.Deployment](r.txn(), ws, TableDeployments, indexIDPrefix, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, d := range all {
+		if nsMatch(ns, d.Namespace) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Deployments returns the deployments of namespace ns ("*": all), sorted by ID.
+func (r reader) Deployments(ws memdb.WatchSet, ns string) ([]*structs.Deployment, error) {
+	return r.DeploymentsByIDPrefix(ws, ns, "")
+}
+
+// DeploymentsByJobID returns the deployments of job (ns, jobID), sorted by
+// ID. With all false only those of the job's current incarnation
+// (JobCreateIndex equal to the job's CreateIndex) are returned; when the job
+// does not exist, all are.
+func (r reader) DeploymentsByJobID(ws memdb.WatchSet, ns, jobID string, all bool) ([]*structs.Deployment, error) {
+	txn := r.txn()
+	ns = nsOrDefault(ns)
+	ds, err := list[*structs.Deployment](txn, ws, TableDeployments, indexJob, ns, jobID)
+	if err != nil || all {
+		return ds, err
+	}
+	job, err := jobByID(txn, ws, ns, jobID)
+	if job == nil || err != nil {
+		return ds, err
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.JobCreateIndex == job.CreateIndex {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// LatestDeploymentByJobID returns the deployment of job (ns, jobID) with the
+// highest CreateIndex, or nil.
+func (r reader) LatestDeploymentByJobID(ws memdb.WatchSet, ns, jobID string) (*structs.Deployment, error) {
+	ds, err := list[*structs.Deployment](r.txn(), ws, TableDeployments, indexJob, nsOrDefault(ns), jobID)
+	if err != nil {
+		return nil, err
+	}
+	var latest *structs.Deployment
+	for _, d := range ds {
+		if latest == nil || d.CreateIndex > latest.CreateIndex {
+			latest = d
+		}
+	}
+	return latest, nil
+}
+
+// UpsertDeployment inserts or replaces deployment d: CreateIndex (and
+// CreateTime) are kept for an existing one, ModifyIndex becomes index. d is
+// not modified.
+func (s *StateStore) UpsertDeployment(index uint64, d *structs.Deployment) error {
+	if d == nil {
+		return fmt.Errorf("state: upsert deployment: nil deployment")
+	}
+	return s.write(index, func(tx *writeTxn) error { return tx.upsertDeployment(d.Copy(), 0) })
+}
+
+// upsertDeployment implements UpsertDeployment for d, a private copy. When
+// now is not 0 it is the ModifyTime (and the CreateTime of a new one).
+func (tx *writeTxn) upsertDeployment(d *structs.Deployment, now int64) error {
+	d.Namespace = nsOrDefault(d.Namespace)
+	exist, err := deploymentByID(tx.Txn, nil, d.ID)
+	if err != nil {
+		return err
+	}
+	if exist != nil {
+		d.CreateIndex, d.CreateTime = exist.CreateIndex, exist.CreateTime
+	} else {
+		d.CreateIndex = tx.index
+		if now != 0 && d.CreateTime == 0 {
+			d.CreateTime = now
+		}
+	}
+	if now != 0 {
+		d.ModifyTime = now
+	}
+	d.ModifyIndex = tx.index
+	if err := tx.insert(TableDeployments, d); err != nil {
+		return fmt.Errorf("upsert deployment %q: %w", d.ID, err)
+	}
+	return nil
+}
+
+// UpdateDeploymentStatus sets the status and description of deployment
+// u.DeploymentID; updatedAt becomes its ModifyTime. A missing deployment is
+// ErrNotFound.
+func (s *StateStore) UpdateDeploymentStatus(index uint64, u *structs.DeploymentStatusUpdate, updatedAt int64) error {
+	return s.write(index, func(tx *writeTxn) error { return tx.updateDeploymentStatus(u, updatedAt) })
+}
+
+// updateDeploymentStatus implements UpdateDeploymentStatus.
+func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, updatedAt int64) error {
+	d, err := deploymentByID(tx.Txn, nil, u.DeploymentID)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		return fmt.Errorf("update status of deployment %q: %w", u.DeploymentID, ErrNotFound)
+	}
+	c := d.Copy()
+	c.Status, c.StatusDescription = u.Status, u.StatusDescription
+	c.ModifyIndex, c.ModifyTime = tx.index, updatedAt
+	return tx.insert(TableDeployments, c)
+}
+
+// UpdateDeploymentPromotion promotes the canaries of every group (req.All)
+// or of the named groups that have canaries. A missing deployment is
+// ErrNotFound; a terminal one, or a named group the deployment does not
+// have, is ErrConflict. A description asking for promotion becomes
+// "Deployment is running".
+func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.DeploymentPromoteRequest) error {
+	return s.write(index, func(tx *writeTxn) error {
+		d, err := deploymentByID(tx.Txn, nil, req.DeploymentID)
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return fmt.Errorf("promote deployment %q: %w", req.DeploymentID, ErrNotFound)
+		}
+		if !d.Active() {
+			return fmt.Errorf("can't promote terminal deployment: %w", ErrConflict)
+		}
+		groups := req.Groups
+		if req.All {
+			groups = nil
+			for name := range d.TaskGroups {
+				groups = append(groups, name)
+			}
+		}
+		c := d.Copy()
+		for _, name := range groups {
+			st, ok := c.TaskGroups[name]
+			if !ok {
+				return fmt.Errorf("deployment %q has no task group %q to promote: %w", d.ID, name, ErrConflict)
+			}
+			if st.DesiredCanaries > 0 {
+				st.Promoted = true
+			}
+		}
+		switch c.StatusDescription {
+		case structs.DeploymentStatusDescriptionRunningNeedsPromotion,
+			structs.DeploymentStatusDescriptionRunningAutoPromotion:
+			c.StatusDescription = structs.DeploymentStatusDescriptionRunning
+		}
+		c.ModifyIndex, c.ModifyTime = tx.index, req.UpdatedAt
+		return tx.insert(TableDeployments, c)
+	})
+}
+
+// UpdateDeploymentAllocHealth records the health of allocations of
+// deployment req.DeploymentID at req.Timestamp (unix nanoseconds), recounts
+// the deployment's healthy and unhealthy allocations per group, and applies
+// req.DeploymentUpdate (or nil). A missing deployment or allocation is
+// ErrNotFound; a terminal deployment, or an allocation of another
+// deployment, is ErrConflict. req.Job and req.Eval are the FSM's business.
+func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.DeploymentAllocHealthRequest) error {
+	return s.write(index, func(tx *writeTxn) error {
+		d, err := deploymentByID(tx.Txn, nil, req.DeploymentID)
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return fmt.Errorf("set alloc health in deployment %q: %w", req.DeploymentID, ErrNotFound)
+		}
+		if !d.Active() {
+			return fmt.Errorf("can't set health of allocations for a terminal deployment: %w", ErrConflict)
+		}
+		ts := time.Unix(0, req.Timestamp).UTC()
+		for _, set := range []struct {
+			ids     []string
+			healthy bool
+		}{{req.HealthyAllocationIDs, true}, {req.UnhealthyAllocationIDs, false}} {
+			for _, id := range set.ids {
+				if err := tx.setAllocHealth(d.ID, id, set.healthy, ts); err != nil {
+					return err
+				}
+			}
+		}
+		c := d.Copy()
+		if err := tx.recountDeploymentHealth(c); err != nil {
+			return err
+		}
+		if u := req.DeploymentUpdate; u != nil {
+			c.Status, c.StatusDescription = u.Status, u.StatusDescription
+		}
+		c.ModifyIndex = tx.index
+		c.ModifyTime = req.Timestamp
+		return tx.insert(TableDeployments, c)
+	})
+}
+
+// setAllocHealth marks allocation id of deployment deploymentID healthy or not.
+func (tx *writeTxn) setAllocHealth(deploymentID, id string, healthy bool, ts time.Time) error {
+	a, err := allocByID(tx.Txn, nil, id)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return fmt.Errorf("set health of alloc %q: %w", id, ErrNotFound)
+	}
+	if a.DeploymentID != deploymentID {
+		return fmt.Errorf("alloc %q is not part of deployment %q: %w", id, deploymentID, ErrConflict)
+	}
+	c := a.Copy()
+	if c.DeploymentStatus == nil {
+		c.DeploymentStatus = &structs.AllocDeploymentStatus{}
+	}
+	h := healthy
+	c.DeploymentStatus.Healthy = &h
+	c.DeploymentStatus.Timestamp = ts
+	c.DeploymentStatus.ModifyIndex = tx.index
+	c.ModifyIndex = tx.index
+	return tx.insert(TableAllocs, c)
+}
+
+// recountDeploymentHealth sets HealthyAllocs and UnhealthyAllocs of every
+// group of d (a private copy) from the deployment's allocations.
+func (tx *writeTxn) recountDeploymentHealth(d *structs.Deployment) error {
+	allocs, err := list[*structs.Allocation](tx.Txn, nil, TableAllocs, indexDeploy, d.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range d.TaskGroups {
+		st.HealthyAllocs, st.UnhealthyAllocs = 0, 0
+	}
+	for _, a := range allocs {
+		st, ok := d.TaskGroups[a.TaskGroup]
+		if !ok {
+			continue
+		}
+		switch {
+		case a.DeploymentStatus.IsHealthy():
+			st.HealthyAllocs++
+		case a.DeploymentStatus.IsUnhealthy():
+			st.UnhealthyAllocs++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the HTTP layer maps
+// ErrNotFound to 404 and ErrConflict to 400/409.
+var (
+	// ErrNotFound: the object a write refers to does not exist.
+	ErrNotFound = errors.New("state: not found")
+	// ErrConflict: the write contradicts the stored state (for example
+	// promoting a terminal deployment).
+	ErrConflict = errors.New("state: conflict")
+)
+
+// StateStore is the server's in-memory database. Reads see the latest
+// committed state; writes come only from the FSM, each at a raft index.
+//
+// Objects returned by reads, and objects handed to writes, are owned by the
+// store and shared: never mutate them, copy first.
+type StateStore struct {
+	reader // reads against the current database
+
+	db atomic.Pointer[memdb.MemDB] // swapped by Restore.Commit
+
+	writeMu sync.Mutex // serialises writes and restore commits
+
+	abandonMu sync.Mutex
+	abandonCh chan struct{} // guarded by abandonMu; closed when db is replaced
+}
+
+// Snapshot is a consistent, read-only view of the store at one moment. The
+// scheduler reads only through snapshots.
+type Snapshot struct {
+	reader
+	db atomic.Pointer[memdb.MemDB] // set once
+}
+
+// QueryFn is the body of a blocking query. It reads from snap, adds what it
+// read to ws (every read method does this), and returns its result with the
+// index the result is current at.
+type QueryFn func(ws memdb.WatchSet, snap *Snapshot) (result any, index uint64, err error)
+
+// NewStateStore returns an empty store.
+func NewStateStore() *StateStore {
+	s := &StateStore{abandonCh: make(chan struct{})}
+	s.db.Store(newMemDB())
+	s.reader = reader{db: &s.db}
+	return s
+}
+
+// newMemDB returns an empty database with the store's schema.
+func newMemDB() *memdb.MemDB {
+	db, err := memdb.NewMemDB(dbSchema())
+	if err != nil {
+		panic(fmt.Sprintf("state: invalid schema: %v", err)) // a programming error
+	}
+	return db
+}
+
+// Snapshot returns a consistent read-only view of the current state. It is
+// cheap (no copy) and stays valid after later writes.
+func (s *StateStore) Snapshot() *Snapshot {
+	snap := &Snapshot{}
+	snap.db.Store(s.db.Load().Snapshot())
+	snap.reader = reader{db: &snap.db}
+	return snap
+}
+
+// AbandonCh returns a channel closed when the store's contents are replaced
+// by a snapshot restore. Watchers of the old contents must re-read.
+func (s *StateStore) AbandonCh() <-chan struct{} {
+	s.abandonMu.Lock()
+	defer s.abandonMu.Unlock()
+	return s.abandonCh
+}
+
+// swap installs db as the store's database and wakes everyone watching the
+// old one.
+func (s *StateStore) swap(db *memdb.MemDB) {
+	s.writeMu.Lock()
+	s.db.Store(db)
+	s.writeMu.Unlock()
+
+	s.abandonMu.Lock()
+	close(s.abandonCh)
+	s.abandonCh = make(chan struct{})
+	s.abandonMu.Unlock()
+}
+
+// BlockingQuery runs fn against a fresh snapshot. When minIndex is 0, or fn's
+// index is above minIndex, or minIndex is above the store's latest index (a
+// client that saw a higher index before a restart), it answers at once.
+// Otherwise it waits until something fn watched changes, or the store is
+// restored, or ctx is done, and runs fn again. When ctx ends it returns the
+// last result without error, as Nomad's blocking queries do.
+//
+// The returned index is at least 1, so clients never loop on index 0.
+func (s *StateStore) BlockingQuery(ctx context.Context, minIndex uint64, fn QueryFn) (any, uint64, error) {
+	for {
+		ws := memdb.NewWatchSet()
+		ws.Add(s.AbandonCh())
+		snap := s.Snapshot()
+		res, idx, err := fn(ws, snap)
+		if idx < 1 {
+			idx = 1
+		}
+		if err != nil || minIndex == 0 || idx > minIndex || minIndex > snap.LatestIndex() {
+			return res, idx, err
+		}
+		if ctx.Err() != nil || ws.WatchCtx(ctx) != nil {
+			return res, idx, nil
+		}
+	}
+}
+
+// reader holds the read methods shared by *StateStore and *Snapshot. Each
+// method opens its own read transaction on db.
+type reader struct {
+	db *atomic.Pointer[memdb.MemDB]
+}
+
+// txn opens a read transaction.
+func (r reader) txn() *memdb.Txn { return r.db.Load().Txn(false) }
+
+// writeTxn is one write transaction at one raft index. It records the tables
+// it touched (their index entries are set on commit) and the jobs whose
+// status must be recomputed.
+type writeTxn struct {
+	*memdb.Txn
+	index   uint64
+	touched map[string]struct{}
+	refresh map[structs.NamespacedID]struct{}
+}
+
+// write runs fn in one write transaction at index and commits it unless fn
+// fails; on failure nothing is written.
+func (s *StateStore) write(index uint64, fn func(tx *writeTxn) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx := &writeTxn{
+		Txn:     s.db.Load().Txn(true),
+		index:   index,
+		touched: map[string]struct{}{},
+		refresh: map[structs.NamespacedID]struct{}{},
+	}
+	defer tx.Abort()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.finish(); err != nil {
+		return err
+	}
+	tx.Commit()
+	return nil
+}
+
+// insert inserts obj into table and marks the table touched.
+func (tx *writeTxn) insert(table string, obj any) error {
+	if err := tx.Insert(table, obj); err != nil {
+		return fmt.Errorf("state: insert into %s: %w", table, err)
+	}
+	tx.touched[table] = struct{}{}
+	return nil
+}
+
+// delete deletes obj from table and marks the table touched.
+func (tx *writeTxn) delete(table string, obj any) error {
+	if err := tx.Delete(table, obj); err != nil {
+		return fmt.Errorf("state: delete from %s: %w", table, err)
+	}
+	tx.touched[table] = struct{}{}
+	return nil
+}
+
+// markJob asks for the status of job (ns, id) to be recomputed on commit.
+func (tx *writeTxn) markJob(ns, id string) {
+	tx.refresh[structs.NamespacedID{Namespace: nsOrDefault(ns), ID: id}] = struct{}{}
+}
+
+// finish recomputes the status of marked jobs, then records the index of
+// every touched table.
+func (tx *writeTxn) finish() error {
+	ids := make([]structs.NamespacedID, 0, len(tx.refresh))
+	for id := range tx.refresh {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if ids[i].Namespace != ids[j].Namespace {
+			return ids[i].Namespace < ids[j].Namespace
+		}
+		return ids[i].ID < ids[j].ID
+	})
+	for _, id := range ids {
+		if err := tx.refreshJobStatus(id.Namespace, id.ID); err != nil {
+			return err
+		}
+	}
+	tables := make([]string, 0, len(tx.touched))
+	for t := range tx.touched {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, t := range tables {
+		if err := setIndex(tx.Txn, t, tx.index); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watch adds ch to ws; ws may be nil.
+func watch(ws memdb.WatchSet, ch <-chan struct{}) {
+	if ws != nil {
+		ws.Add(ch)
+	}
+}
+
+// nsOrDefault maps the empty namespace to the default one.
+func nsOrDefault(ns string) string {
+	if ns == "" {
+		return structs.DefaultNamespace
+	}
+	return ns
+}
+
+// allNamespaces is the namespace argument that matches every namespace.
+const allNamespaces = "*"
+
+// nsMatch reports whether an object in namespace have matches the query
+// namespace want ("*" matches all).
+func nsMatch(want, have string) bool {
+	return want == allNamespaces || nsOrDefault(want) == nsOrDefault(have)
+}
+
+// first returns the object at index args of table, watching it.
+func first(txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) (any, error) {
+	ch, obj, err := txn.FirstWatch(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: lookup in %s: %w", table, err)
+	}
+	watch(ws, ch)
+	return obj, nil
+}
+
+// list collects every object at index args of table, in index order,
+// watching the range.
+func list[T any](txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) ([]T, error) {
+	it, err := txn.Get(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: list %s: %w", table, err)
+	}
+	watch(ws, it.WatchCh())
+	out := []T{}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(T))
+	}
+	return out, nil
+}

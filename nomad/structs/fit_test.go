@@ -1,0 +1,71 @@
+package structs
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func fitNode() *Node {
+	return &Node{
+		NodeResources: NodeResources{
+			Cpu:    NodeCpuResources{CpuShares: 1000},
+			Memory: NodeMemoryResources{MemoryMB: 1024},
+			Disk:   NodeDiskResources{DiskMB: 1000},
+		},
+		ReservedResources: NodeReservedResources{
+			Cpu:      NodeReservedCpuResources{CpuShares: 100},
+			Networks: NodeReservedNetworkResources{ReservedHostPorts: "22,9000-9001"},
+		},
+	}
+}
+
+func fitAlloc(cpu, mem int64, ports ...int) *Allocation {
+	ar := &AllocatedResources{Tasks: map[string]*AllocatedTaskResources{
+		"t": {Cpu: AllocatedCpuResources{CpuShares: cpu}, Memory: AllocatedMemoryResources{MemoryMB: mem}},
+	}}
+	for _, p := range ports {
+		ar.Shared.Ports = append(ar.Shared.Ports, AllocatedPortMapping{Label: "p", Value: p})
+	}
+	return &Allocation{DesiredStatus: AllocDesiredStatusRun, ClientStatus: AllocClientStatusRunning, AllocatedResources: ar}
+}
+
+func TestAllocsFit(t *testing.T) {
+	cases := []struct {
+		name   string
+		allocs []*Allocation
+		fit    bool
+		dim    string
+	}{
+		{"empty node fits", nil, true, ""},
+		{"cpu exactly at capacity after reservation", []*Allocation{fitAlloc(900, 100)}, true, ""},
+		{"cpu over capacity counts the reservation", []*Allocation{fitAlloc(500, 100), fitAlloc(401, 100)}, false, DimensionCPU},
+		{"memory exhausted", []*Allocation{fitAlloc(10, 1000), fitAlloc(10, 100)}, false, DimensionMemory},
+		{"static port collides with another alloc", []*Allocation{fitAlloc(10, 10, 8080), fitAlloc(10, 10, 8080)}, false, DimensionPorts},
+		{"static port collides with a node reservation", []*Allocation{fitAlloc(10, 10, 9001)}, false, DimensionPorts},
+		{"distinct ports fit", []*Allocation{fitAlloc(10, 10, 8080), fitAlloc(10, 10, 8081)}, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fit, dim := AllocsFit(fitNode(), tc.allocs)
+			require.Equal(t, tc.fit, fit)
+			require.Equal(t, tc.dim, dim)
+		})
+	}
+}
+
+func TestAllocsFitIgnoresTerminalAllocs(t *testing.T) {
+	stopped := fitAlloc(900, 100, 8080)
+	stopped.DesiredStatus = AllocDesiredStatusStop
+	fit, _ := AllocsFit(fitNode(), []*Allocation{stopped, fitAlloc(900, 100, 8080)})
+	require.True(t, fit)
+}
+
+func TestValidatePortSpec(t *testing.T) {
+	require.NoError(t, ValidatePortSpec("22, 80,8000-8002"))
+	require.NoError(t, ValidatePortSpec(""))
+	require.Error(t, ValidatePortSpec("abc"))
+	require.Error(t, ValidatePortSpec("90-80"))
+	require.Error(t, ValidatePortSpec("70000"))
+	require.Equal(t, []int{22, 8000, 8001, 8002}, parsePortSpec("22,8000-8002"))
+}
