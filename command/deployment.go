@@ -171,7 +171,11 @@ func deploymentStatus(m *Meta, args []string) int {
 		return m.printJSON(d)
 	}
 	if monitorMode {
-		_, _ = newMonitor(m, c, verbose).monitorDeployment(d.ID, 0, wait)
+		// Like Nomad, the outcome of the deployment does not set the exit
+		// code; only failing to follow it does.
+		if _, err := newMonitor(m, c, verbose).monitorDeployment(d.ID, 0, wait); err != nil {
+			return 1
+		}
 		return 0
 	}
 	out := formatDeployment(d, verbose)
@@ -182,13 +186,15 @@ func deploymentStatus(m *Meta, args []string) int {
 	return 0
 }
 
-// deploymentActionFlags parses the flags shared by promote, fail and
-// resume. ok is false when the command must return code.
+// deploymentAction holds the flags shared by promote, fail, pause and
+// resume.
 type deploymentAction struct {
 	detach, verbose bool
 	groups          stringSlice
 }
 
+// parse parses the flags and resolves the deployment; a nil deployment
+// means the command must return code.
 func (a *deploymentAction) parse(m *Meta, name, synopsis string, args []string, withGroups bool) (*api.Client, *api.Deployment, int) {
 	fs := m.FlagSet("deployment " + name)
 	fs.BoolVar(&a.detach, "detach", false, "")

@@ -30,13 +30,14 @@ const (
 // printing progress lines like Nomad's CLI.
 type monitor struct {
 	out     io.Writer
+	errOut  io.Writer
 	client  *api.Client
 	verbose bool
 	tty     bool
 }
 
 func newMonitor(m *Meta, c *api.Client, verbose bool) *monitor {
-	return &monitor{out: m.Stdout, client: c, verbose: verbose, tty: isTerminal(m.Stdout)}
+	return &monitor{out: m.Stdout, errOut: m.Stderr, client: c, verbose: verbose, tty: isTerminal(m.Stdout)}
 }
 
 // header prints a "==> <time>: msg" line.
@@ -187,12 +188,12 @@ func (mon *monitor) pollEval(evalID string) (eval *api.Evaluation, code int) {
 	for {
 		e, _, err := mon.client.Evaluations().Info(evalID, nil)
 		if err != nil {
-			fmt.Fprintf(mon.out, "No evaluation with id %q found: %s\n", evalID, err)
+			fmt.Fprintf(mon.errOut, "No evaluation with id %q found: %s\n", evalID, err)
 			return nil, 1
 		}
 		allocs, _, err := mon.client.Evaluations().Allocations(evalID, nil)
 		if err != nil {
-			fmt.Fprintf(mon.out, "Error reading allocations of evaluation %q: %s\n", evalID, err)
+			fmt.Fprintf(mon.errOut, "Error reading allocations of evaluation %q: %s\n", evalID, err)
 			return nil, 1
 		}
 		cur := newEvalState(e, allocs)

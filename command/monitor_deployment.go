@@ -47,7 +47,7 @@ func (mon *monitor) monitorDeployment(id string, index uint64, wait time.Duratio
 	mon.header("Monitoring deployment %q", shortID(id, mon.verbose))
 	d, err := mon.watchDeployment(id, index, wait)
 	if err != nil {
-		fmt.Fprintf(mon.out, "Error monitoring deployment %q: %s\n", id, err)
+		fmt.Fprintf(mon.errOut, "Error monitoring deployment %q: %s\n", id, err)
 		return "", err
 	}
 	status := d.Status
@@ -59,7 +59,7 @@ func (mon *monitor) monitorDeployment(id string, index uint64, wait time.Duratio
 		mon.header("Deployment %q was auto-reverted; monitoring deployment %q of job version %d",
 			shortID(d.ID, mon.verbose), shortID(next.ID, mon.verbose), next.JobVersion)
 		if d, err = mon.watchDeployment(next.ID, 0, wait); err != nil {
-			fmt.Fprintf(mon.out, "Error monitoring deployment %q: %s\n", next.ID, err)
+			fmt.Fprintf(mon.errOut, "Error monitoring deployment %q: %s\n", next.ID, err)
 			break
 		}
 	}
@@ -115,7 +115,7 @@ func (mon *monitor) fetchDeployment(id string, index uint64, wait time.Duration)
 		if attempt >= deploymentMaxRetries || isNotFound(err) {
 			return nil, nil, err
 		}
-		fmt.Fprintf(mon.out, "    Error fetching deployment, retrying in %s: %s\n", backoff, err)
+		fmt.Fprintf(mon.errOut, "    Error fetching deployment, retrying in %s: %s\n", backoff, err)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, deploymentMaxBackoff)
 	}
@@ -130,23 +130,31 @@ func (mon *monitor) deploymentAllocsSection(id string) string {
 	return "\n\nAllocations\n" + formatAllocStubs(allocs, true)
 }
 
-// findRollback waits (bounded by rollbackWait) for the deployment created
-// by the auto-revert of failed. It returns nil when there is none.
+// findRollback returns the deployment created by the auto-revert of
+// failed, or nil. When the failure announced a rollback it waits for it
+// (bounded by rollbackWait); when a group merely has auto_revert set it
+// checks once.
 func (mon *monitor) findRollback(failed *api.Deployment) *api.Deployment {
-	if !expectsRollback(failed) {
-		return nil
+	switch {
+	case expectsRollback(failed):
+		return mon.awaitRollback(failed, rollbackWait)
+	case anyAutoRevert(failed):
+		return mon.awaitRollback(failed, 0)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rollbackWait)
+	return nil
+}
+
+// awaitRollback polls the job's latest deployment with blocking queries
+// until a newer version's deployment appears or budget runs out.
+func (mon *monitor) awaitRollback(failed *api.Deployment, budget time.Duration) *api.Deployment {
+	ctx, cancel := context.WithTimeout(context.Background(), budget+time.Second)
 	defer cancel()
-	deadline, _ := ctx.Deadline()
+	deadline := time.Now().Add(budget)
 	var index uint64
+	var wait time.Duration
 	for {
-		remaining := time.Until(deadline)
-		if remaining < 10*time.Millisecond {
-			return nil
-		}
 		start := time.Now()
-		q := (&api.QueryOptions{Namespace: failed.Namespace, WaitIndex: index, WaitTime: remaining}).WithContext(ctx)
+		q := (&api.QueryOptions{Namespace: failed.Namespace, WaitIndex: index, WaitTime: wait}).WithContext(ctx)
 		latest, qm, err := mon.client.Jobs().LatestDeployment(failed.JobID, q)
 		if err != nil {
 			return nil
@@ -154,18 +162,21 @@ func (mon *monitor) findRollback(failed *api.Deployment) *api.Deployment {
 		if latest != nil && latest.ID != failed.ID && latest.JobVersion > failed.JobVersion {
 			return latest
 		}
+		if wait = time.Until(deadline); wait < 10*time.Millisecond {
+			return nil
+		}
 		pace(index, qm.LastIndex, time.Since(start))
 		index = qm.LastIndex
 	}
 }
 
-// expectsRollback reports whether a failed deployment should be followed
-// by an auto-revert deployment.
+// expectsRollback reports whether a failed deployment announced an
+// auto-revert (" - rolling back to job version N", Nomad's wording).
 func expectsRollback(d *api.Deployment) bool {
-	desc := d.StatusDescription
-	if strings.Contains(desc, "no stable job version") || strings.Contains(desc, "not rolling back") {
-		return false
-	}
+	return strings.Contains(d.StatusDescription, "rolling back to job version")
+}
+
+func anyAutoRevert(d *api.Deployment) bool {
 	for _, s := range d.TaskGroups {
 		if s != nil && s.AutoRevert {
 			return true

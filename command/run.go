@@ -49,6 +49,12 @@ func commands() []*command {
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
+		// Shortcuts Nomad users know.
+		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},
+		{name: "plan", synopsis: "Alias for job plan", run: jobPlan},
+		{name: "run", synopsis: "Alias for job run", run: jobRun},
+		{name: "stop", synopsis: "Alias for job stop", run: jobStop},
+		{name: "validate", synopsis: "Alias for job validate", run: jobValidate},
 	}
 }
 

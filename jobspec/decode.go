@@ -309,7 +309,8 @@ func (d *decoder) decodeMapField(f field, fv reflect.Value, shape blockShape, bl
 	return append(diags, d.decodeFlatMap(blocks[0].Body, fv)...)
 }
 
-// decodeFlatMap decodes a block of plain attributes into a map field.
+// decodeFlatMap decodes a block of plain attributes into a map field; null
+// attributes are skipped.
 func (d *decoder) decodeFlatMap(body hcl.Body, fv reflect.Value) hcl.Diagnostics {
 	attrs, diags := body.JustAttributes()
 	if fv.IsNil() {
@@ -319,7 +320,7 @@ func (d *decoder) decodeFlatMap(body hcl.Body, fv reflect.Value) hcl.Diagnostics
 		a := attrs[name]
 		val, dd := evalExpr(a.Expr, d.ctx)
 		diags = append(diags, dd...)
-		if dd.HasErrors() {
+		if dd.HasErrors() || val.IsNull() {
 			continue
 		}
 		item := reflect.New(fv.Type().Elem()).Elem()

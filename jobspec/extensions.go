@@ -3,6 +3,7 @@ package jobspec
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -97,6 +98,7 @@ func (d *decoder) applyShorthand(content *hcl.BodyContent, keys []string, lt, rt
 	if len(used) == 0 {
 		return nil
 	}
+	sort.Slice(used, func(i, j int) bool { return used[i].NameRange.Start.Byte < used[j].NameRange.Start.Byte })
 	if len(used) > 1 {
 		return hcl.Diagnostics{errDiag(used[1].NameRange.Ptr(), "Conflicting shorthands",
 			fmt.Sprintf("Only one of %s may be set in one block.", strings.Join(keys, ", ")))}

@@ -49,7 +49,8 @@ func jsonError(path string, src []byte, err error) error {
 	if offset < 0 || offset > int64(len(src)) {
 		return fmt.Errorf("%s: invalid JSON job: %w", path, err)
 	}
-	pos := offsetPos(src, int(offset))
+	// Offsets count the bytes read, including the offending one; point at it.
+	pos := offsetPos(src, int(max(offset-1, 0)))
 	rng := hcl.Range{Filename: path, Start: pos, End: pos}
 	return diagsToError(hcl.Diagnostics{errDiag(&rng, "Invalid JSON job", err.Error())})
 }

@@ -9,7 +9,7 @@ import (
 
 // decodeOpaque decodes a schema-less body (driver `config {}`, scaling
 // `policy {}`, ...) into plain Go data. Attributes become values via
-// ctyToGo; every nested block `name { ... }` is appended to a
+// ctyToGo (a null attribute is omitted, as if unset); every nested block `name { ... }` is appended to a
 // []map[string]any under "name" (so two `mount {}` blocks give a two-element
 // list). `dynamic` blocks inside the body are expanded. Labeled nested blocks
 // are not supported and are reported as errors.
@@ -30,7 +30,7 @@ func (d *decoder) decodeOpaque(body hcl.Body) (map[string]any, hcl.Diagnostics) 
 	for _, name := range sortedKeys(attrs) {
 		val, dd := evalExpr(attrs[name].Expr, d.ctx)
 		diags = append(diags, dd...)
-		if !dd.HasErrors() {
+		if !dd.HasErrors() && !val.IsNull() {
 			out[name] = ctyToGo(val)
 		}
 	}

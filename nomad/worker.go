@@ -53,7 +53,7 @@ func (w *worker) run(ctx context.Context) {
 // process runs one evaluation. Evaluations from the failed queue are marked
 // failed with a delayed follow-up instead of being scheduled again.
 func (w *worker) process(eval *structs.Evaluation, token string) error {
-	if eval.Type == broker.FailedQueue || w.srv.broker.IsFailed(eval.ID) {
+	if w.srv.broker.IsFailed(eval.ID) {
 		return w.failEval(eval)
 	}
 	snap := w.srv.State().Snapshot()

@@ -44,13 +44,17 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	if !cfg.Server.Enabled {
 		return nil, errors.New("agent: this build runs server agents (server.enabled = true); client agents come with the client work")
 	}
+	advertiseRPC := cfg.AdvertiseRPCAddr()
+	if cfg.Ports.RPC == 0 {
+		advertiseRPC = "" // an ephemeral port: advertise whatever was bound
+	}
 	srv, err := nomad.NewServer(nomad.Config{
 		NodeName:        cfg.Name,
 		Region:          cfg.Region,
 		Datacenter:      cfg.Datacenter,
 		DataDir:         cfg.DataDir,
 		RPCAddr:         cfg.RPCAddr(),
-		RPCAdvertise:    cfg.AdvertiseRPCAddr(),
+		RPCAdvertise:    advertiseRPC,
 		BootstrapExpect: cfg.Server.BootstrapExpect,
 		RetryJoin:       cfg.Server.RetryJoin,
 		Logger:          logger,

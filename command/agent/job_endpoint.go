@@ -300,8 +300,8 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		FailedTGAllocs: map[string]*api.AllocationMetric{},
 		Warnings:       joinWarnings(warnings),
 	}
-	for tg, m := range reply.FailedTGAllocs {
-		resp.FailedTGAllocs[tg] = convert.AllocMetricToAPI(m)
+	if err := convertByJSON(reply.FailedTGAllocs, &resp.FailedTGAllocs); err != nil {
+		return nil, 0, err
 	}
 	for _, e := range reply.CreatedEvals {
 		resp.CreatedEvals = append(resp.CreatedEvals, convert.EvalToAPI(e))

@@ -267,6 +267,15 @@ func (b *Broker) Outstanding(evalID string) (token string, ok bool) {
 	return b.state.token(evalID)
 }
 
+// IsFailed reports whether the evaluation is in, or was handed out from,
+// FailedQueue. Dequeue returns evaluations with their own Type, so a worker
+// that also takes FailedQueue uses this to pick the failed-eval path.
+func (b *Broker) IsFailed(evalID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state.isFailed(evalID)
+}
+
 // Stats returns a snapshot of the queues.
 func (b *Broker) Stats() Stats {
 	b.mu.Lock()

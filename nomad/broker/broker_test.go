@@ -183,6 +183,7 @@ func TestNackTimeoutFiresOnClockAdvance(t *testing.T) {
 
 	// Second delivery; OutstandingReset and Pause/Resume move the timeout.
 	_, tok = mustDequeue(t, b)
+	require.False(t, b.IsFailed("a"))
 	fc.Advance(8 * time.Second)
 	require.NoError(t, b.OutstandingReset("a", tok))
 	fc.Advance(9 * time.Second)
@@ -200,9 +201,13 @@ func TestNackTimeoutFiresOnClockAdvance(t *testing.T) {
 	_, _ = mustDequeue(t, b)
 	fc.Advance(testConfig.NackTimeout)
 	require.Equal(t, totals{failed: 1}, totalsOf(b.Stats()))
+	require.True(t, b.IsFailed("a"))
 	ev, tok := mustDequeue(t, b, FailedQueue)
 	require.Equal(t, "a", ev.ID)
+	require.Equal(t, "system", ev.Type, "delivered with its own type")
+	require.True(t, b.IsFailed("a"), "outstanding from the failed queue")
 	require.NoError(t, b.Ack("a", tok))
+	require.False(t, b.IsFailed("a"))
 	require.Equal(t, totals{}, totalsOf(b.Stats()))
 	require.Zero(t, fc.active())
 }

@@ -29,12 +29,13 @@
 //
 // An evaluation nacked after DeliveryLimit deliveries goes to the ready queue
 // named FailedQueue ("_failed") instead, still holding its job's slot. This is
-// the failed-eval path: the leader runs a loop that dequeues FailedQueue,
-// writes the evaluation back with status "failed", creates a follow-up
-// evaluation (TriggeredBy "failed-follow-up", with a Wait so it runs later)
-// and then acks the failed one, which releases the job to its next pending
-// evaluation. Outstanding failed evaluations have a nack timer too; a nack
-// puts them straight back in FailedQueue.
+// the failed-eval path: a leader worker dequeues FailedQueue (the evaluation
+// keeps its own Type; IsFailed tells that it came from FailedQueue), writes
+// it back with status "failed", creates a follow-up evaluation (TriggeredBy
+// "failed-follow-up", delayed with WaitUntil so it runs later), and then acks
+// the failed one, which releases the job to its next pending evaluation.
+// Outstanding failed evaluations have a nack timer too; a nack puts them
+// straight back in FailedQueue.
 //
 // # Structure
 //

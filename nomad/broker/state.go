@@ -246,6 +246,13 @@ func (s *queueState) token(id string) (string, bool) {
 	return it.token, true
 }
 
+// isFailed reports whether the evaluation sits in, or was delivered from,
+// the failed queue.
+func (s *queueState) isFailed(id string) bool {
+	it, ok := s.items[id]
+	return ok && (it.phase == phaseReady || it.phase == phaseUnacked) && it.queue == FailedQueue
+}
+
 // stats counts the evaluations per phase. It does not advance time.
 func (s *queueState) stats() Stats {
 	st := Stats{ByType: make(map[string]int)}

@@ -289,8 +289,14 @@ func runSteps(t *testing.T, steps []step) {
 	}
 }
 
+// testingT is what checkCoreInvariants needs (*testing.T and *rapid.T).
+type testingT interface {
+	require.TestingT
+	Helper()
+}
+
 // checkCoreInvariants verifies the core's internal bookkeeping.
-func checkCoreInvariants(t *testing.T, q *queueState) {
+func checkCoreInvariants(t testingT, q *queueState) {
 	t.Helper()
 	holders := map[jobKey]int{}
 	for id, it := range q.items {

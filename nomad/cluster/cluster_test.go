@@ -74,7 +74,7 @@ func TestSingleServer_BootstrapAndApply(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, resp)
 	require.NotZero(t, index)
-	mustApply(t, n.c, "b")
+	mustApply(t, []*testNode{n}, "b")
 	require.Equal(t, []string{"a", "b"}, n.fsm.Entries())
 
 	_, failIndex, err := n.c.Apply([]byte("fail"), testApplyTimeout)
@@ -99,9 +99,9 @@ func TestSingleServer_RestartKeepsState(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, "solo", nodeOpts{expect: 1, dir: dir})
 	waitLeader(t, []*testNode{n})
-	mustApply(t, n.c, "a", "b", "c")
+	mustApply(t, []*testNode{n}, "a", "b", "c")
 	require.NoError(t, n.c.Raft().Snapshot().Error())
-	mustApply(t, n.c, "d", "e") // after the snapshot: replayed from the log
+	mustApply(t, []*testNode{n}, "d", "e") // after the snapshot: replayed from the log
 	addr := n.c.Addr()
 	n.stop()
 
@@ -115,7 +115,7 @@ func TestSingleServer_RestartKeepsState(t *testing.T) {
 	waitLeader(t, []*testNode{n2})
 	want := []string{"a", "b", "c", "d", "e"}
 	waitFSMs(t, []*testNode{n2}, want)
-	mustApply(t, n2.c, "f")
+	mustApply(t, []*testNode{n2}, "f")
 	require.Equal(t, append(want, "f"), n2.fsm.Entries())
 }
 
@@ -171,7 +171,7 @@ func TestThreeServers_ForwardWriteToLeader(t *testing.T) {
 func TestThreeServers_LeaderFailover(t *testing.T) {
 	nodes := startThree(t)
 	leader := waitLeader(t, nodes)
-	mustApply(t, leader.c, "one", "two")
+	mustApply(t, nodes, "one", "two")
 	waitFSMs(t, nodes, []string{"one", "two"})
 
 	leader.stop()
@@ -179,10 +179,7 @@ func TestThreeServers_LeaderFailover(t *testing.T) {
 	newLeader := waitLeader(t, rest)
 	require.NotEqual(t, leader.id, newLeader.id)
 
-	require.Eventually(t, func() bool {
-		_, _, err := newLeader.c.Apply([]byte("three"), testApplyTimeout)
-		return err == nil
-	}, testWait, testTick)
+	mustApply(t, rest, "three")
 	want := []string{"one", "two", "three"}
 	waitFSMs(t, rest, want)
 	require.Equal(t, want[:2], leader.fsm.Entries(), "the stopped leader kept its prefix")
@@ -191,7 +188,7 @@ func TestThreeServers_LeaderFailover(t *testing.T) {
 func TestLateJoinerAddedAsVoter(t *testing.T) {
 	nodes := startThree(t)
 	leader := waitLeader(t, nodes)
-	mustApply(t, leader.c, "before")
+	mustApply(t, nodes, "before")
 
 	// Join through a follower: the join request is forwarded to the leader.
 	via := followers(nodes, leader)[0]
@@ -199,12 +196,13 @@ func TestLateJoinerAddedAsVoter(t *testing.T) {
 	all := append(nodes, late)
 
 	require.Eventually(t, func() bool {
-		return strings.Join(voters(leader.c), ",") == "s1,s2,s3,s4"
-	}, testWait, testTick, "voters: %v", voters(leader.c))
+		l := currentLeader(all)
+		return l != nil && strings.Join(voters(l.c), ",") == "s1,s2,s3,s4"
+	}, testWait, testTick, "s4 never became a voter")
 	waitLeader(t, all)
 	waitFSMs(t, all, []string{"before"})
 
-	mustApply(t, leader.c, "after")
+	mustApply(t, all, "after")
 	waitFSMs(t, all, []string{"before", "after"})
 	require.Equal(t, "3", late.c.Stats()["num_peers"])
 }

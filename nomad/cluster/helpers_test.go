@@ -22,7 +22,9 @@ import (
 )
 
 const (
-	testRaftMultiplier = 0.1 // heartbeat/election 100ms, lease 50ms, commit 5ms
+	// heartbeat/election 300ms, lease 150ms, commit 15ms: fast, yet no
+	// leadership churn with -race on a loaded 2-CPU machine.
+	testRaftMultiplier = 0.3
 	testRetryInterval  = 100 * time.Millisecond
 	testWait           = 5 * time.Second
 	testTick           = 20 * time.Millisecond
@@ -262,10 +264,35 @@ func voters(c *Cluster) []string {
 	return ids
 }
 
-func mustApply(t *testing.T, c *Cluster, entries ...string) {
+// mustApply applies entries on whichever node leads. It retries only on
+// ErrNotLeader, which means the entry was never appended; other errors
+// (leadership lost while committing) are ambiguous and fail the test.
+func mustApply(t *testing.T, nodes []*testNode, entries ...string) {
 	t.Helper()
 	for _, e := range entries {
-		_, _, err := c.Apply([]byte(e), testApplyTimeout)
-		require.NoError(t, err, "apply %q", e)
+		deadline := time.Now().Add(testWait)
+		for {
+			var err error
+			if leader := currentLeader(nodes); leader == nil {
+				err = ErrNotLeader
+			} else {
+				_, _, err = leader.c.Apply([]byte(e), testApplyTimeout)
+			}
+			if err == nil {
+				break
+			}
+			require.ErrorIs(t, err, ErrNotLeader, "apply %q", e)
+			require.True(t, time.Now().Before(deadline), "apply %q: no leader", e)
+			time.Sleep(testTick)
+		}
 	}
+}
+
+func currentLeader(nodes []*testNode) *testNode {
+	for _, n := range nodes {
+		if n.c.IsLeader() {
+			return n
+		}
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func (tx *writeTxn) upsertJob(sub *structs.JobSubmission, in *structs.Job) (*str
 	switch {
 	case existing == nil:
 		j.CreateIndex, j.Version, j.Stable = tx.index, 0, false
-	case specChanged(existing, j):
+	case existing.SpecChanged(j): // Stop counts as specification
 		j.CreateIndex, j.Version, j.Stable = existing.CreateIndex, existing.Version+1, false
 	default:
 		j.CreateIndex, j.Version, j.Stable = existing.CreateIndex, existing.Version, existing.Stable

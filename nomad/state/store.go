@@ -115,7 +115,7 @@ func (s *StateStore) BlockingQuery(ctx context.Context, minIndex uint64, fn Quer
 		if idx < 1 {
 			idx = 1
 		}
-		if err != nil || minIndex == 0 || idx > minIndex || minIndex > snap.LatestIndex() {
+		if err != nil || minIndex == 0 || idx > minIndex || minIndex > max(snap.LatestIndex(), 1) {
 			return res, idx, err
 		}
 		if ctx.Err() != nil || ws.WatchCtx(ctx) != nil {

@@ -39,6 +39,9 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%d errors occurred:\n\t%s\n\n", len(e.Problems), strings.Join(points, "\n\t"))
 }
 
+// Unwrap makes errors.Is(err, ErrBadRequest) hold, so the HTTP layer answers 400.
+func (e *ValidationError) Unwrap() error { return ErrBadRequest }
+
 // problems accumulates validation messages.
 type problems []string
 

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestContractNodesAgentStatus(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	id := ta.registerNode(t, "node-1")
+	registerAndWait(t, c, testJob("web"))
+
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	require.Equal(t, "ready", nodes[0].Status)
+	byPrefix, _, err := c.Nodes().PrefixList(id[:8])
+	require.NoError(t, err)
+	require.Len(t, byPrefix, 1)
+
+	node, _, err := c.Nodes().Info(id, nil)
+	require.NoError(t, err)
+	require.NotNil(t, node.NodeResources)
+	require.NotNil(t, node.ReservedResources)
+	require.Equal(t, "eligible", node.SchedulingEligibility)
+
+	allocs, _, err := c.Nodes().Allocations(id, nil)
+	require.NoError(t, err)
+	require.Len(t, allocs, 1)
+	require.NotNil(t, allocs[0].Job)
+
+	self, err := c.Agent().Self()
+	require.NoError(t, err)
+	ui, _ := self.Config["UI"].(map[string]any)
+	require.Equal(t, false, ui["ShowCLIHints"], "no web UI hints from the CLI")
+
+	leader, err := c.Status().Leader()
+	require.NoError(t, err)
+	require.Equal(t, ta.Server().RPCAddr(), leader)
+	regions, err := c.Regions().List()
+	require.NoError(t, err)
+	require.Equal(t, []string{"global"}, regions)
+
+	evals, _, err := c.Evaluations().List(nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, evals)
+	byEvalPrefix, _, err := c.Evaluations().PrefixList(evals[0].ID[:4])
+	require.NoError(t, err)
+	require.NotEmpty(t, byEvalPrefix)
+	allocList, _, err := c.Allocations().PrefixList(allocs[0].ID[:6])
+	require.NoError(t, err)
+	require.Len(t, allocList, 1)
+
+	resp, err := http.Get("http://" + ta.HTTPAddr() + "/v1/metrics?format=prometheus")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "drover_raft_is_leader 1")
+	require.Contains(t, string(body), "# TYPE drover_http_requests_total counter")
+
+	for _, path := range []string{"/v1/jobs", "/v1/job/web", "/v1/nodes", "/v1/agent/self"} {
+		resp, err := http.Get("http://" + ta.HTTPAddr() + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.NotEmpty(t, resp.Header.Get("X-Nomad-Index"), path)
+		require.NotEqual(t, "0", resp.Header.Get("X-Nomad-Index"), path)
+		require.Equal(t, "true", resp.Header.Get("X-Nomad-KnownLeader"), path)
+		require.NotEmpty(t, resp.Header.Get("X-Nomad-LastContact"), path)
+	}
+	resp, err = http.Get("http://" + ta.HTTPAddr() + "/v1/nonsense")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestContractStaleEmptyAccepted(t *testing.T) {
+	ta := newTestAgent(t, "")
+	resp, err := http.Get("http://" + ta.HTTPAddr() + "/v1/jobs?stale=&wait=100ms&index=1")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "[]", strings.TrimSpace(string(body)), "lists are [] never null")
+}

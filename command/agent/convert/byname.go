@@ -1,0 +1,186 @@
+package convert
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// copyByName copies src into dst, which must be settable. Struct fields are
+// matched by name; fields missing on either side are skipped. Pointers are
+// followed on both sides: a nil source pointer gives dst's zero value, and a
+// pointer destination gets a fresh allocation whenever the source has a value
+// (so a structs value field always becomes a non-nil api pointer). Slices
+// and maps are copied element by element; interface values (driver configs)
+// are deep-copied keeping their dynamic types; numbers convert between sizes
+// and signedness. A shape mismatch between the two types is a programming
+// error and panics with the field path; the tests walk every converted type.
+func copyByName(dst, src reflect.Value, path string) {
+	if dst.Kind() == reflect.Interface {
+		if !src.IsValid() || isNil(src) {
+			dst.SetZero()
+			return
+		}
+		dst.Set(deepCopy(src))
+		return
+	}
+	for src.Kind() == reflect.Pointer || src.Kind() == reflect.Interface {
+		if src.IsNil() {
+			dst.SetZero()
+			return
+		}
+		src = src.Elem()
+	}
+	if dst.Kind() == reflect.Pointer {
+		p := reflect.New(dst.Type().Elem())
+		copyByName(p.Elem(), src, path)
+		dst.Set(p)
+		return
+	}
+	switch dst.Kind() {
+	case reflect.Struct:
+		copyStruct(dst, src, path)
+	case reflect.Slice:
+		mustKind(src, reflect.Slice, dst, path)
+		if src.IsNil() {
+			dst.SetZero()
+			return
+		}
+		s := reflect.MakeSlice(dst.Type(), src.Len(), src.Len())
+		for i := range src.Len() {
+			copyByName(s.Index(i), src.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		mustKind(src, reflect.Map, dst, path)
+		if src.IsNil() {
+			dst.SetZero()
+			return
+		}
+		m := reflect.MakeMapWithSize(dst.Type(), src.Len())
+		iter := src.MapRange()
+		for iter.Next() {
+			k := reflect.New(dst.Type().Key()).Elem()
+			copyByName(k, iter.Key(), path)
+			v := reflect.New(dst.Type().Elem()).Elem()
+			copyByName(v, iter.Value(), fmt.Sprintf("%s[%v]", path, iter.Key()))
+			m.SetMapIndex(k, v)
+		}
+		dst.Set(m)
+	default:
+		if kindClass(src.Kind()) != kindClass(dst.Kind()) || kindClass(dst.Kind()) == "" {
+			panic(fmt.Sprintf("convert: %s: cannot copy %s into %s", path, src.Type(), dst.Type()))
+		}
+		dst.Set(src.Convert(dst.Type()))
+	}
+}
+
+func copyStruct(dst, src reflect.Value, path string) {
+	if dst.Type() == src.Type() && !hasExportedFields(dst.Type()) {
+		dst.Set(src) // time.Time and other opaque values
+		return
+	}
+	mustKind(src, reflect.Struct, dst, path)
+	for i := range dst.NumField() {
+		f := dst.Type().Field(i)
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		sf, ok := src.Type().FieldByName(f.Name)
+		if !ok || !sf.IsExported() || len(sf.Index) != 1 {
+			continue
+		}
+		copyByName(dst.Field(i), src.Field(sf.Index[0]), path+"."+f.Name)
+	}
+}
+
+func mustKind(src reflect.Value, k reflect.Kind, dst reflect.Value, path string) {
+	if src.Kind() != k {
+		panic(fmt.Sprintf("convert: %s: cannot copy %s into %s", path, src.Type(), dst.Type()))
+	}
+}
+
+// kindClass groups the kinds that convert into each other without loss of
+// meaning; "" for kinds copyByName does not convert.
+func kindClass(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "float"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "bool"
+	}
+	return ""
+}
+
+// deepCopy returns a copy of v that shares no maps, slices or pointers with
+// it and has the same dynamic types throughout.
+func deepCopy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Interface:
+		out := reflect.New(v.Type()).Elem()
+		if !v.IsNil() {
+			out.Set(deepCopy(v.Elem()))
+		}
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		p := reflect.New(v.Type().Elem())
+		p.Elem().Set(deepCopy(v.Elem()))
+		return p
+	case reflect.Map:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			m.SetMapIndex(iter.Key(), deepCopy(iter.Value()))
+		}
+		return m
+	case reflect.Slice:
+		if v.IsNil() {
+			return reflect.Zero(v.Type())
+		}
+		s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			s.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return s
+	}
+	return v
+}
+
+func isNil(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
+		return v.IsNil()
+	}
+	return false
+}
+
+func hasExportedFields(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if t.Field(i).IsExported() {
+			return true
+		}
+	}
+	return false
+}
+
+// convertInto copies src (a pointer to a struct, possibly nil) into a new
+// value of type *T by field name.
+func convertInto[T any](src any) *T {
+	sv := reflect.ValueOf(src)
+	if !sv.IsValid() || sv.IsNil() {
+		return nil
+	}
+	out := new(T)
+	copyByName(reflect.ValueOf(out).Elem(), sv, reflect.TypeFor[T]().Name())
+	return out
+}

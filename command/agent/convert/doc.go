@@ -1,0 +1,17 @@
+// Package convert holds the conversions between the nomad/api wire types
+// (MPL-2.0, what the official CLI and api client speak) and Drover's domain
+// types in nomad/structs. Only the HTTP layer (command/agent) uses it: the
+// server, scheduler and client never see api types.
+//
+// The structs types name their fields after the api ones, so most of the
+// work is a reflective copy by field name (byname.go) that follows pointers
+// in both directions (api fields are mostly pointers, structs fields values)
+// and deep-copies driver configs without changing their Go types. What does
+// not match by name is done by hand next to each conversion: defaults for
+// fields the CLI dereferences, list stubs, the deprecated Allocation.Resources
+// that `node status` reads, and the warnings for api job fields Drover does
+// not keep (JobFromAPI).
+//
+// Conversions to api types never share mutable state with their input, so a
+// handler may encode the result while the state store keeps the original.
+package convert

@@ -1,0 +1,31 @@
+// Package drivers defines the task driver layer of the Drover client: the
+// Driver interface a task runner uses to start, wait for, stop, signal,
+// inspect and recover tasks, the optional Preparer step run before a task
+// starts ("prefetch before kill": a driver pulls what it needs while the old
+// allocation keeps running), and the Catalog of drivers a client offers.
+//
+// Concrete drivers live in sub-packages and register themselves with
+// Register from init: drivers/rawexec (raw_exec) and drivers/mock (mock, a
+// scriptable driver for tests and the node simulator). Importing
+// drivers/builtin links all of them; then NewCatalog builds each one and
+// applies the agent's plugin "NAME" { config {...} } blocks:
+//
+//	import _ "github.com/drover-project/drover/drivers/builtin"
+//
+//	catalog := drivers.NewCatalog(logger, map[string]map[string]any{
+//		"raw_exec": {"enabled": true},
+//	})
+//	d, err := catalog.Get(task.Driver)
+//
+// A process that may run raw_exec tasks must call rawexec.MaybeRunExecutor
+// first thing in main (and tests in TestMain): raw_exec re-executes the
+// current binary as the executor that supervises each task.
+//
+// The package also holds helpers shared by drivers: ParseSignal, and the
+// Config* accessors and FieldError for validating opaque driver config
+// blocks ("command is required").
+//
+// Importers: client/allocrunner and its taskrunner (run tasks),
+// client fingerprinting (Fingerprint), the agent (building the Catalog), the
+// node simulator and tests. It imports only go-hclog and the standard library.
+package drivers

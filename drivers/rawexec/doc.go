@@ -1,0 +1,25 @@
+// Package rawexec is the raw_exec task driver: it runs a command directly on
+// the host, without isolation, as the client agent's user (or the task's
+// user when the agent runs as root).
+//
+// Each task is supervised by an executor: a re-execution of the current
+// binary (os.Executable) with os.Args[1] == "__drover_executor", in its own
+// session, so it is not a child that dies or is reaped with the client. The
+// executor starts the task in its own process group (so signals reach
+// grandchildren), appends its stdout and stderr to the task's files, waits
+// for it, writes its exit (code, signal) atomically to
+// <TaskDir>/.drover-exit.json and exits. A restarted client therefore finds
+// the task still running with RecoverTask, and still learns its exit code,
+// even if the task ended while the client was down. The binary's main (and
+// TestMain of tests that start tasks) must call MaybeRunExecutor first.
+//
+// Task config: command (required; a bare name is looked up in the task's
+// PATH, a relative path is taken from the task dir), args (list of strings),
+// work_dir (relative to the task dir). Plugin config: enabled (default false,
+// as in Nomad), no_cgroups (accepted, ignored). The handle's DriverState is
+// the JSON of State; start times from /proc/<pid>/stat guard against PID
+// reuse. Linux only.
+//
+// Importers: the agent's main (MaybeRunExecutor), drivers/builtin, tests.
+// Clients use it through the drivers.Driver interface.
+package rawexec

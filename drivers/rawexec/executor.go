@@ -1,0 +1,272 @@
+package rawexec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// ExecutorArg is os.Args[1] of an executor process.
+const ExecutorArg = "__drover_executor"
+
+// exitFileName is written in the task dir by the executor when the task exits.
+const exitFileName = ".drover-exit.json"
+
+// specFileName holds the executor's spec until the executor has read it.
+const specFileName = ".drover-executor.json"
+
+// statusFD is the executor's end of the start handshake pipe.
+const statusFD = 3
+
+// execSpec is what the driver tells the executor to run.
+type execSpec struct {
+	Path       string   // resolved command path
+	Args       []string // argv, argv[0] included
+	Env        []string
+	Dir        string
+	StdoutPath string
+	StderrPath string
+	ExitFile   string
+	UID, GID   *uint32  `json:",omitempty"`
+	Groups     []uint32 `json:",omitempty"`
+}
+
+// startMsg is the executor's answer on the handshake pipe.
+type startMsg struct {
+	TaskPID       int    `json:",omitempty"`
+	TaskStartTime uint64 `json:",omitempty"`
+	Error         string `json:",omitempty"`
+}
+
+// exitRecord is the content of the exit file.
+type exitRecord struct {
+	ExitCode          int
+	Signal            int
+	Error             string `json:",omitempty"`
+	TaskPID           int
+	ExecutorPID       int
+	ExecutorStartTime uint64
+	CompletedAt       time.Time
+}
+
+// MaybeRunExecutor runs the raw_exec executor and exits if this process was
+// started as one (os.Args[1] == ExecutorArg); otherwise it returns at once.
+// Call it first thing in main, and in TestMain of tests that start raw_exec
+// tasks, since the executor is a re-exec of the current binary.
+func MaybeRunExecutor() {
+	if len(os.Args) < 2 || os.Args[1] != ExecutorArg {
+		return
+	}
+	os.Exit(runExecutor(os.Args[2:]))
+}
+
+// runExecutor starts the task described by the spec file args[0] in its own
+// process group, reports its PID on fd 3, waits for it, records its exit in
+// the exit file and returns the executor's exit code.
+func runExecutor(args []string) int {
+	// fd 3 must not leak into the task, or the driver would not see EOF.
+	syscall.CloseOnExec(statusFD)
+	status := os.NewFile(statusFD, "status")
+	report := func(m startMsg) {
+		if status != nil {
+			_ = json.NewEncoder(status).Encode(m)
+			_ = status.Close()
+		}
+	}
+	if len(args) != 1 {
+		report(startMsg{Error: "executor: want 1 argument (spec file)"})
+		return 2
+	}
+	spec, err := readSpec(args[0])
+	if err != nil {
+		report(startMsg{Error: "executor: " + err.Error()})
+		return 2
+	}
+
+	// Catch (rather than ignore) signals: ignored dispositions would be
+	// inherited by the task. Caught ones are forwarded to the task's group.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+
+	cmd, closeFiles, err := taskCommand(spec)
+	if err == nil {
+		err = cmd.Start()
+	}
+	closeFiles()
+	if err != nil {
+		report(startMsg{Error: err.Error()})
+		return 1
+	}
+	pid := cmd.Process.Pid
+	report(startMsg{TaskPID: pid, TaskStartTime: procStartTime(pid)})
+
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s != syscall.SIGPIPE {
+					_ = syscall.Kill(-pid, s.(syscall.Signal))
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+
+	waitErr := cmd.Wait()
+	close(stop)
+	// The leader is gone: kill what is left of its process group.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+
+	rec := exitRecord{
+		TaskPID:           pid,
+		ExecutorPID:       os.Getpid(),
+		ExecutorStartTime: procStartTime(os.Getpid()),
+		CompletedAt:       time.Now().UTC(),
+	}
+	rec.ExitCode, rec.Signal = waitStatus(cmd.ProcessState)
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		rec.Error = waitErr.Error()
+	}
+	if err := writeFileAtomic(spec.ExitFile, rec); err != nil {
+		return 3
+	}
+	return 0
+}
+
+func readSpec(path string) (*execSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(path) // it holds the task's environment
+	var spec execSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("decoding spec: %w", err)
+	}
+	if spec.Path == "" || len(spec.Args) == 0 || spec.ExitFile == "" {
+		return nil, errors.New("incomplete spec")
+	}
+	return &spec, nil
+}
+
+// taskCommand builds the task's command; closeFiles closes the parent's
+// copies of its output files once it has started.
+func taskCommand(spec *execSpec) (*exec.Cmd, func(), error) {
+	var files []*os.File
+	closeFiles := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	open := func(path string) (*os.File, error) {
+		if path == "" {
+			return nil, nil // os/exec connects /dev/null
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		return f, nil
+	}
+	stdout, err := open(spec.StdoutPath)
+	if err != nil {
+		return nil, closeFiles, fmt.Errorf("opening stdout: %w", err)
+	}
+	stderr, err := open(spec.StderrPath)
+	if err != nil {
+		return nil, closeFiles, fmt.Errorf("opening stderr: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        spec.Path,
+		Args:        spec.Args,
+		Env:         spec.Env,
+		Dir:         spec.Dir,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	// Only assign non-nil files: a typed nil in an io.Writer is not nil.
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	if spec.UID != nil && spec.GID != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
+	}
+	return cmd, closeFiles, nil
+}
+
+// waitStatus returns the exit code and the signal that ended a process; a
+// process killed by a signal gets exit code 128+signal, like a shell.
+func waitStatus(ps *os.ProcessState) (code, sig int) {
+	if ps == nil {
+		return -1, 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), int(ws.Signal())
+	}
+	return ps.ExitCode(), 0
+}
+
+// writeFileAtomic writes v as JSON to path through a temporary file and a
+// rename, so readers see either nothing or the whole record.
+func writeFileAtomic(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// readExitFile reads an exit record; ok is false if there is none.
+func readExitFile(path string) (rec exitRecord, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, false, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return rec, true, nil
+}

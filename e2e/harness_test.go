@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+)
+
+// droverBin is the binary under test, built by TestMain (or named by
+// DROVER_BIN).
+var droverBin string
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv("DROVER_BIN"); bin != "" {
+		droverBin = bin // a prebuilt binary
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	droverBin = filepath.Join(dir, "drover")
+	build := exec.Command("go", "build", "-o", droverBin, "../cmd/drover")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build drover:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a TCP port that was free a moment ago on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// agentProc is one drover agent process.
+type agentProc struct {
+	name     string
+	dataDir  string
+	config   string
+	httpPort int
+	rpcPort  int
+	cmd      *exec.Cmd
+	logPath  string
+}
+
+// serverSpec describes a server agent to start.
+type serverSpec struct {
+	name            string
+	bootstrapExpect int
+	retryJoin       []string
+}
+
+// newServer writes the agent's config file and starts it on free ports.
+func newServer(t *testing.T, spec serverSpec) *agentProc {
+	t.Helper()
+	return newServerOnPorts(t, spec, freePort(t), freePort(t))
+}
+
+// newServerOnPorts writes the agent's config file and starts it.
+func newServerOnPorts(t *testing.T, spec serverSpec, httpPort, rpcPort int) *agentProc {
+	t.Helper()
+	dir := t.TempDir()
+	p := &agentProc{name: spec.name, dataDir: filepath.Join(dir, "data"), httpPort: httpPort, rpcPort: rpcPort}
+	p.config = filepath.Join(dir, "agent.hcl")
+	joins := make([]string, len(spec.retryJoin))
+	for i, j := range spec.retryJoin {
+		joins[i] = fmt.Sprintf("%q", j)
+	}
+	hcl := fmt.Sprintf(`name = %q
+data_dir = %q
+bind_addr = "127.0.0.1"
+log_level = "DEBUG"
+ports {
+  http = %d
+  rpc  = %d
+}
+server {
+  enabled          = true
+  bootstrap_expect = %d
+  server_join {
+    retry_join = [%s]
+  }
+}
+`, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "))
+	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
+	p.logPath = filepath.Join(dir, "agent.log")
+	p.start(t)
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *agentProc) start(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	p.cmd = exec.Command(droverBin, "agent", "-config", p.config)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); _ = logf.Close() }()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *agentProc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return p.cmd.ProcessState != nil }, 20*time.Second, 50*time.Millisecond,
+		"agent %s did not exit on SIGTERM", p.name)
+	require.True(t, p.cmd.ProcessState.Success(), "agent %s exit: %v\n%s", p.name, p.cmd.ProcessState, p.logs())
+}
+
+// kill sends SIGKILL (no clean shutdown).
+func (p *agentProc) kill() {
+	if p.cmd != nil && p.cmd.Process != nil && p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Kill()
+		for i := 0; i < 200 && p.cmd.ProcessState == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func (p *agentProc) logs() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+func (p *agentProc) rpcAddr() string  { return fmt.Sprintf("127.0.0.1:%d", p.rpcPort) }
+func (p *agentProc) httpAddr() string { return fmt.Sprintf("http://127.0.0.1:%d", p.httpPort) }
+
+func (p *agentProc) client(t *testing.T) *api.Client {
+	t.Helper()
+	c, err := api.NewClient(&api.Config{Address: p.httpAddr()})
+	require.NoError(t, err)
+	return c
+}
+
+// waitLeader waits until every agent reports the same, non-empty leader and
+// returns its rpc address.
+func waitLeader(t *testing.T, agents ...*agentProc) string {
+	t.Helper()
+	return waitNewLeader(t, "", agents...)
+}
+
+// waitNewLeader is waitLeader for a leader other than old.
+func waitNewLeader(t *testing.T, old string, agents ...*agentProc) string {
+	t.Helper()
+	var leader string
+	require.Eventually(t, func() bool {
+		leader = ""
+		for _, a := range agents {
+			l, err := a.client(t).Status().Leader()
+			if err != nil || l == "" || l == old || (leader != "" && l != leader) {
+				return false
+			}
+			leader = l
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "no agreed leader")
+	return leader
+}

@@ -1,0 +1,175 @@
+package fsm
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// snapshotFormat and snapshotVersion identify the snapshot encoding.
+const (
+	snapshotFormat  = "drover-fsm"
+	snapshotVersion = 1
+)
+
+// snapshotHeader opens every snapshot.
+type snapshotHeader struct {
+	Format  string
+	Version int
+	// LastIndex is the store's latest index when the snapshot was taken.
+	LastIndex uint64
+}
+
+// recordType tags each object of a snapshot. Persisted: never renumber.
+type recordType uint8
+
+const (
+	jobRecord recordType = iota + 1
+	jobVersionRecord
+	submissionRecord
+	nodeRecord
+	allocRecord
+	evalRecord
+	deploymentRecord
+	indexRecord
+	// endRecord closes a snapshot, so that a truncated one is an error.
+	endRecord recordType = 255
+)
+
+// errSnapshot wraps every snapshot decoding failure.
+var errSnapshot = errors.New("fsm: bad snapshot")
+
+// writeSnapshot writes snap to w: a header, one record per object of every
+// table, and an end record.
+func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := &recordWriter{w: bw}
+	enc.value(snapshotHeader{Format: snapshotFormat, Version: snapshotVersion, LastIndex: snap.LatestIndex()})
+
+	jobs, err := snap.Jobs(nil, "*")
+	enc.fail(err)
+	writeAll(enc, jobRecord, jobs)
+	versions, err := snap.JobVersions(nil)
+	enc.fail(err)
+	writeAll(enc, jobVersionRecord, versions)
+	subs, err := snap.Submissions(nil)
+	enc.fail(err)
+	writeAll(enc, submissionRecord, subs)
+	nodes, err := snap.Nodes(nil)
+	enc.fail(err)
+	writeAll(enc, nodeRecord, nodes)
+	allocs, err := snap.Allocs(nil)
+	enc.fail(err)
+	writeAll(enc, allocRecord, allocs)
+	evals, err := snap.Evals(nil, "*")
+	enc.fail(err)
+	writeAll(enc, evalRecord, evals)
+	deps, err := snap.Deployments(nil, "*")
+	enc.fail(err)
+	writeAll(enc, deploymentRecord, deps)
+	indexes, err := snap.Indexes()
+	enc.fail(err)
+	writeAll(enc, indexRecord, indexes)
+	enc.value(uint8(endRecord))
+
+	if enc.err != nil {
+		return fmt.Errorf("fsm: write snapshot: %w", enc.err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("fsm: write snapshot: %w", err)
+	}
+	return nil
+}
+
+// recordWriter encodes values until the first error, which it keeps.
+type recordWriter struct {
+	w   io.Writer
+	err error
+}
+
+// fail records err (or nil) as the writer's error unless it has one.
+func (rw *recordWriter) fail(err error) {
+	if rw.err == nil {
+		rw.err = err
+	}
+}
+
+// value encodes v.
+func (rw *recordWriter) value(v any) {
+	if rw.err == nil {
+		rw.err = structs.EncodeValue(rw.w, v)
+	}
+}
+
+// writeAll writes one record of type t per object.
+func writeAll[T any](rw *recordWriter, t recordType, objs []T) {
+	for _, o := range objs {
+		rw.value(uint8(t))
+		rw.value(o)
+	}
+}
+
+// readSnapshot decodes a snapshot from r into restore.
+func readSnapshot(r io.Reader, restore *state.Restore) error {
+	dec := structs.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	var hdr snapshotHeader
+	if err := dec.Decode(&hdr); err != nil {
+		return fmt.Errorf("%w: header: %v", errSnapshot, err)
+	}
+	if hdr.Format != snapshotFormat || hdr.Version != snapshotVersion {
+		return fmt.Errorf("%w: format %q version %d, want %q version %d",
+			errSnapshot, hdr.Format, hdr.Version, snapshotFormat, snapshotVersion)
+	}
+	for n := 0; ; n++ {
+		var t uint8
+		if err := dec.Decode(&t); err != nil {
+			return fmt.Errorf("%w: record %d: %v", errSnapshot, n, err)
+		}
+		if recordType(t) == endRecord {
+			return nil
+		}
+		if err := readRecord(dec, recordType(t), restore); err != nil {
+			return fmt.Errorf("%w: record %d (type %d): %w", errSnapshot, n, t, err)
+		}
+	}
+}
+
+// decoder is the part of the msgpack decoder readRecord needs.
+type decoder interface{ Decode(v any) error }
+
+// readRecord decodes one object of type t and restores it.
+func readRecord(dec decoder, t recordType, r *state.Restore) error {
+	switch t {
+	case jobRecord:
+		return restoreOne(dec, r.JobRestore)
+	case jobVersionRecord:
+		return restoreOne(dec, r.JobVersionRestore)
+	case submissionRecord:
+		return restoreOne(dec, r.SubmissionRestore)
+	case nodeRecord:
+		return restoreOne(dec, r.NodeRestore)
+	case allocRecord:
+		return restoreOne(dec, r.AllocRestore)
+	case evalRecord:
+		return restoreOne(dec, r.EvalRestore)
+	case deploymentRecord:
+		return restoreOne(dec, r.DeploymentRestore)
+	case indexRecord:
+		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
+	default:
+		return fmt.Errorf("unknown record type")
+	}
+}
+
+// restoreOne decodes a *T and passes it to fn.
+func restoreOne[T any](dec decoder, fn func(*T) error) error {
+	v := new(T)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return fn(v)
+}

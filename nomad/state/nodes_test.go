@@ -1,0 +1,131 @@
+package state
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func TestUpsertNode(t *testing.T) {
+	s := NewStateStore()
+	n := testNode()
+	n.SchedulingEligibility = ""
+	require.NoError(t, s.UpsertNode(1, n))
+	got, err := s.NodeByID(nil, n.ID)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), got.CreateIndex)
+	require.Equal(t, structs.NodeSchedulingEligible, got.SchedulingEligibility)
+	bySecret, err := s.NodeBySecretID(nil, n.SecretID)
+	require.NoError(t, err)
+	require.Equal(t, n.ID, bySecret.ID)
+
+	// The operator drains it; a re-registration keeps the drain, the
+	// create index and the secret.
+	require.NoError(t, s.UpdateNodeDrain(2, n.ID, true, 50))
+	re := n.Copy()
+	re.SecretID = ""
+	re.Drain = false
+	re.SchedulingEligibility = structs.NodeSchedulingEligible
+	re.Name = "renamed"
+	require.NoError(t, s.UpsertNode(3, re))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.Equal(t, "renamed", got.Name)
+	require.True(t, got.Drain)
+	require.Equal(t, structs.NodeSchedulingIneligible, got.SchedulingEligibility)
+	require.Equal(t, n.SecretID, got.SecretID)
+	require.Equal(t, uint64(1), got.CreateIndex)
+	require.Equal(t, uint64(3), got.ModifyIndex)
+
+	bad := n.Copy()
+	bad.SecretID = "other"
+	err = s.UpsertNode(4, bad)
+	require.True(t, errors.Is(err, ErrConflict), "got %v", err)
+
+	thief := testNode()
+	thief.SecretID = n.SecretID
+	err = s.UpsertNode(5, thief)
+	require.True(t, errors.Is(err, ErrConflict), "got %v", err)
+	require.Equal(t, uint64(3), s.Index(TableNodes), "rejected writes write nothing")
+}
+
+func TestNodeUpdates(t *testing.T) {
+	s := NewStateStore()
+	n := testNode()
+	require.NoError(t, s.UpsertNode(1, n))
+
+	ev := &structs.NodeEvent{Message: "down", Subsystem: "Cluster", Timestamp: time.Unix(5, 0)}
+	require.NoError(t, s.UpdateNodeStatus(2, n.ID, structs.NodeStatusDown, 123, ev))
+	got, _ := s.NodeByID(nil, n.ID)
+	require.Equal(t, structs.NodeStatusDown, got.Status)
+	require.Equal(t, int64(123), got.StatusUpdatedAt)
+	require.Len(t, got.Events, 1)
+	require.Equal(t, uint64(2), got.Events[0].CreateIndex)
+	require.Zero(t, ev.CreateIndex, "caller's event not mutated")
+	for i := 0; i < 15; i++ {
+		require.NoError(t, s.UpdateNodeStatus(uint64(3+i), n.ID, structs.NodeStatusReady, 124, &structs.NodeEvent{Message: "x"}))
+	}
+	got, _ = s.NodeByID(nil, n.ID)
+	require.Len(t, got.Events, maxNodeEvents)
+
+	require.NoError(t, s.UpdateNodeEligibility(20, n.ID, structs.NodeSchedulingIneligible, 200))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.Equal(t, structs.NodeSchedulingIneligible, got.SchedulingEligibility)
+
+	require.NoError(t, s.UpdateNodeDrain(21, n.ID, true, 201))
+	err := s.UpdateNodeEligibility(22, n.ID, structs.NodeSchedulingEligible, 202)
+	require.True(t, errors.Is(err, ErrConflict), "got %v", err)
+	require.NoError(t, s.UpdateNodeDrain(23, n.ID, false, 203))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.False(t, got.Drain)
+	require.Equal(t, structs.NodeSchedulingEligible, got.SchedulingEligibility)
+	require.True(t, got.Ready())
+
+	for name, fn := range map[string]func() error{
+		"status":      func() error { return s.UpdateNodeStatus(30, "nope", structs.NodeStatusDown, 0, nil) },
+		"eligibility": func() error { return s.UpdateNodeEligibility(30, "nope", structs.NodeSchedulingEligible, 0) },
+		"drain":       func() error { return s.UpdateNodeDrain(30, "nope", true, 0) },
+		"delete":      func() error { return s.DeleteNodes(30, []string{n.ID, "nope"}) },
+	} {
+		err := fn()
+		require.True(t, errors.Is(err, ErrNotFound), "%s: got %v", name, err)
+	}
+	mustNode, _ := s.NodeByID(nil, n.ID)
+	require.NotNil(t, mustNode, "failed delete deletes nothing")
+
+	require.NoError(t, s.DeleteNodes(31, []string{n.ID}))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.Nil(t, got)
+	bySecret, _ := s.NodeBySecretID(nil, n.SecretID)
+	require.Nil(t, bySecret)
+}
+
+func TestNodeLists(t *testing.T) {
+	s := NewStateStore()
+	ids := []string{
+		"11111111-0000-0000-0000-000000000000",
+		"11112222-0000-0000-0000-000000000000",
+		"22221111-0000-0000-0000-000000000000",
+	}
+	for i, id := range []string{ids[2], ids[0], ids[1]} {
+		n := testNode()
+		n.ID = id
+		require.NoError(t, s.UpsertNode(uint64(i+1), n))
+	}
+	all, err := s.Nodes(nil)
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	for i, n := range all {
+		require.Equal(t, ids[i], n.ID, "sorted by ID")
+	}
+	pre, err := s.NodesByIDPrefix(nil, "1111")
+	require.NoError(t, err)
+	require.Len(t, pre, 2)
+	pre, err = s.NodesByIDPrefix(nil, "11112")
+	require.NoError(t, err)
+	require.Len(t, pre, 1)
+	require.Equal(t, ids[1], pre[0].ID)
+}

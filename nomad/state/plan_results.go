@@ -1,0 +1,81 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// UpsertPlanResults commits the accepted part of a plan in one transaction:
+//
+//  1. AllocsStopped: each stored allocation (unknown ones are skipped) gets
+//     the entry's DesiredStatus ("stop" when empty) and DesiredDescription,
+//     and its ClientStatus when the plan marks it lost or unknown;
+//  2. AllocsUpdated: upserted as UpsertAllocs does, with CreateTime (new
+//     ones) and ModifyTime set to req.UpdatedAt and a nil Job linked to the
+//     stored version, or to req.Job when that version is not stored. A
+//     replacement naming a PreviousAllocation sets the previous allocation's
+//     NextAllocation;
+//  3. Deployment (or nil) is upserted, keeping CreateIndex;
+//  4. DeploymentUpdates change status and description; unknown deployments
+//     are skipped.
+//
+// req.Job is not stored: the job version was registered before the plan.
+// Deployment counts are the scheduler's (in req.Deployment) and the
+// deployment watcher's business, not the store's.
+func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	return s.write(index, func(tx *writeTxn) error {
+		for _, stop := range req.AllocsStopped {
+			if err := tx.stopAlloc(stop, req.UpdatedAt); err != nil {
+				return fmt.Errorf("stop alloc %q: %w", stop.ID, err)
+			}
+		}
+		jobs := newJobLinker(tx.Txn, req.Job)
+		for _, a := range req.AllocsUpdated {
+			if err := tx.upsertAlloc(a.Copy(), jobs, req.UpdatedAt); err != nil {
+				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
+			}
+		}
+		if req.Deployment != nil {
+			if err := tx.upsertDeployment(req.Deployment.Copy(), req.UpdatedAt); err != nil {
+				return err
+			}
+		}
+		for _, u := range req.DeploymentUpdates {
+			err := tx.updateDeploymentStatus(u, req.UpdatedAt)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// stopAlloc applies one entry of a plan's AllocsStopped at time now.
+func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64) error {
+	exist, err := allocByID(tx.Txn, nil, stop.ID)
+	if exist == nil || err != nil {
+		return err
+	}
+	c := exist.Copy()
+	c.DesiredStatus = stop.DesiredStatus
+	if c.DesiredStatus == "" {
+		c.DesiredStatus = structs.AllocDesiredStatusStop
+	}
+	c.DesiredDescription = stop.DesiredDescription
+	switch stop.ClientStatus {
+	case structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+		c.ClientStatus, c.ClientDescription = stop.ClientStatus, stop.ClientDescription
+	}
+	if stop.FollowupEvalID != "" {
+		c.FollowupEvalID = stop.FollowupEvalID
+	}
+	c.ModifyTime = now
+	c.ModifyIndex, c.AllocModifyIndex = tx.index, tx.index
+	if err := tx.insert(TableAllocs, c); err != nil {
+		return err
+	}
+	tx.markJob(c.Namespace, c.JobID)
+	return nil
+}

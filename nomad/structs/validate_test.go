@@ -1,0 +1,343 @@
+package structs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testJob returns a valid, canonical system job: one group "web" with a
+// deployment, a network with a dynamic and a static port, a service with an
+// http check and one docker task "server".
+func testJob() *Job {
+	shutdown := 5 * time.Second
+	return &Job{
+		Region:      "global",
+		Namespace:   DefaultNamespace,
+		ID:          "web",
+		Name:        "web",
+		Type:        JobTypeSystem,
+		Priority:    50,
+		Datacenters: []string{"dc1", "dc2"},
+		NodePool:    DefaultNodePool,
+		Constraints: []*Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}},
+		Update:      UpdateStrategy{Stagger: 30 * time.Second, MaxParallel: 1},
+		Meta:        map[string]string{"owner": "team-a"},
+		Status:      JobStatusRunning,
+		Version:     3,
+		SubmitTime:  1_700_000_000_000_000_000,
+		TaskGroups: []*TaskGroup{{
+			Name:  "web",
+			Count: 1,
+			Update: &UpdateStrategy{
+				Stagger: 30 * time.Second, MaxParallel: 1, HealthCheck: UpdateHealthCheckChecks,
+				MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute,
+				ProgressDeadline: 10 * time.Minute, Canary: 25,
+			},
+			RestartPolicy: &RestartPolicy{Interval: 30 * time.Minute, Attempts: 2, Delay: 15 * time.Second, Mode: "fail"},
+			EphemeralDisk: &EphemeralDisk{SizeMB: 300},
+			Networks: []*NetworkResource{{
+				Mode:          "host",
+				DynamicPorts:  []Port{{Label: "http", To: 8080}},
+				ReservedPorts: []Port{{Label: "admin", Value: 9000}},
+			}},
+			Services: []*Service{{
+				Name: "web-${NOMAD_GROUP_NAME}", PortLabel: "http", Provider: "nomad",
+				Tags: []string{"a", "b"},
+				Checks: []ServiceCheck{{
+					Name: "alive", Type: "http", Path: "/health", PortLabel: "http",
+					Interval: 10 * time.Second, Timeout: 2 * time.Second,
+				}},
+			}},
+			ShutdownDelay: &shutdown,
+			Tasks: []*Task{{
+				Name:   "server",
+				Driver: "docker",
+				Config: map[string]any{
+					"image": "nginx:1.27",
+					"ports": []any{"http"},
+					"mount": []any{map[string]any{"type": "bind", "target": "/data", "readonly": true}},
+				},
+				Env:         map[string]string{"PORT": "${NOMAD_PORT_http}"},
+				Meta:        map[string]string{"tier": "front"},
+				Resources:   &Resources{CPU: 100, MemoryMB: 128},
+				KillTimeout: 5 * time.Second,
+				LogConfig:   &LogConfig{MaxFiles: 10, MaxFileSizeMB: 10},
+			}},
+		}},
+	}
+}
+
+func TestValidate_ValidJobs(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(j *Job)
+	}{
+		{"fixture", func(j *Job) {}},
+		{"sysbatch without update", func(j *Job) {
+			j.Type, j.Update, j.TaskGroups[0].Update = JobTypeSysBatch, UpdateStrategy{}, nil
+		}},
+		{"sysbatch with max_parallel 0", func(j *Job) { j.Type = JobTypeSysBatch; j.TaskGroups[0].Update.MaxParallel = 0 }},
+		{"count 0", func(j *Job) { j.TaskGroups[0].Count = 0 }},
+		{"auto_promote without canaries", func(j *Job) {
+			j.TaskGroups[0].Update.Canary = 0
+			j.TaskGroups[0].Update.AutoPromote = true
+		}},
+		{"no progress deadline", func(j *Job) { j.TaskGroups[0].Update.ProgressDeadline = 0 }},
+		{"cores instead of cpu", func(j *Job) { j.TaskGroups[0].Tasks[0].Resources = &Resources{Cores: 2, MemoryMB: 64} }},
+		{"unknown driver", func(j *Job) { j.TaskGroups[0].Tasks[0].Driver = "qemu" }},
+		{"raw_exec with command", func(j *Job) {
+			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"
+			j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/true"}
+		}},
+		{"distinct_hosts without attribute", func(j *Job) {
+			j.Constraints = []*Constraint{{Operand: ConstraintDistinctHosts, RTarget: "true"}}
+		}},
+		{"is_set without value", func(j *Job) {
+			j.Constraints = []*Constraint{{LTarget: "${meta.rack}", Operand: ConstraintAttributeIsSet}}
+		}},
+		{"numeric check port", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].PortLabel = "8081" }},
+		{"interpolated service port", func(j *Job) { j.TaskGroups[0].Services[0].PortLabel = "${NOMAD_PORT_http}" }},
+		{"task service on a task port", func(j *Job) {
+			task := j.TaskGroups[0].Tasks[0]
+			task.Resources.Networks = []*NetworkResource{{DynamicPorts: []Port{{Label: "metrics"}}}}
+			task.Services = []*Service{{Name: "metrics", PortLabel: "metrics"}}
+		}},
+		{"not canonical: job-level update only", func(j *Job) {
+			j.TaskGroups[0].Update = nil
+			j.Update = UpdateStrategy{MaxParallel: 2, HealthCheck: "task_states", HealthyDeadline: time.Minute}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			tc.mutate(j)
+			require.NoError(t, j.Validate())
+		})
+	}
+}
+
+func TestValidate_Problems(t *testing.T) {
+	tg := func(j *Job) *TaskGroup { return j.TaskGroups[0] }
+	task := func(j *Job) *Task { return j.TaskGroups[0].Tasks[0] }
+	cases := []struct {
+		name   string
+		mutate func(j *Job)
+		want   string
+	}{
+		// Job header.
+		{"missing ID", func(j *Job) { j.ID = "" }, "missing job ID"},
+		{"ID with space", func(j *Job) { j.ID = "my job" }, `job ID "my job" contains a space`},
+		{"ID with null", func(j *Job) { j.ID = "a\x00b" }, "job ID contains a null character"},
+		{"ID too long", func(j *Job) { j.ID = strings.Repeat("x", 129) }, "job ID must be at most 128 characters, got 129"},
+		{"missing name", func(j *Job) { j.Name = "" }, "missing job name"},
+		{"service type", func(j *Job) { j.Type = JobTypeService },
+			`job type "service" is not supported: Drover runs system and sysbatch jobs`},
+		{"batch type", func(j *Job) { j.Type = JobTypeBatch },
+			`job type "batch" is not supported: Drover runs system and sysbatch jobs`},
+		{"missing type", func(j *Job) { j.Type = "" }, "missing job type"},
+		{"priority 0", func(j *Job) { j.Priority = 0 }, "job priority must be between 1 and 100, got 0"},
+		{"priority 101", func(j *Job) { j.Priority = 101 }, "job priority must be between 1 and 100, got 101"},
+		{"no datacenters", func(j *Job) { j.Datacenters = nil }, "datacenters: at least one datacenter is required"},
+		{"empty datacenter", func(j *Job) { j.Datacenters = []string{"dc1", ""} }, "datacenters: entry 1 is empty"},
+		{"sysbatch job-level update", func(j *Job) {
+			j.Type = JobTypeSysBatch
+			tg(j).Update = nil
+			j.Update = UpdateStrategy{MaxParallel: 1}
+		}, "update: sysbatch jobs do not support the update block"},
+		{"job-level update checked when not merged", func(j *Job) {
+			tg(j).Update = nil
+			j.Update = UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", HealthyDeadline: time.Minute, Canary: 101}
+		}, "update: canary must be between 0 and 100, got 101"},
+
+		// Groups.
+		{"no groups", func(j *Job) { j.TaskGroups = nil }, "job must have at least one task group"},
+		{"group without name", func(j *Job) { tg(j).Name = "" }, "task group 0 has no name"},
+		{"duplicate group", func(j *Job) { j.TaskGroups = append(j.TaskGroups, testJob().TaskGroups[0]) },
+			`task group name "web" is used more than once`},
+		{"count 3", func(j *Job) { tg(j).Count = 3 },
+			`Task group "web" validation failed: system and sysbatch task groups run one allocation per node: count must be 0 or 1, got 3`},
+		{"sysbatch group update", func(j *Job) { j.Type = JobTypeSysBatch },
+			`Task group "web" validation failed: update: sysbatch jobs do not support the update block (max_parallel = 1)`},
+		{"ephemeral disk negative", func(j *Job) { tg(j).EphemeralDisk.SizeMB = -1 }, "ephemeral_disk: size must not be negative"},
+
+		// Update block.
+		{"max_parallel negative", func(j *Job) { tg(j).Update.MaxParallel = -1 }, "update: max_parallel must not be negative, got -1"},
+		{"canary 150", func(j *Job) { tg(j).Update.Canary = 150 },
+			`Task group "web" validation failed: update: canary must be between 0 and 100, got 150`},
+		{"canary negative", func(j *Job) { tg(j).Update.Canary = -1 }, "update: canary must be between 0 and 100, got -1"},
+		{"health_check unknown", func(j *Job) { tg(j).Update.HealthCheck = "http" },
+			`update: health_check must be one of "checks", "task_states" or "manual", got "http"`},
+		{"min_healthy_time not below healthy_deadline", func(j *Job) { tg(j).Update.MinHealthyTime = 5 * time.Minute },
+			"update: min_healthy_time (5m0s) must be less than healthy_deadline (5m0s)"},
+		{"healthy_deadline zero", func(j *Job) { tg(j).Update.HealthyDeadline = 0 }, "update: healthy_deadline must be greater than zero"},
+		{"healthy_deadline not below progress_deadline", func(j *Job) { tg(j).Update.ProgressDeadline = time.Minute },
+			"update: healthy_deadline (5m0s) must be less than progress_deadline (1m0s)"},
+		{"progress_deadline negative", func(j *Job) { tg(j).Update.ProgressDeadline = -1 }, "update: progress_deadline must not be negative"},
+		{"stagger negative", func(j *Job) { tg(j).Update.Stagger = -time.Second }, "update: stagger must not be negative, got -1s"},
+		{"min_healthy_time negative", func(j *Job) { tg(j).Update.MinHealthyTime = -time.Second }, "update: min_healthy_time must not be negative"},
+
+		// Tasks.
+		{"no tasks", func(j *Job) { tg(j).Tasks = nil }, `Task group "web" validation failed: group must have at least one task`},
+		{"task without name", func(j *Job) { task(j).Name = "" }, "task 0 has no name"},
+		{"duplicate task", func(j *Job) { tg(j).Tasks = append(tg(j).Tasks, testJob().TaskGroups[0].Tasks[0]) },
+			`task name "server" is used more than once`},
+		{"task name with slash", func(j *Job) { task(j).Name = "a/b" }, `task name "a/b" must not contain "/"`},
+		{"missing driver", func(j *Job) { task(j).Driver = "" }, `task "server": driver is required`},
+		{"two leaders", func(j *Job) {
+			second := testJob().TaskGroups[0].Tasks[0]
+			second.Name = "sidecar"
+			second.Leader, task(j).Leader = true, true
+			tg(j).Tasks = append(tg(j).Tasks, second)
+		}, "only one task may be marked as leader, got 2 (server, sidecar)"},
+		{"missing resources", func(j *Job) { task(j).Resources = nil }, `task "server": resources are required`},
+		{"cpu 0", func(j *Job) { task(j).Resources.CPU = 0 }, `task "server": resources: cpu must be at least 1 MHz, got 0`},
+		{"cpu and cores", func(j *Job) { task(j).Resources.Cores = 2 }, "resources: cpu and cores cannot both be set"},
+		{"memory 5", func(j *Job) { task(j).Resources.MemoryMB = 5 }, "resources: memory must be at least 10 MB, got 5"},
+		{"memory_max below memory", func(j *Job) { task(j).Resources.MemoryMaxMB = 64 },
+			"resources: memory_max (64 MB) must not be less than memory (128 MB)"},
+		{"kill_timeout negative", func(j *Job) { task(j).KillTimeout = -time.Second },
+			`task "server": kill_timeout must not be negative, got -1s`},
+		{"lifecycle hook unknown", func(j *Job) { task(j).Lifecycle = &TaskLifecycle{Hook: "later"} },
+			`lifecycle: hook must be one of prestart, poststart or poststop, got "later"`},
+		{"logs max_files 0", func(j *Job) { task(j).LogConfig.MaxFiles = 0 }, "logs: max_files must be at least 1, got 0"},
+
+		// Restart policy.
+		{"restart mode unknown", func(j *Job) { tg(j).RestartPolicy.Mode = "retry" },
+			`Task group "web" validation failed: restart: mode must be "delay" or "fail", got "retry"`},
+		{"restart attempts negative", func(j *Job) { tg(j).RestartPolicy.Attempts = -1 }, "restart: attempts must not be negative, got -1"},
+		{"task restart mode unknown", func(j *Job) { task(j).RestartPolicy = &RestartPolicy{Mode: "x"} },
+			`task "server": restart: mode must be "delay" or "fail", got "x"`},
+
+		// Constraints and affinities.
+		{"unknown operator", func(j *Job) { j.Constraints[0].Operand = "foo" }, `constraint: unknown operator "foo"`},
+		{"missing operator", func(j *Job) { j.Constraints[0].Operand = "" }, "constraint: operator is required"},
+		{"missing attribute", func(j *Job) { j.Constraints[0].LTarget = "" }, `constraint: attribute is required for operator "="`},
+		{"bad regexp", func(j *Job) { j.Constraints[0].Operand, j.Constraints[0].RTarget = "regexp", "([a-z" },
+			`constraint: regexp "([a-z" does not compile`},
+		{"version without value", func(j *Job) { j.Constraints[0].Operand, j.Constraints[0].RTarget = "version", "" },
+			`constraint: value is required for operator "version"`},
+		{"distinct_property count", func(j *Job) {
+			j.Constraints[0].Operand, j.Constraints[0].RTarget = "distinct_property", "zero"
+		}, `constraint: distinct_property value must be a positive integer, got "zero"`},
+		{"group constraint", func(j *Job) { tg(j).Constraints = []*Constraint{{LTarget: "x", Operand: "~"}} },
+			`Task group "web" validation failed: constraint: unknown operator "~"`},
+		{"task constraint", func(j *Job) { task(j).Constraints = []*Constraint{{Operand: "="}} },
+			`task "server": constraint: attribute is required for operator "="`},
+		{"affinity weight", func(j *Job) {
+			j.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "big", Weight: 0}}
+		}, "affinity: weight must be between -100 and 100 and not zero, got 0"},
+
+		// Networks.
+		{"duplicate port label", func(j *Job) { tg(j).Networks[0].ReservedPorts[0].Label = "http" },
+			`network: port label "http" is declared twice`},
+		{"port label missing", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].Label = "" }, "network: port label is required"},
+		{"static port 0", func(j *Job) { tg(j).Networks[0].ReservedPorts[0].Value = 0 },
+			`network: static port 0 of label "admin" must be between 1 and 65535`},
+		{"static port 70000", func(j *Job) { tg(j).Networks[0].ReservedPorts[0].Value = 70000 },
+			`network: static port 70000 of label "admin" must be between 1 and 65535`},
+		{"static port used twice", func(j *Job) {
+			tg(j).Networks[0].DynamicPorts = nil
+			tg(j).Networks[0].ReservedPorts = []Port{{Label: "http", Value: 8080}, {Label: "admin", Value: 8080}}
+		}, `network: port 8080 is used twice: labels "http" and "admin"`},
+		{"static port used twice across networks", func(j *Job) {
+			tg(j).Networks = append(tg(j).Networks, &NetworkResource{ReservedPorts: []Port{{Label: "other", Value: 9000}}})
+		}, `port 9000 is used twice: labels "admin" and "other"`},
+		{"dynamic port to -2", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].To = -2 },
+			`network: port "http": to must be -1 or greater, got -2`},
+
+		// Services.
+		{"service without name", func(j *Job) { tg(j).Services[0].Name = "" }, "service 0: name is required"},
+		{"service port unknown", func(j *Job) { tg(j).Services[0].PortLabel = "https" },
+			`port label "https" is not declared in any network block`},
+		{"check type unknown", func(j *Job) { tg(j).Services[0].Checks[0].Type = "udp" },
+			`check "alive": type must be one of http, tcp, script, grpc, got "udp"`},
+		{"http check without path", func(j *Job) { tg(j).Services[0].Checks[0].Path = "" }, "path is required for http checks"},
+		{"check interval 0", func(j *Job) { tg(j).Services[0].Checks[0].Interval = 0 }, "interval must be greater than zero, got 0s"},
+		{"check timeout 0", func(j *Job) { tg(j).Services[0].Checks[0].Timeout = 0 }, "timeout must be greater than zero, got 0s"},
+		{"check port unknown", func(j *Job) { tg(j).Services[0].Checks[0].PortLabel = "grpc" },
+			`check "alive": port label "grpc" is not declared in any network block`},
+		{"script check without command", func(j *Job) { tg(j).Services[0].Checks[0].Type = "script" },
+			"command is required for script checks"},
+
+		// Driver config.
+		{"raw_exec without command", func(j *Job) {
+			task(j).Name, task(j).Driver, task(j).Config = "x", "raw_exec", map[string]any{"args": []any{"-v"}}
+		}, `task "x": config: command is required for the raw_exec driver`},
+		{"raw_exec empty command", func(j *Job) { task(j).Driver, task(j).Config = "raw_exec", map[string]any{"command": " "} },
+			"config: command is required for the raw_exec driver"},
+		{"raw_exec command not a string", func(j *Job) { task(j).Driver, task(j).Config = "raw_exec", map[string]any{"command": 3.0} },
+			"config: command must be a string for the raw_exec driver, got float64"},
+		{"docker without image", func(j *Job) { delete(task(j).Config, "image") },
+			`task "server": config: image is required for the docker driver`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			tc.mutate(j)
+			err := j.Validate()
+			require.Error(t, err)
+			var verr *ValidationError
+			require.ErrorAs(t, err, &verr)
+			assert.True(t, containsProblem(verr.Problems, tc.want), "want a problem containing %q, got:\n%s", tc.want, err)
+		})
+	}
+}
+
+func containsProblem(problems []string, want string) bool {
+	for _, p := range problems {
+		if strings.Contains(p, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestValidate_ListsEveryProblem(t *testing.T) {
+	j := testJob()
+	j.Priority = 0
+	j.TaskGroups[0].Update.Canary = 150
+	j.TaskGroups[0].Tasks[0].Driver = ""
+
+	err := j.Validate()
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	assert.Equal(t, []string{
+		"job priority must be between 1 and 100, got 0",
+		`Task group "web" validation failed: update: canary must be between 0 and 100, got 150`,
+		`Task group "web" validation failed: task "server": driver is required`,
+	}, verr.Problems)
+	assert.Equal(t, "3 errors occurred:\n"+
+		"\t* job priority must be between 1 and 100, got 0\n"+
+		"\t* Task group \"web\" validation failed: update: canary must be between 0 and 100, got 150\n"+
+		"\t* Task group \"web\" validation failed: task \"server\": driver is required\n\n", err.Error())
+	assert.True(t, errors.Is(err, ErrBadRequest), "a validation error is a bad request")
+}
+
+func TestValidationError_SingleProblemFormat(t *testing.T) {
+	err := &ValidationError{Problems: []string{"missing job ID"}}
+	assert.Equal(t, "1 error occurred:\n\t* missing job ID\n\n", err.Error())
+}
+
+func TestValidate_NilJob(t *testing.T) {
+	var j *Job
+	require.ErrorContains(t, j.Validate(), "missing job")
+}
+
+func TestUpdateStrategyValidate_Nil(t *testing.T) {
+	var u *UpdateStrategy
+	assert.Empty(t, u.Validate())
+}
+
+func TestConstraintValidate(t *testing.T) {
+	for _, op := range constraintOperators {
+		c := &Constraint{LTarget: "${attr.x}", Operand: op, RTarget: "1"}
+		assert.Empty(t, c.Validate(), "operator %q", op)
+	}
+	assert.Equal(t, []string{`unknown operator "foo"`}, (&Constraint{LTarget: "a", Operand: "foo"}).Validate())
+	assert.Equal(t, []string{"constraint is null"}, (*Constraint)(nil).Validate())
+}

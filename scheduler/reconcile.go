@@ -1,0 +1,463 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Stop descriptions, in Nomad's wording (users grep them).
+const (
+	// DescNotNeeded: the job was stopped or purged, the group removed, or the
+	// node left the job's datacenters, pool or constraints.
+	DescNotNeeded = "alloc not needed due to job update"
+	// DescUpdating: a destructive update replaces the allocation.
+	DescUpdating = "alloc is being updated due to job update"
+	// DescMigrating: the node is draining. System allocations are not
+	// replaced elsewhere; Nomad uses this wording for drained allocations.
+	DescMigrating = "alloc is being migrated"
+	// DescLost: the node is down or gone; the allocation is also marked lost.
+	DescLost = "alloc is lost since its node is down"
+)
+
+// ReconcileInput is everything the node reconciler decides from. The
+// reconciler reads it and never modifies or retains it.
+type ReconcileInput struct {
+	// Job is the job's current version, or nil when the job was purged. A
+	// stopped job (Job.Stop) is treated like a purged one.
+	Job *structs.Job
+	// Nodes are all registered nodes, in any order.
+	Nodes []*structs.Node
+	// Allocs are all allocations of the job, terminal ones included. Their
+	// Job field is the version they run, or nil when unknown.
+	Allocs []*structs.Allocation
+	// Deployment is the job's latest deployment, or nil.
+	Deployment *structs.Deployment
+	// Now is the time decisions are made at.
+	Now time.Time
+	// Feasible judges constraints and drivers; nil accepts every node.
+	Feasible FeasibleFunc
+}
+
+// ReconcileResult is the reconciler's decision. Every set is sorted by node
+// ID, then allocation ID, so equal inputs give equal results.
+type ReconcileResult struct {
+	// Groups holds one entry per task group of the job or of a live
+	// allocation, sorted by name.
+	Groups []*GroupResult
+	// DesiredTGUpdates counts the decisions per group.
+	DesiredTGUpdates map[string]*structs.DesiredUpdates
+	// Deployment is the deployment of Job's version that placements and
+	// in-place updates of deployment groups join, with DesiredTotal and
+	// PlacedAllocs recomputed assuming every placement succeeds; or nil
+	// when they join none. A deployment to create has an empty ID (the plan
+	// builder assigns one); otherwise it is a copy of Input.Deployment.
+	Deployment *structs.Deployment
+	// DeploymentUpdates cancel deployments of older versions or of a
+	// stopped job.
+	DeploymentUpdates []*structs.DeploymentStatusUpdate
+}
+
+// GroupResult is the decision for one task group, as named sets.
+//
+// Invariants: every live allocation of the group is in exactly one of
+// InplaceUpdate, DestructiveUpdate (as Previous), Stop, Lost and Ignore;
+// Ignore may also hold a terminal sysbatch allocation that keeps its node
+// from running again. A node appears at most once across Place and
+// DestructiveUpdate, and never together with a kept allocation.
+type GroupResult struct {
+	Name string
+	// Group is the job's group, or nil when the job is stopped or purged or
+	// no longer has a group of this name.
+	Group *structs.TaskGroup
+	// Place lists nodes that get a new allocation (Previous is nil).
+	Place []Placement
+	// InplaceUpdate lists allocations to update to Job's version where they
+	// run, keeping their ID.
+	InplaceUpdate []*structs.Allocation
+	// DestructiveUpdate lists replacements: Previous stops and a new
+	// allocation is placed on the same node.
+	DestructiveUpdate []Placement
+	// Stop lists allocations to stop, with why.
+	Stop []AllocStop
+	// Lost lists live allocations on down or missing nodes, to stop and
+	// mark lost.
+	Lost []*structs.Allocation
+	// Ignore lists allocations left as they are.
+	Ignore []*structs.Allocation
+	// Filtered lists ready candidate nodes that Feasible rejected. They
+	// are not placement failures.
+	Filtered []NodeFilter
+	// NodesEvaluated counts the ready candidate nodes judged by Feasible.
+	NodesEvaluated int
+	// DesiredTotal counts the nodes that run Job's version of the group
+	// once the decision is carried out (before resource failures).
+	DesiredTotal int
+}
+
+// Placement is one new allocation of a group on Node. Previous is the
+// allocation it replaces (destructive update), or nil.
+type Placement struct {
+	Node     *structs.Node
+	Previous *structs.Allocation
+}
+
+// AllocStop is an allocation to stop and the description it gets.
+type AllocStop struct {
+	Alloc  *structs.Allocation
+	Reason string
+}
+
+// NodeFilter is a node Feasible rejected and the reason it gave.
+type NodeFilter struct {
+	Node   *structs.Node
+	Reason string
+}
+
+// nodeClass is what a node's status means for a job's allocations.
+type nodeClass int
+
+const (
+	nodeGone     nodeClass = iota + 1 // missing or down: live allocations are lost
+	nodeDraining                      // live allocations stop; no placements
+	nodeOutside                       // outside the job's datacenters or pool
+	nodeNotReady                      // initializing or ineligible: allocations stay
+	nodeReady                         // a placement candidate
+)
+
+
+// reconciler holds the indexes of one Reconcile call.
+type reconciler struct {
+	in       ReconcileInput
+	job      *structs.Job // nil when stopped or purged
+	sysbatch bool
+	groups   []*GroupResult                              // sorted by name
+	nodes    map[string]*structs.Node                    // by ID
+	byNode   map[string]map[string][]*structs.Allocation // node ID → group → allocations
+	dcMatch  map[string]bool                             // datacenter → matches the job
+}
+
+// Reconcile decides, for every task group of in.Job and every node, whether
+// to place, update, stop or keep allocations. It is a pure function of in.
+//
+// Rules, per group and node (one allocation per group per node):
+//   - node missing or down: live allocations are lost;
+//   - job stopped or purged, or group removed: live allocations stop;
+//   - node draining: live allocations stop, nothing is placed;
+//   - node outside the job's datacenters or node pool: live allocations stop;
+//   - node initializing or ineligible: allocations stay; an older version
+//     is updated in place when that is possible and the node is feasible;
+//     nothing is placed and nothing is replaced destructively;
+//   - node ready but infeasible (constraints, drivers): live allocations
+//     stop, nothing is placed;
+//   - node ready and feasible: an allocation of the current version stays,
+//     an older one is updated in place or destructively (per
+//     TaskGroup.UpdateType), and a node without one gets a placement,
+//     except that sysbatch does not run the current version again on a
+//     node where it completed or failed.
+//
+// Extra live allocations of a group on one node stop (the newest of the
+// current version is kept). Terminal allocations are otherwise ignored.
+func Reconcile(in ReconcileInput) ReconcileResult {
+	r := newReconciler(in)
+	for _, id := range r.nodeIDs() {
+		node := r.nodes[id]
+		class := r.classify(node)
+		for _, g := range r.groups {
+			r.visit(g, node, class, r.byNode[id][g.Name])
+		}
+	}
+	return r.result()
+}
+
+func newReconciler(in ReconcileInput) *reconciler {
+	r := &reconciler{
+		in:      in,
+		nodes:   make(map[string]*structs.Node, len(in.Nodes)),
+		byNode:  make(map[string]map[string][]*structs.Allocation, len(in.Allocs)),
+		dcMatch: map[string]bool{},
+	}
+	if !in.Job.Stopped() {
+		r.job = in.Job
+		r.sysbatch = in.Job.Type == structs.JobTypeSysBatch
+	}
+	for _, n := range in.Nodes {
+		r.nodes[n.ID] = n
+	}
+	names := map[string]*structs.TaskGroup{}
+	if r.job != nil {
+		for _, tg := range r.job.TaskGroups {
+			names[tg.Name] = tg
+		}
+	}
+	for _, a := range in.Allocs {
+		groups := r.byNode[a.NodeID]
+		if groups == nil {
+			groups = map[string][]*structs.Allocation{}
+			r.byNode[a.NodeID] = groups
+		}
+		groups[a.TaskGroup] = append(groups[a.TaskGroup], a)
+		if _, ok := names[a.TaskGroup]; !ok && !a.Terminal() {
+			names[a.TaskGroup] = nil
+		}
+	}
+	for name, tg := range names {
+		r.groups = append(r.groups, &GroupResult{Name: name, Group: tg})
+	}
+	slices.SortFunc(r.groups, func(a, b *GroupResult) int { return cmp.Compare(a.Name, b.Name) })
+	return r
+}
+
+// nodeIDs returns the IDs of all nodes and of every node an allocation
+// names, sorted.
+func (r *reconciler) nodeIDs() []string {
+	ids := make([]string, 0, len(r.nodes)+len(r.byNode))
+	for id := range r.nodes {
+		ids = append(ids, id)
+	}
+	for id := range r.byNode {
+		if _, ok := r.nodes[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// classify says what node (nil when missing) means for the job.
+func (r *reconciler) classify(node *structs.Node) nodeClass {
+	switch {
+	case node == nil || node.Status == structs.NodeStatusDown:
+		return nodeGone
+	case node.Drain:
+		return nodeDraining
+	case r.job == nil:
+		return nodeOutside // no placements anywhere
+	case !r.inJobScope(node):
+		return nodeOutside
+	case !node.Ready():
+		return nodeNotReady
+	}
+	return nodeReady
+}
+
+// inJobScope reports whether node is in the job's datacenters and pool.
+func (r *reconciler) inJobScope(node *structs.Node) bool {
+	if !PoolMatches(r.job.NodePool, node.NodePool) {
+		return false
+	}
+	ok, seen := r.dcMatch[node.Datacenter]
+	if !seen {
+		ok = DatacenterMatches(r.job.Datacenters, node.Datacenter)
+		r.dcMatch[node.Datacenter] = ok
+	}
+	return ok
+}
+
+// visit decides for group g on one node (nil when missing) given the
+// group's allocations there.
+func (r *reconciler) visit(g *GroupResult, node *structs.Node, class nodeClass, allocs []*structs.Allocation) {
+	live, done := splitTerminal(allocs)
+	switch {
+	case class == nodeGone:
+		g.Lost = append(g.Lost, live...)
+	case g.Group == nil:
+		g.stopAll(live, DescNotNeeded)
+	case class == nodeDraining:
+		g.stopAll(live, DescMigrating)
+	case class == nodeOutside:
+		g.stopAll(live, DescNotNeeded)
+	case class == nodeNotReady:
+		r.visitNotReady(g, node, live)
+	default:
+		r.visitReady(g, node, live, done)
+	}
+}
+
+// visitNotReady handles an initializing or ineligible node.
+//
+// Assumptions: the operator made the node ineligible to keep new work off
+// it, not to evict what runs there, so allocations stay. An in-place update
+// changes nothing the node must provide, so it is allowed when the node
+// still meets the group's constraints; a destructive one would be a new
+// placement and waits until the node is eligible again.
+func (r *reconciler) visitNotReady(g *GroupResult, node *structs.Node, live []*structs.Allocation) {
+	keep := r.keepOne(g, live)
+	switch {
+	case keep == nil:
+	case r.isCurrent(keep):
+		g.Ignore = append(g.Ignore, keep)
+	case inPlaceUpdatable(keep, g.Group) && r.feasible(node, g.Group):
+		g.InplaceUpdate = append(g.InplaceUpdate, keep)
+		g.DesiredTotal++
+	default:
+		g.Ignore = append(g.Ignore, keep)
+	}
+}
+
+// visitReady handles a ready, eligible node in the job's scope.
+func (r *reconciler) visitReady(g *GroupResult, node *structs.Node, live, done []*structs.Allocation) {
+	g.NodesEvaluated++
+	if ok, reason := r.feasibleWhy(node, g.Group); !ok {
+		// Invariants: an infeasible node runs nothing of the group.
+		g.Filtered = append(g.Filtered, NodeFilter{Node: node, Reason: reason})
+		g.stopAll(live, DescNotNeeded)
+		return
+	}
+	keep := r.keepOne(g, live)
+	switch {
+	case keep == nil:
+		// Assumptions: sysbatch runs each version once per node; a node
+		// where the current version finished (either way) is done.
+		if prev := r.finishedHere(done); prev != nil {
+			g.Ignore = append(g.Ignore, prev)
+		} else {
+			g.Place = append(g.Place, Placement{Node: node})
+		}
+	case r.isCurrent(keep):
+		g.Ignore = append(g.Ignore, keep)
+	case inPlaceUpdatable(keep, g.Group):
+		g.InplaceUpdate = append(g.InplaceUpdate, keep)
+	default:
+		g.DestructiveUpdate = append(g.DestructiveUpdate, Placement{Node: node, Previous: keep})
+	}
+	g.DesiredTotal++
+}
+
+// keepOne returns the live allocation to keep and stops the others: the
+// current version first, then the newest, then the lowest ID.
+func (r *reconciler) keepOne(g *GroupResult, live []*structs.Allocation) *structs.Allocation {
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	ranked := slices.Clone(live)
+	slices.SortFunc(ranked, func(a, b *structs.Allocation) int {
+		if ca, cb := r.isCurrent(a), r.isCurrent(b); ca != cb {
+			if ca {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(b.CreateIndex, a.CreateIndex); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	g.stopAll(ranked[1:], DescNotNeeded)
+	return ranked[0]
+}
+
+// finishedHere returns, for sysbatch, an allocation of the current version
+// that the client finished (complete or failed), or nil. Allocations the
+// server stopped or lost before they finished do not count: they run again.
+func (r *reconciler) finishedHere(done []*structs.Allocation) *structs.Allocation {
+	if !r.sysbatch {
+		return nil
+	}
+	for _, a := range done {
+		if r.isCurrent(a) && (a.ClientStatus == structs.AllocClientStatusComplete ||
+			a.ClientStatus == structs.AllocClientStatusFailed) {
+			return a
+		}
+	}
+	return nil
+}
+
+// isCurrent reports whether a runs the job's current version. A job purged
+// and registered again restarts at version 0 with a new CreateIndex.
+func (r *reconciler) isCurrent(a *structs.Allocation) bool {
+	return a.JobVersion == r.job.Version && (a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex)
+}
+
+func (r *reconciler) feasible(node *structs.Node, tg *structs.TaskGroup) bool {
+	ok, _ := r.feasibleWhy(node, tg)
+	return ok
+}
+
+func (r *reconciler) feasibleWhy(node *structs.Node, tg *structs.TaskGroup) (bool, string) {
+	if r.in.Feasible == nil {
+		return true, ""
+	}
+	return r.in.Feasible(node, tg)
+}
+
+// inPlaceUpdatable reports whether a can move to tg's spec without being
+// replaced.
+//
+// Assumptions: an allocation whose job version is unknown (Job nil) or
+// whose version lacks the group is replaced.
+func inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
+	if a.Job == nil {
+		return false
+	}
+	old := a.Job.LookupTaskGroup(a.TaskGroup)
+	if old == nil {
+		return false
+	}
+	return old.UpdateType(tg) != structs.UpdateTypeDestructive
+}
+
+func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {
+	for _, a := range allocs {
+		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: reason})
+	}
+}
+
+// splitTerminal separates live from terminal allocations, keeping order.
+func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocation) {
+	if len(allocs) == 1 && !allocs[0].Terminal() {
+		return allocs, nil // the common case, without allocating
+	}
+	for _, a := range allocs {
+		if a.Terminal() {
+			done = append(done, a)
+		} else {
+			live = append(live, a)
+		}
+	}
+	return live, done
+}
+
+// result sorts every set and adds counts and deployment decisions.
+func (r *reconciler) result() ReconcileResult {
+	res := ReconcileResult{Groups: r.groups, DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+	for _, g := range r.groups {
+		g.sort()
+		res.DesiredTGUpdates[g.Name] = g.desiredUpdates()
+	}
+	res.Deployment, res.DeploymentUpdates = r.deployment()
+	return res
+}
+
+// sort orders every set by node ID, then allocation ID.
+func (g *GroupResult) sort() {
+	byAlloc := func(a, b *structs.Allocation) int {
+		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.ID, b.ID))
+	}
+	byNode := func(a, b Placement) int { return cmp.Compare(a.Node.ID, b.Node.ID) }
+	slices.SortFunc(g.Place, byNode)
+	slices.SortFunc(g.DestructiveUpdate, byNode)
+	slices.SortFunc(g.InplaceUpdate, byAlloc)
+	slices.SortFunc(g.Lost, byAlloc)
+	slices.SortFunc(g.Ignore, byAlloc)
+	slices.SortFunc(g.Stop, func(a, b AllocStop) int { return byAlloc(a.Alloc, b.Alloc) })
+	slices.SortFunc(g.Filtered, func(a, b NodeFilter) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
+}
+
+// desiredUpdates counts the group's decisions; lost allocations count as
+// stops.
+func (g *GroupResult) desiredUpdates() *structs.DesiredUpdates {
+	return &structs.DesiredUpdates{
+		Place:             uint64(len(g.Place)),
+		InPlaceUpdate:     uint64(len(g.InplaceUpdate)),
+		DestructiveUpdate: uint64(len(g.DestructiveUpdate)),
+		Stop:              uint64(len(g.Stop) + len(g.Lost)),
+		Ignore:            uint64(len(g.Ignore)),
+	}
+}
