@@ -1,7 +1,9 @@
 package command
 
+import "github.com/drover-project/drover/version"
+
 // Version is the Drover release version, printed by `drover version`.
-var Version = "0.1.0"
+var Version = version.Version
 
 // runVersion prints the version.
 func runVersion(m *Meta, _ []string) int {

@@ -50,6 +50,9 @@ type Catalog map[string]Driver
 // A driver whose config is rejected is left out of the catalog and the error
 // is logged; use BuildCatalog to fail instead.
 func NewCatalog(logger hclog.Logger, plugins map[string]map[string]any) Catalog {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
 	c, err := buildCatalog(logger, plugins)
 	if err != nil {
 		logger.Error("invalid driver plugin config; driver left out", "error", err)

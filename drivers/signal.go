@@ -68,3 +68,22 @@ func ParseSignalDefault(name string) (syscall.Signal, error) {
 	}
 	return ParseSignal(name)
 }
+
+// SignalName returns the conventional name of sig, such as "SIGUSR1", or
+// its number for signals without one here.
+func SignalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGABRT: // same number as SIGIOT
+		return "SIGABRT"
+	}
+	best := ""
+	for name, s := range signals {
+		if s == sig && (best == "" || name < best) {
+			best = name
+		}
+	}
+	if best == "" {
+		return strconv.Itoa(int(sig))
+	}
+	return "SIG" + best
+}

@@ -37,6 +37,7 @@ func registerNode(t *testing.T, c *api.Client, name string) string {
 				Disk:   api.NodeDiskResources{DiskMB: 10000},
 			},
 			ReservedResources: &api.NodeReservedResources{},
+			Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 		},
 	}
 	_, err := c.Raw().Write("/v1/internal/node/register", req, &map[string]any{}, nil)

@@ -45,7 +45,7 @@ func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentSta
 	case !r.hasDeploymentWork():
 		return nil, updates
 	default:
-		d = newDeployment(r.job, r.in.Now)
+		d = newDeployment(r.job)
 	}
 	r.countDeployment(d)
 	return d, updates
@@ -102,7 +102,7 @@ func (r *reconciler) hasDeploymentWork() bool {
 }
 
 // newDeployment returns a running deployment of job without an ID.
-func newDeployment(job *structs.Job, now time.Time) *structs.Deployment {
+func newDeployment(job *structs.Job) *structs.Deployment {
 	return &structs.Deployment{
 		Namespace:          job.Namespace,
 		JobID:              job.ID,

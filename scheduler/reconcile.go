@@ -409,11 +409,14 @@ func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {
 	}
 }
 
-// splitTerminal separates live from terminal allocations, keeping order.
+// splitTerminal separates live from terminal allocations, each sorted by
+// ID so that the input's order never decides.
 func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocation) {
 	if len(allocs) == 1 && !allocs[0].Terminal() {
 		return allocs, nil // the common case, without allocating
 	}
+	allocs = slices.Clone(allocs)
+	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
 	for _, a := range allocs {
 		if a.Terminal() {
 			done = append(done, a)

@@ -16,6 +16,9 @@ type State interface {
 	JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error)
 	Nodes(ws memdb.WatchSet) ([]*structs.Node, error)
 	AllocsByJob(ws memdb.WatchSet, namespace, jobID string, all bool) ([]*structs.Allocation, error)
+	// AllocsByNode returns every allocation on the node, of any job,
+	// terminal ones included.
+	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
 	LatestDeploymentByJobID(ws memdb.WatchSet, namespace, jobID string) (*structs.Deployment, error)
 	LatestIndex() uint64
 }

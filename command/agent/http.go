@@ -114,6 +114,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusBadRequest, re.Msg
 	case errors.Is(err, state.ErrNotFound):
 		return http.StatusNotFound, err.Error()
+	case errors.Is(err, state.ErrConflict):
+		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-
 )
 
 // agentSelf is the body of /v1/agent/self. The CLI reads config.UI to decide
@@ -82,4 +81,3 @@ func (h *HTTPServer) metricsHandler(w http.ResponseWriter, r *http.Request) {
 		return h.agent.metrics.registry.Snapshot(), 0, nil
 	})
 }
-

@@ -3,6 +3,7 @@ package rawexec
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +19,58 @@ import (
 	"github.com/drover-project/drover/drivers"
 )
 
+// helperEnv makes the test binary act as a short-lived "client" that starts
+// the task given in JSON, prints the handle and exits (see
+// TestRecoverAfterClientProcessExit).
+const helperEnv = "DROVER_RAWEXEC_TEST_CLIENT"
+
 func TestMain(m *testing.M) {
 	MaybeRunExecutor()
+	if cfg := os.Getenv(helperEnv); cfg != "" {
+		os.Exit(runHelperClient(cfg))
+	}
 	os.Exit(m.Run())
+}
+
+func runHelperClient(cfgJSON string) int {
+	var cfg drivers.TaskConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d := New(nil)
+	if err := d.SetConfig(map[string]any{"enabled": true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h, err := d.StartTask(&cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(h); err != nil {
+		return 1
+	}
+	return 0 // exit with the task running, as a crashing client would
+}
+
+// startInOtherProcess starts cfg from a separate client process that exits
+// at once, so the executor is not a child of the test process.
+func startInOtherProcess(t *testing.T, cfg *drivers.TaskConfig) *drivers.TaskHandle {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+string(b))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var h drivers.TaskHandle
+	require.NoError(t, json.Unmarshal(out, &h))
+	return &h
 }
 
 func newDriver(t *testing.T) *Driver {
@@ -440,4 +490,31 @@ func roundTrip(t *testing.T, h *drivers.TaskHandle) *drivers.TaskHandle {
 	require.NoError(t, json.Unmarshal(b, &out))
 	require.NotNil(t, out.Config, "handle lost its config")
 	return &out
+}
+
+func TestRecoverAfterClientProcessExit(t *testing.T) {
+	cfg := newTask(t, "/bin/sh", "-c", `echo started; sleep 0.3; exit 4`)
+	h := startInOtherProcess(t, cfg)
+	var st State
+	require.NoError(t, json.Unmarshal(h.DriverState, &st))
+	require.NotZero(t, st.StartTime)
+
+	d := newDriver(t)
+	require.NoError(t, d.RecoverTask(h))
+	t.Cleanup(func() { _ = d.DestroyTask(cfg.ID, true) })
+	res := wait(t, d, cfg.ID, 10*time.Second)
+	require.Equal(t, 4, res.ExitCode)
+	require.NoError(t, res.Err)
+	out, err := os.ReadFile(cfg.StdoutPath)
+	require.NoError(t, err)
+	require.Equal(t, "started\n", string(out))
+
+	// Stopping a task whose executor is not our child.
+	cfg = newTask(t, "sleep", "60")
+	h = startInOtherProcess(t, cfg)
+	d2 := newDriver(t)
+	require.NoError(t, d2.RecoverTask(h))
+	t.Cleanup(func() { _ = d2.DestroyTask(cfg.ID, true) })
+	require.NoError(t, d2.StopTask(cfg.ID, 5*time.Second, "SIGTERM"))
+	require.Equal(t, int(syscall.SIGTERM), wait(t, d2, cfg.ID, time.Second).Signal)
 }

@@ -1,0 +1,25 @@
+// Package builtin links Drover's built-in task drivers (raw_exec and mock)
+// so that drivers.NewCatalog finds them, and offers NewCatalog as a
+// shorthand that makes the dependency explicit.
+//
+// Importers: the client agent (building its catalog), the node simulator,
+// tests. The agent's main must still call rawexec.MaybeRunExecutor first.
+package builtin
+
+import (
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/drivers"
+	_ "github.com/drover-project/drover/drivers/mock"    // registers "mock"
+	_ "github.com/drover-project/drover/drivers/rawexec" // registers "raw_exec"
+)
+
+// NewCatalog is drivers.NewCatalog with the built-in drivers linked.
+func NewCatalog(logger hclog.Logger, plugins map[string]map[string]any) drivers.Catalog {
+	return drivers.NewCatalog(logger, plugins)
+}
+
+// BuildCatalog is drivers.BuildCatalog with the built-in drivers linked.
+func BuildCatalog(logger hclog.Logger, plugins map[string]map[string]any) (drivers.Catalog, error) {
+	return drivers.BuildCatalog(logger, plugins)
+}

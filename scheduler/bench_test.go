@@ -1,0 +1,79 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// discardPlanner accepts every plan without applying it, so each benchmark
+// iteration evaluates the same state.
+type discardPlanner struct{ plan *structs.Plan }
+
+func (p *discardPlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, error) {
+	p.plan = plan
+	return &structs.PlanResult{NodeUpdate: plan.NodeUpdate, NodeAllocation: plan.NodeAllocation,
+		Deployment: plan.Deployment, DeploymentUpdates: plan.DeploymentUpdates}, nil, nil
+}
+func (p *discardPlanner) UpdateEval(*structs.Evaluation) error { return nil }
+func (p *discardPlanner) CreateEval(*structs.Evaluation) error { return nil }
+
+// benchState returns n ready nodes and a system job (with an update block,
+// a constraint and a dynamic port) registered at version 0; with running,
+// every node runs version 0 and the job is at version 1 (a destructive
+// change).
+func benchState(n int, running bool) (*fakeState, *structs.Job) {
+	s := newFakeState()
+	for i := 0; i < n; i++ {
+		s.upsertNode(testNode(fmt.Sprintf("node-%05d", i)))
+	}
+	job := withUpdate(testJob("web"))
+	job.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}}
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
+	s.upsertJob(job)
+	if !running {
+		return s, job
+	}
+	for i := 0; i < n; i++ {
+		s.upsertAlloc(testAlloc(fmt.Sprintf("alloc-%05d", i), job, fmt.Sprintf("node-%05d", i)))
+	}
+	v1 := nextVersion(job, destructiveChange)
+	s.upsertJob(v1)
+	return s, v1
+}
+
+func BenchmarkSystemEval(b *testing.B) {
+	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
+	for _, scenario := range []struct {
+		name    string
+		running bool
+		want    func(*structs.Plan) int
+	}{
+		{"place", false, func(p *structs.Plan) int { return len(p.NodeAllocation) }},
+		{"destructive", true, func(p *structs.Plan) int { return len(p.NodeUpdate) }},
+	} {
+		for _, n := range []int{1_000, 5_000, 10_000} {
+			b.Run(fmt.Sprintf("%s/nodes=%d", scenario.name, n), func(b *testing.B) {
+				state, job := benchState(n, scenario.running)
+				eval := &structs.Evaluation{ID: "eval", Namespace: job.Namespace, JobID: job.ID, Type: job.Type}
+				planner := &discardPlanner{}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					sched := NewSystemScheduler(hclog.NewNullLogger(), state, planner, now)
+					if err := sched.Process(eval); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if got := scenario.want(planner.plan); got != n {
+					b.Fatalf("plan touches %d nodes, want %d", got, n)
+				}
+			})
+		}
+	}
+}

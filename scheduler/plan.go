@@ -1,0 +1,295 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// planInput is what buildPlan turns into a plan.
+type planInput struct {
+	eval   *structs.Evaluation
+	job    *structs.Job // current version, or nil when purged
+	nodes  []*structs.Node
+	stored *structs.Deployment // the job's latest deployment, or nil
+	result ReconcileResult     // owned by buildPlan from now on
+	state  State               // read for the other allocations of placement nodes
+	index  uint64              // state index planned against
+	newID  func() string
+}
+
+// planOutcome is a built plan and what the evaluation reports about it.
+type planOutcome struct {
+	plan *structs.Plan
+	// failed holds a coalesced metric per group with placements that did
+	// not fit (eval.FailedTGAllocs); nil when every placement fit.
+	failed map[string]*structs.AllocationMetric
+	// queued counts the failed placements per group of the job.
+	queued map[string]int
+	// deploymentID is the deployment the plan creates or that new
+	// allocations of this version join, or "".
+	deploymentID string
+}
+
+// planBuilder carries out a ReconcileResult as a plan. Placements are
+// checked against each node's resources and ports; those that do not fit
+// are dropped and reported, and a destructive update that does not fit
+// keeps its old allocation running.
+type planBuilder struct {
+	planInput
+	plan       *structs.Plan
+	deployment *structs.Deployment // joined by deployment groups, or nil
+	proposed   map[string][]*structs.Allocation
+	failures   map[string]int
+	out        planOutcome
+}
+
+// buildPlan turns in.result into a plan. It reads only through in.state.
+func buildPlan(in planInput) (planOutcome, error) {
+	b := &planBuilder{
+		planInput: in,
+		proposed:  map[string][]*structs.Allocation{},
+		failures:  map[string]int{},
+		out:       planOutcome{queued: map[string]int{}},
+	}
+	b.plan = &structs.Plan{
+		EvalID:            in.eval.ID,
+		Priority:          in.eval.Priority,
+		Job:               in.job,
+		Annotations:       &structs.PlanAnnotations{DesiredTGUpdates: in.result.DesiredTGUpdates},
+		DeploymentUpdates: in.result.DeploymentUpdates,
+		SnapshotIndex:     in.index,
+	}
+	b.out.plan = b.plan
+	if d := in.result.Deployment; d != nil {
+		b.deployment = d
+		if d.ID == "" {
+			d.ID = in.newID()
+		}
+	}
+	// Stops and in-place updates first: placements see the room they free.
+	for _, g := range in.result.Groups {
+		b.appendStops(g)
+	}
+	base := newMetricBase(in.job, in.nodes)
+	for _, g := range in.result.Groups {
+		if err := b.appendPlacements(g, base); err != nil {
+			return planOutcome{}, err
+		}
+	}
+	b.finishDeployment()
+	return b.out, nil
+}
+
+// appendStops adds g's stops, lost allocations and in-place updates.
+func (b *planBuilder) appendStops(g *GroupResult) {
+	for _, s := range g.Stop {
+		b.plan.AppendStop(s.Alloc, s.Reason)
+	}
+	for _, a := range g.Lost {
+		b.plan.AppendStop(a, DescLost)
+		stops := b.plan.NodeUpdate[a.NodeID]
+		stops[len(stops)-1].ClientStatus = structs.AllocClientStatusLost
+	}
+	for _, a := range g.InplaceUpdate {
+		b.plan.AppendAlloc(b.inplaceCopy(a, g.Group))
+	}
+}
+
+// inplaceCopy is a moved to the job's version where it runs, keeping its
+// ID and resources (an in-place update changes neither). It joins the
+// deployment of the version when its group uses one, and must then report
+// health again.
+func (b *planBuilder) inplaceCopy(a *structs.Allocation, tg *structs.TaskGroup) *structs.Allocation {
+	c := a.Copy()
+	c.Job = nil // the plan carries the version once
+	c.JobVersion = b.job.Version
+	c.EvalID = b.eval.ID
+	if id := b.deploymentIDFor(tg); id != c.DeploymentID {
+		c.DeploymentID = id
+		c.DeploymentStatus = nil
+	}
+	return c
+}
+
+func (b *planBuilder) deploymentIDFor(tg *structs.TaskGroup) string {
+	if b.deployment == nil || tg == nil || !tg.UsesDeployment() {
+		return ""
+	}
+	return b.deployment.ID
+}
+
+// appendPlacements adds g's new allocations that fit, replacing Previous
+// allocations of destructive updates.
+func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
+	if g.Group == nil || len(g.Place)+len(g.DestructiveUpdate) == 0 {
+		return nil
+	}
+	metric := base.forGroup(g)
+	proto := b.allocPrototype(g.Group, metric)
+	for _, set := range [][]Placement{g.DestructiveUpdate, g.Place} {
+		for _, p := range set {
+			if err := b.place(g, p, proto, base); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// allocPrototype holds the fields every new allocation of tg shares.
+// metric is shared by those allocations and must not be modified.
+func (b *planBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.AllocationMetric) structs.Allocation {
+	return structs.Allocation{
+		Namespace:     b.job.Namespace,
+		EvalID:        b.eval.ID,
+		Name:          b.job.ID + "." + tg.Name + "[0]",
+		JobID:         b.job.ID,
+		JobVersion:    b.job.Version,
+		TaskGroup:     tg.Name,
+		Metrics:       metric,
+		DesiredStatus: structs.AllocDesiredStatusRun,
+		ClientStatus:  structs.AllocClientStatusPending,
+		DeploymentID:  b.deploymentIDFor(tg),
+	}
+}
+
+// place adds one new allocation when it fits on its node.
+func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocation, base metricBase) error {
+	others, err := b.othersOn(p.Node.ID, p.Previous)
+	if err != nil {
+		return err
+	}
+	a := proto
+	a.AllocatedResources, a.NodeID, a.NodeName = nil, p.Node.ID, p.Node.Name
+	ar, dim := allocateResources(p.Node, g.Group, usedPorts(p.Node, others))
+	if ar != nil {
+		a.AllocatedResources = ar
+		var fit bool
+		fit, dim = structs.AllocsFit(p.Node, append(slices.Clip(others), &a))
+		if fit {
+			dim = ""
+		}
+	}
+	if dim != "" {
+		// Invariants: a replacement that does not fit leaves Previous
+		// running: its stop is only added with the replacement.
+		b.fail(g, p.Node, dim, base)
+		return nil
+	}
+	a.ID = b.newID()
+	if p.Previous != nil {
+		a.PreviousAllocation = p.Previous.ID
+		b.plan.AppendStop(p.Previous, DescUpdating)
+	}
+	b.plan.AppendAlloc(&a)
+	b.proposed[p.Node.ID] = append(others, &a)
+	return nil
+}
+
+// othersOn returns the live allocations node nodeID would run if the plan
+// so far committed, without exclude (or nil). The slice is owned by the
+// builder; callers append to a clipped copy.
+func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
+	cur, ok := b.proposed[nodeID]
+	if !ok {
+		stored, err := b.state.AllocsByNode(nil, nodeID)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: read allocs of node %q: %w", nodeID, err)
+		}
+		cur = b.liveAfterPlan(nodeID, stored)
+		b.proposed[nodeID] = cur
+	}
+	if exclude == nil {
+		return cur, nil
+	}
+	out := make([]*structs.Allocation, 0, len(cur))
+	for _, a := range cur {
+		if a.ID != exclude.ID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// liveAfterPlan is stored minus what the plan stops or updates on the
+// node, plus the plan's allocations there.
+func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
+	gone := map[string]bool{}
+	for _, a := range b.plan.NodeUpdate[nodeID] {
+		gone[a.ID] = true
+	}
+	for _, a := range b.plan.NodeAllocation[nodeID] {
+		gone[a.ID] = true
+	}
+	out := make([]*structs.Allocation, 0, len(stored)+1)
+	for _, a := range stored {
+		if !a.Terminal() && !gone[a.ID] {
+			out = append(out, a)
+		}
+	}
+	return append(out, b.plan.NodeAllocation[nodeID]...)
+}
+
+// fail records a placement of g on node that did not fit.
+func (b *planBuilder) fail(g *GroupResult, node *structs.Node, dim string, base metricBase) {
+	b.failures[g.Name]++
+	if b.out.failed == nil {
+		b.out.failed = map[string]*structs.AllocationMetric{}
+	}
+	m := b.out.failed[g.Name]
+	if m == nil {
+		m = base.forGroup(g)
+		m.DimensionExhausted, m.ClassExhausted = map[string]int{}, map[string]int{}
+		b.out.failed[g.Name] = m
+	} else {
+		m.CoalescedFailures++
+	}
+	m.NodesExhausted++
+	m.DimensionExhausted[dim]++
+	if node.NodeClass != "" {
+		m.ClassExhausted[node.NodeClass]++
+	}
+}
+
+// finishDeployment subtracts failed placements from the deployment's counts
+// and keeps the deployment in the plan only when it is new and joined, or
+// its counts changed.
+func (b *planBuilder) finishDeployment() {
+	for _, g := range b.result.Groups {
+		if g.Group != nil {
+			b.out.queued[g.Name] = b.failures[g.Name]
+		}
+	}
+	d := b.deployment
+	if d == nil {
+		return
+	}
+	joined := 0
+	for name, st := range d.TaskGroups {
+		st.DesiredTotal -= b.failures[name]
+		st.PlacedAllocs -= b.failures[name]
+		joined += st.PlacedAllocs
+	}
+	isNew := b.stored == nil || b.stored.ID != d.ID
+	switch {
+	case isNew && joined == 0:
+		return // nothing joined: no deployment yet
+	case isNew || countsChanged(b.stored, d):
+		b.plan.Deployment = d
+	}
+	b.out.deploymentID = d.ID
+}
+
+// countsChanged reports whether the scheduler-owned counts of d differ from
+// old's.
+func countsChanged(old, d *structs.Deployment) bool {
+	for name, st := range d.TaskGroups {
+		o := old.TaskGroups[name]
+		if o == nil || o.DesiredTotal != st.DesiredTotal || o.PlacedAllocs != st.PlacedAllocs {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,271 @@
+package scheduler
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// genInput draws a cluster and a job history: up to 10 nodes in every
+// status, a job with one or two groups at version 0..3 (destructive,
+// in-place and constraint changes), live or stopped or purged, allocations
+// of any version, group, node (also missing ones) and status, and maybe a
+// deployment.
+func genInput(t *rapid.T) ReconcileInput {
+	versions := genVersions(t)
+	job := versions[len(versions)-1]
+	nodes := genNodes(t)
+	allocs := genAllocs(t, versions, nodes)
+	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Now: time.Unix(1000, 0)}
+	switch rapid.SampledFrom([]string{"live", "stopped", "purged"}).Draw(t, "job state") {
+	case "stopped":
+		c := job.Copy()
+		c.Stop = true
+		in.Job = c
+	case "purged":
+		in.Job = nil
+	}
+	if rapid.Bool().Draw(t, "has deployment") {
+		v := versions[rapid.IntRange(0, len(versions)-1).Draw(t, "deployment version")]
+		in.Deployment = &structs.Deployment{
+			ID: "d", Namespace: v.Namespace, JobID: v.ID, JobVersion: v.Version, JobCreateIndex: v.CreateIndex,
+			Status:     rapid.SampledFrom([]string{structs.DeploymentStatusRunning, structs.DeploymentStatusSuccessful, structs.DeploymentStatusFailed}).Draw(t, "deployment status"),
+			TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}},
+		}
+	}
+	if in.Job != nil {
+		in.Feasible = NewFeasibleFunc(in.Job)
+	}
+	return in
+}
+
+func genVersions(t *rapid.T) []*structs.Job {
+	v0 := testJob("web")
+	v0.CreateIndex = 10
+	v0.Type = rapid.SampledFrom([]string{structs.JobTypeSystem, structs.JobTypeSysBatch}).Draw(t, "type")
+	if rapid.Bool().Draw(t, "dc glob") {
+		v0.Datacenters = []string{"dc*"}
+	}
+	if rapid.Bool().Draw(t, "two groups") {
+		api := *v0.TaskGroups[0]
+		api.Name = "api"
+		v0.TaskGroups = append(v0.TaskGroups, &api)
+	}
+	if v0.Type == structs.JobTypeSystem && rapid.Bool().Draw(t, "update block") {
+		withUpdate(v0)
+	}
+	versions := []*structs.Job{v0}
+	for i := rapid.IntRange(0, 3).Draw(t, "versions"); i > 0; i-- {
+		change := rapid.SampledFrom([]string{"destructive", "inplace", "constraint"}).Draw(t, "change")
+		next := nextVersion(versions[len(versions)-1], func(tg *structs.TaskGroup) {
+			switch change {
+			case "destructive":
+				destructiveChange(tg)
+			case "inplace":
+				inplaceChange(tg)
+			default:
+				tg.Constraints = []*structs.Constraint{{LTarget: "${meta.rack}", Operand: "=", RTarget: "r1"}}
+			}
+		})
+		versions = append(versions, next)
+	}
+	return versions
+}
+
+func genNodes(t *rapid.T) []*structs.Node {
+	n := rapid.IntRange(0, 10).Draw(t, "nodes")
+	nodes := make([]*structs.Node, 0, n)
+	for i := 0; i < n; i++ {
+		node := testNode(fmt.Sprintf("n%02d", i))
+		node.Status = rapid.SampledFrom([]string{structs.NodeStatusReady, structs.NodeStatusReady, structs.NodeStatusDown, structs.NodeStatusInit}).Draw(t, "status")
+		if rapid.IntRange(0, 3).Draw(t, "ineligible") == 0 {
+			node.SchedulingEligibility = structs.NodeSchedulingIneligible
+		}
+		if rapid.IntRange(0, 4).Draw(t, "drain") == 0 {
+			draining(node)
+		}
+		node.Datacenter = rapid.SampledFrom([]string{"dc1", "dc1", "dc2"}).Draw(t, "dc")
+		node.NodePool = rapid.SampledFrom([]string{"default", "default", "gpu"}).Draw(t, "pool")
+		if r := rapid.SampledFrom([]string{"r1", "r2", ""}).Draw(t, "rack"); r != "" {
+			node.Meta = map[string]string{"rack": r}
+		}
+		if rapid.IntRange(0, 5).Draw(t, "no driver") == 0 {
+			node.Drivers = nil
+		}
+		nodes = append(nodes, node)
+	}
+	return nodes
+}
+
+func genAllocs(t *rapid.T, versions []*structs.Job, nodes []*structs.Node) []*structs.Allocation {
+	nodeIDs := []string{"gone"}
+	for _, n := range nodes {
+		nodeIDs = append(nodeIDs, n.ID)
+	}
+	m := rapid.IntRange(0, 20).Draw(t, "allocs")
+	allocs := make([]*structs.Allocation, 0, m)
+	for i := 0; i < m; i++ {
+		v := versions[rapid.IntRange(0, len(versions)-1).Draw(t, "alloc version")]
+		a := testAlloc(fmt.Sprintf("a%02d", i), v, rapid.SampledFrom(nodeIDs).Draw(t, "alloc node"))
+		a.TaskGroup = rapid.SampledFrom([]string{"web", "web", "api", "old"}).Draw(t, "alloc group")
+		a.CreateIndex = uint64(rapid.IntRange(1, 100).Draw(t, "create index"))
+		if rapid.IntRange(0, 3).Draw(t, "stopped") == 0 {
+			a.DesiredStatus = structs.AllocDesiredStatusStop
+		}
+		a.ClientStatus = rapid.SampledFrom([]string{structs.AllocClientStatusPending, structs.AllocClientStatusRunning,
+			structs.AllocClientStatusRunning, structs.AllocClientStatusComplete, structs.AllocClientStatusFailed,
+			structs.AllocClientStatusLost}).Draw(t, "client status")
+		if rapid.IntRange(0, 4).Draw(t, "in deployment") == 0 {
+			a.DeploymentID = "d"
+		}
+		allocs = append(allocs, a)
+	}
+	return allocs
+}
+
+type groupNode struct{ group, node string }
+
+func TestReconcileProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		res := Reconcile(in)
+		checkPartition(t, in, res)
+		checkAtMostOnePerNode(t, in, res)
+		checkPlacementTargets(t, in, res)
+		checkCounts(t, res)
+		if in.Job.Stopped() {
+			for _, g := range res.Groups {
+				if len(g.Place)+len(g.DestructiveUpdate)+len(g.InplaceUpdate)+len(g.Ignore) > 0 {
+					t.Fatalf("stopped job: group %q keeps or places allocations", g.Name)
+				}
+			}
+			if res.Deployment != nil {
+				t.Fatalf("stopped job got a deployment")
+			}
+		}
+	})
+}
+
+func TestReconcileDeterministic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		first := Reconcile(in)
+		again := in
+		again.Nodes = rapid.Permutation(in.Nodes).Draw(t, "nodes order")
+		again.Allocs = rapid.Permutation(in.Allocs).Draw(t, "allocs order")
+		if in.Job != nil {
+			again.Feasible = NewFeasibleFunc(in.Job)
+		}
+		if second := Reconcile(again); !reflect.DeepEqual(first, second) {
+			t.Fatalf("same input, different output:\n%+v\n%+v", first, second)
+		}
+	})
+}
+
+// checkPartition: every live allocation is decided exactly once, and no
+// decision but Ignore names a terminal allocation.
+func checkPartition(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+	seen := map[string]string{}
+	mark := func(bucket string, a *structs.Allocation, mayBeTerminal bool) {
+		if a.Terminal() && !mayBeTerminal {
+			t.Fatalf("%s names terminal allocation %s", bucket, a.ID)
+		}
+		if prev, ok := seen[a.ID]; ok {
+			t.Fatalf("allocation %s in %s and %s", a.ID, prev, bucket)
+		}
+		seen[a.ID] = bucket
+	}
+	for _, g := range res.Groups {
+		for _, s := range g.Stop {
+			mark("Stop", s.Alloc, false)
+		}
+		for _, a := range g.Lost {
+			mark("Lost", a, false)
+		}
+		for _, a := range g.InplaceUpdate {
+			mark("InplaceUpdate", a, false)
+		}
+		for _, p := range g.DestructiveUpdate {
+			mark("DestructiveUpdate", p.Previous, false)
+		}
+		for _, a := range g.Ignore {
+			mark("Ignore", a, in.Job != nil && in.Job.Type == structs.JobTypeSysBatch)
+		}
+	}
+	for _, a := range in.Allocs {
+		if !a.Terminal() && seen[a.ID] == "" {
+			t.Fatalf("live allocation %s (group %s, node %s) is in no set", a.ID, a.TaskGroup, a.NodeID)
+		}
+	}
+}
+
+// checkAtMostOnePerNode applies the result and counts live allocations per
+// group and node.
+func checkAtMostOnePerNode(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+	gone := map[string]bool{}
+	for _, g := range res.Groups {
+		for _, s := range g.Stop {
+			gone[s.Alloc.ID] = true
+		}
+		for _, a := range g.Lost {
+			gone[a.ID] = true
+		}
+		for _, p := range g.DestructiveUpdate {
+			gone[p.Previous.ID] = true
+		}
+	}
+	count := map[groupNode]int{}
+	for _, a := range in.Allocs {
+		if !a.Terminal() && !gone[a.ID] {
+			count[groupNode{a.TaskGroup, a.NodeID}]++
+		}
+	}
+	for _, g := range res.Groups {
+		for _, p := range append(append([]Placement(nil), g.Place...), g.DestructiveUpdate...) {
+			count[groupNode{g.Name, p.Node.ID}]++
+		}
+	}
+	for k, n := range count {
+		if n > 1 {
+			t.Fatalf("%d live allocations of group %q on node %q", n, k.group, k.node)
+		}
+	}
+}
+
+// checkPlacementTargets: new allocations go only to ready, eligible,
+// undrained, in-scope, feasible nodes of a live job.
+func checkPlacementTargets(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+	for _, g := range res.Groups {
+		for _, p := range append(append([]Placement(nil), g.Place...), g.DestructiveUpdate...) {
+			n := p.Node
+			switch {
+			case in.Job.Stopped() || g.Group == nil:
+				t.Fatalf("placement of %q on %s without a live group", g.Name, n.ID)
+			case !n.Ready():
+				t.Fatalf("placement on node %s that is not ready (status %s, %s, drain %v)", n.ID, n.Status, n.SchedulingEligibility, n.Drain)
+			case !DatacenterMatches(in.Job.Datacenters, n.Datacenter) || !PoolMatches(in.Job.NodePool, n.NodePool):
+				t.Fatalf("placement on node %s outside the job's datacenters or pool", n.ID)
+			}
+			if ok, reason := NewFeasibleFunc(in.Job)(n, g.Group); !ok {
+				t.Fatalf("placement on infeasible node %s: %s", n.ID, reason)
+			}
+		}
+	}
+}
+
+// checkCounts: DesiredTGUpdates match the sets.
+func checkCounts(t *rapid.T, res ReconcileResult) {
+	for _, g := range res.Groups {
+		d := res.DesiredTGUpdates[g.Name]
+		want := structs.DesiredUpdates{Place: uint64(len(g.Place)), InPlaceUpdate: uint64(len(g.InplaceUpdate)),
+			DestructiveUpdate: uint64(len(g.DestructiveUpdate)), Stop: uint64(len(g.Stop) + len(g.Lost)), Ignore: uint64(len(g.Ignore))}
+		if d == nil || *d != want {
+			t.Fatalf("group %q: DesiredTGUpdates %+v, sets say %+v", g.Name, d, want)
+		}
+	}
+}
