@@ -58,6 +58,7 @@ type agentProc struct {
 	httpPort int
 	rpcPort  int
 	cmd      *exec.Cmd
+	exited   chan struct{} // closed when cmd has been waited for
 	logPath  string
 }
 
@@ -114,26 +115,35 @@ func (p *agentProc) start(t *testing.T) {
 	p.cmd = exec.Command(droverBin, "agent", "-config", p.config)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); _ = logf.Close() }()
+	exited := make(chan struct{})
+	p.exited = exited
+	cmd := p.cmd
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(exited)
+	}()
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (p *agentProc) stop(t *testing.T) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.Eventually(t, func() bool { return p.cmd.ProcessState != nil }, 20*time.Second, 50*time.Millisecond,
-		"agent %s did not exit on SIGTERM", p.name)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("agent %s did not exit on SIGTERM\n%s", p.name, p.logs())
+	}
 	require.True(t, p.cmd.ProcessState.Success(), "agent %s exit: %v\n%s", p.name, p.cmd.ProcessState, p.logs())
 }
 
-// kill sends SIGKILL (no clean shutdown).
+// kill sends SIGKILL (no clean shutdown) and waits for the process to go.
 func (p *agentProc) kill() {
-	if p.cmd != nil && p.cmd.Process != nil && p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Kill()
-		for i := 0; i < 200 && p.cmd.ProcessState == nil; i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
 	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
 }
 
 func (p *agentProc) logs() string {

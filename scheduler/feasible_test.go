@@ -55,10 +55,10 @@ func TestConstraintOperators(t *testing.T) {
 		{"${attr.nomad.version}", "version", "~> 1.10.0", false},
 		{"${attr.nomad.version}", "version", "1.11.2", true},
 		{"${attr.nomad.version}", "version", "!= 1.11.2", false},
-		{"${attr.os.version}", "version", "> 22.4", false}, // 22.04 == 22.4.0
+		{"${attr.os.version}", "version", "> 22.4", false},     // 22.04 == 22.4.0
 		{"${attr.docker.version}", "version", ">= 1.0", false}, // pre-release needs a pre-release term
 		{"${attr.docker.version}", "version", ">= 27.1.0-beta.1", true},
-		{"${attr.kernel.name}", "version", ">= 1", false}, // not a version
+		{"${attr.kernel.name}", "version", ">= 1", false},   // not a version
 		{"${attr.nomad.version}", "version", ">= x", false}, // bad constraint
 		// semver: strict, pre-releases ordered by precedence.
 		{"${attr.docker.version}", "semver", ">= 1.0.0", true},

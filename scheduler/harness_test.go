@@ -293,8 +293,10 @@ func testNode(name string, opts ...nodeOpt) *structs.Node {
 	return n
 }
 
-func down(n *structs.Node)       { n.Status = structs.NodeStatusDown }
-func draining(n *structs.Node)   { n.Drain, n.SchedulingEligibility = true, structs.NodeSchedulingIneligible }
+func down(n *structs.Node) { n.Status = structs.NodeStatusDown }
+func draining(n *structs.Node) {
+	n.Drain, n.SchedulingEligibility = true, structs.NodeSchedulingIneligible
+}
 func ineligible(n *structs.Node) { n.SchedulingEligibility = structs.NodeSchedulingIneligible }
 func inDC(dc string) nodeOpt     { return func(n *structs.Node) { n.Datacenter = dc } }
 func inPool(p string) nodeOpt    { return func(n *structs.Node) { n.NodePool = p } }

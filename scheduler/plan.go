@@ -163,7 +163,7 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	}
 	a := proto
 	a.AllocatedResources, a.NodeID, a.NodeName = nil, p.Node.ID, p.Node.Name
-	ar, dim := allocateResources(p.Node, g.Group, usedPorts(p.Node, others))
+	ar, dim := allocateResources(p.Node, g.Group, others)
 	if ar != nil {
 		a.AllocatedResources = ar
 		var fit bool
@@ -216,20 +216,18 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 // liveAfterPlan is stored minus what the plan stops or updates on the
 // node, plus the plan's allocations there.
 func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	gone := map[string]bool{}
-	for _, a := range b.plan.NodeUpdate[nodeID] {
-		gone[a.ID] = true
-	}
-	for _, a := range b.plan.NodeAllocation[nodeID] {
-		gone[a.ID] = true
+	stops, updates := b.plan.NodeUpdate[nodeID], b.plan.NodeAllocation[nodeID]
+	gone := func(id string) bool {
+		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
+			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
 	}
 	out := make([]*structs.Allocation, 0, len(stored)+1)
 	for _, a := range stored {
-		if !a.Terminal() && !gone[a.ID] {
+		if !a.Terminal() && !gone(a.ID) {
 			out = append(out, a)
 		}
 	}
-	return append(out, b.plan.NodeAllocation[nodeID]...)
+	return append(out, updates...)
 }
 
 // fail records a placement of g on node that did not fit.

@@ -117,6 +117,9 @@ type NodeFilter struct {
 	Reason string
 }
 
+// nodeGroup keys allocations by node and task group.
+type nodeGroup struct{ node, group string }
+
 // nodeClass is what a node's status means for a job's allocations.
 type nodeClass int
 
@@ -128,16 +131,16 @@ const (
 	nodeReady                         // a placement candidate
 )
 
-
 // reconciler holds the indexes of one Reconcile call.
 type reconciler struct {
 	in       ReconcileInput
 	job      *structs.Job // nil when stopped or purged
 	sysbatch bool
-	groups   []*GroupResult                              // sorted by name
-	nodes    map[string]*structs.Node                    // by ID
-	byNode   map[string]map[string][]*structs.Allocation // node ID → group → allocations
-	dcMatch  map[string]bool                             // datacenter → matches the job
+	groups   []*GroupResult                      // sorted by name
+	nodes    map[string]*structs.Node            // by ID
+	allocs   map[nodeGroup][]*structs.Allocation // by node ID and group
+	dcMatch  map[string]bool                     // datacenter → matches the job
+	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
 }
 
 // Reconcile decides, for every task group of in.Job and every node, whether
@@ -167,7 +170,7 @@ func Reconcile(in ReconcileInput) ReconcileResult {
 		node := r.nodes[id]
 		class := r.classify(node)
 		for _, g := range r.groups {
-			r.visit(g, node, class, r.byNode[id][g.Name])
+			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
 		}
 	}
 	return r.result()
@@ -177,8 +180,9 @@ func newReconciler(in ReconcileInput) *reconciler {
 	r := &reconciler{
 		in:      in,
 		nodes:   make(map[string]*structs.Node, len(in.Nodes)),
-		byNode:  make(map[string]map[string][]*structs.Allocation, len(in.Allocs)),
+		allocs:  make(map[nodeGroup][]*structs.Allocation, len(in.Allocs)),
 		dcMatch: map[string]bool{},
+		inPlace: map[*structs.TaskGroup]bool{},
 	}
 	if !in.Job.Stopped() {
 		r.job = in.Job
@@ -194,12 +198,8 @@ func newReconciler(in ReconcileInput) *reconciler {
 		}
 	}
 	for _, a := range in.Allocs {
-		groups := r.byNode[a.NodeID]
-		if groups == nil {
-			groups = map[string][]*structs.Allocation{}
-			r.byNode[a.NodeID] = groups
-		}
-		groups[a.TaskGroup] = append(groups[a.TaskGroup], a)
+		k := nodeGroup{node: a.NodeID, group: a.TaskGroup}
+		r.allocs[k] = append(r.allocs[k], a)
 		if _, ok := names[a.TaskGroup]; !ok && !a.Terminal() {
 			names[a.TaskGroup] = nil
 		}
@@ -214,13 +214,15 @@ func newReconciler(in ReconcileInput) *reconciler {
 // nodeIDs returns the IDs of all nodes and of every node an allocation
 // names, sorted.
 func (r *reconciler) nodeIDs() []string {
-	ids := make([]string, 0, len(r.nodes)+len(r.byNode))
+	ids := make([]string, 0, len(r.nodes))
 	for id := range r.nodes {
 		ids = append(ids, id)
 	}
-	for id := range r.byNode {
-		if _, ok := r.nodes[id]; !ok {
-			ids = append(ids, id)
+	missing := map[string]bool{}
+	for _, a := range r.in.Allocs {
+		if _, ok := r.nodes[a.NodeID]; !ok && !missing[a.NodeID] {
+			missing[a.NodeID] = true
+			ids = append(ids, a.NodeID)
 		}
 	}
 	sort.Strings(ids)
@@ -290,7 +292,7 @@ func (r *reconciler) visitNotReady(g *GroupResult, node *structs.Node, live []*s
 	case keep == nil:
 	case r.isCurrent(keep):
 		g.Ignore = append(g.Ignore, keep)
-	case inPlaceUpdatable(keep, g.Group) && r.feasible(node, g.Group):
+	case r.inPlaceUpdatable(keep, g.Group) && r.feasible(node, g.Group):
 		g.InplaceUpdate = append(g.InplaceUpdate, keep)
 		g.DesiredTotal++
 	default:
@@ -319,7 +321,7 @@ func (r *reconciler) visitReady(g *GroupResult, node *structs.Node, live, done [
 		}
 	case r.isCurrent(keep):
 		g.Ignore = append(g.Ignore, keep)
-	case inPlaceUpdatable(keep, g.Group):
+	case r.inPlaceUpdatable(keep, g.Group):
 		g.InplaceUpdate = append(g.InplaceUpdate, keep)
 	default:
 		g.DestructiveUpdate = append(g.DestructiveUpdate, Placement{Node: node, Previous: keep})
@@ -388,11 +390,12 @@ func (r *reconciler) feasibleWhy(node *structs.Node, tg *structs.TaskGroup) (boo
 }
 
 // inPlaceUpdatable reports whether a can move to tg's spec without being
-// replaced.
+// replaced. Results are memoized per old group: thousands of allocations
+// share a handful of job versions.
 //
 // Assumptions: an allocation whose job version is unknown (Job nil) or
 // whose version lacks the group is replaced.
-func inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
+func (r *reconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
 	if a.Job == nil {
 		return false
 	}
@@ -400,7 +403,12 @@ func inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
 	if old == nil {
 		return false
 	}
-	return old.UpdateType(tg) != structs.UpdateTypeDestructive
+	ok, seen := r.inPlace[old]
+	if !seen {
+		ok = old.UpdateType(tg) != structs.UpdateTypeDestructive
+		r.inPlace[old] = ok
+	}
+	return ok
 }
 
 func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {

@@ -128,8 +128,6 @@ func genAllocs(t *rapid.T, versions []*structs.Job, nodes []*structs.Node) []*st
 	return allocs
 }
 
-type groupNode struct{ group, node string }
-
 func TestReconcileProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
@@ -219,15 +217,15 @@ func checkAtMostOnePerNode(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 			gone[p.Previous.ID] = true
 		}
 	}
-	count := map[groupNode]int{}
+	count := map[nodeGroup]int{}
 	for _, a := range in.Allocs {
 		if !a.Terminal() && !gone[a.ID] {
-			count[groupNode{a.TaskGroup, a.NodeID}]++
+			count[nodeGroup{node: a.NodeID, group: a.TaskGroup}]++
 		}
 	}
 	for _, g := range res.Groups {
 		for _, p := range append(append([]Placement(nil), g.Place...), g.DestructiveUpdate...) {
-			count[groupNode{g.Name, p.Node.ID}]++
+			count[nodeGroup{node: p.Node.ID, group: g.Name}]++
 		}
 	}
 	for k, n := range count {

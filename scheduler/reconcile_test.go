@@ -102,7 +102,9 @@ func TestReconcile(t *testing.T) {
 	rack := func(r string) nodeOpt {
 		return func(n *structs.Node) { n.Meta = map[string]string{"rack": r} }
 	}
-	noRawExec := func(n *structs.Node) { n.Drivers = map[string]*structs.DriverInfo{"docker": {Detected: true, Healthy: true}} }
+	noRawExec := func(n *structs.Node) {
+		n.Drivers = map[string]*structs.DriverInfo{"docker": {Detected: true, Healthy: true}}
+	}
 	initializing := func(n *structs.Node) { n.Status = structs.NodeStatusInit }
 	dup := testAlloc("dup-old", v0, "a")
 	dup.CreateIndex = 9

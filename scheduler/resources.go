@@ -59,6 +59,9 @@ func addPorts(used portSet, ports []structs.Port) {
 // malformed parts are skipped (node registration validates the list).
 func parsePorts(spec string) []int {
 	var out []int
+	if spec == "" {
+		return nil
+	}
 	for _, part := range strings.Split(spec, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
 		a, err := strconv.Atoi(lo)
@@ -82,15 +85,19 @@ func parsePorts(spec string) []int {
 // each task's CPU and memory, the group's disk, and host ports. Static ports
 // must be free; each dynamic port gets the lowest free port of the node's
 // dynamic range (DefaultMinDynamicPort..DefaultMaxDynamicPort when the node
-// reports none). used holds the ports taken on the node and is not
-// modified. When a port cannot be had, dimension names why
+// reports none). others are the allocations the node runs besides this one
+// (terminal ones are skipped); their ports and the node's reserved host
+// ports are taken. When a port cannot be had, dimension names why
 // (structs.DimensionPorts or DimensionDynamicPorts) and ar is nil.
 //
 // Group ports are written to Shared.Ports (To -1 maps to the host port) and
 // Shared.Networks; task ports to the task's Networks.
-func allocateResources(node *structs.Node, tg *structs.TaskGroup, used portSet) (ar *structs.AllocatedResources, dimension string) {
-	pa := &portAssigner{used: used, taken: portSet{}, hostIP: hostIP(node)}
-	pa.lo, pa.hi = dynamicRange(node)
+func allocateResources(node *structs.Node, tg *structs.TaskGroup, others []*structs.Allocation) (ar *structs.AllocatedResources, dimension string) {
+	pa := &portAssigner{hostIP: hostIP(node)}
+	if asksPorts(tg) {
+		pa.used, pa.taken = usedPorts(node, others), portSet{}
+		pa.lo, pa.hi = dynamicRange(node)
+	}
 	ar = &structs.AllocatedResources{Tasks: make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))}
 	if tg.EphemeralDisk != nil {
 		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
@@ -128,10 +135,23 @@ func allocateResources(node *structs.Node, tg *structs.TaskGroup, used portSet) 
 	return ar, ""
 }
 
+// asksPorts reports whether tg or one of its tasks has a network.
+func asksPorts(tg *structs.TaskGroup) bool {
+	if len(tg.Networks) > 0 {
+		return true
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources != nil && len(t.Resources.Networks) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // portAssigner hands out host ports on one node for one allocation.
 type portAssigner struct {
-	used   portSet // taken by others; read only
-	taken  portSet // taken by this allocation
+	used   portSet // taken by others; read only; nil when no port is asked
+	taken  portSet // taken by this allocation; nil when no port is asked
 	lo, hi int
 	hostIP string
 }

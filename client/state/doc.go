@@ -1,0 +1,21 @@
+// Package state is the client agent's local state database: a bbolt file at
+// <data_dir>/client/state.db that lets a restarted client keep its node
+// identity and reattach to the tasks it left running.
+//
+// Layout (bucket → key → JSON value):
+//
+//	node                       "identity"       NodeIdentity{ID, SecretID}
+//	allocs / <allocID>         "alloc"          the structs.Allocation the client runs
+//	                           "handle/<task>"  drivers.TaskHandle
+//	                           "state/<task>"   structs.TaskState
+//
+// DB implements the alloc runner's StateDB interface (task handles and task
+// states, DeleteAlloc) and adds the node identity and the allocations
+// themselves, so that the client can recreate its alloc runners offline.
+// Every method is one bbolt transaction and safe for concurrent use; values
+// are JSON so the file stays readable with any bbolt tool.
+//
+// Importers: the client agent (package client) only; alloc runners see it
+// through their own StateDB interface. It imports bbolt, drivers and
+// nomad/structs.
+package state
