@@ -22,6 +22,7 @@ func commands() []*command {
 	return []*command{
 		{name: "agent", synopsis: "Runs a Drover agent", run: runAgent},
 		{name: "alloc", synopsis: "Interact with allocations", subs: []*command{
+			{name: "logs", synopsis: "Streams the logs of a task", run: allocLogs},
 			{name: "status", synopsis: "Display allocation status information and metadata", run: allocStatus},
 		}},
 		{name: "deployment", synopsis: "Interact with deployments", subs: []*command{
@@ -46,6 +47,8 @@ func commands() []*command {
 			{name: "validate", synopsis: "Checks if a given job specification is valid", run: jobValidate},
 		}},
 		{name: "node", synopsis: "Interact with nodes", subs: []*command{
+			{name: "drain", synopsis: "Toggle drain mode on a given node", run: nodeDrain},
+			{name: "eligibility", synopsis: "Toggle scheduling eligibility for a given node", run: nodeEligibility},
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},

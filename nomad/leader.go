@@ -44,6 +44,12 @@ func (s *Server) establishLeadership() {
 		s.plans.Run(ctx)
 	}()
 	s.restoreEvals()
+	s.initializeHeartbeats()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runDrainer(ctx)
+	}()
 	for i := 0; i < s.config.NumSchedulers; i++ {
 		w := &worker{srv: s, id: i}
 		s.leaderDone.Add(1)
@@ -64,6 +70,7 @@ func (s *Server) revokeLeadership() {
 		return
 	}
 	s.broker.SetEnabled(false)
+	s.heartbeats.stop()
 	s.leaderCancel()
 	s.leaderDone.Wait()
 	s.leaderCancel = nil

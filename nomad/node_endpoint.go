@@ -1,24 +1,27 @@
 package nomad
 
 import (
+	"time"
+
 	"github.com/drover-project/drover/nomad/structs"
 )
 
 // NodeRegister registers (or re-registers) a client node and creates an
 // evaluation of every system and sysbatch job so the node gets its
-// allocations. A re-registration must present the node's secret.
-func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, error) {
+// allocations. A re-registration must present the node's secret. It returns
+// the raft index, the evaluations and the heartbeat TTL.
+func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, time.Duration, error) {
 	if err := validateNode(node); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	existing, err := s.State().NodeByID(nil, node.ID)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	if existing != nil && existing.SecretID != "" && existing.SecretID != node.SecretID {
-		return 0, nil, structs.BadRequestf("node secret ID does not match")
+		return 0, nil, 0, structs.BadRequestf("node secret ID does not match")
 	}
-	if node.Status == "" {
+	if node.Status == "" || node.Status == structs.NodeStatusDown {
 		node.Status = structs.NodeStatusReady
 	}
 	if node.SchedulingEligibility == "" {
@@ -27,14 +30,93 @@ func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, error) {
 	node.StatusUpdatedAt = s.now().Unix()
 	evals, err := s.nodeEvals(node.ID)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	_, index, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
 	if err != nil {
+		return 0, nil, 0, err
+	}
+	ttl := s.resetHeartbeat(node.ID)
+	ids, err := s.createEvals(evals)
+	return index, ids, ttl, err
+}
+
+// NodeHeartbeat records that a client is alive and reports status (ready or
+// initializing). A node that was down comes back. It returns the TTL within
+// which the client must heartbeat again.
+func (s *Server) NodeHeartbeat(nodeID, status string) (time.Duration, uint64, error) {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if node == nil {
+		return 0, 0, structs.NotFoundf("node not found")
+	}
+	if status == "" {
+		status = structs.NodeStatusReady
+	}
+	var index uint64
+	if status != node.Status {
+		if index, err = s.updateNodeStatus(nodeID, status, "Node heartbeat received; status "+status); err != nil {
+			return 0, 0, err
+		}
+	}
+	return s.resetHeartbeat(nodeID), max(index, s.State().LatestIndex()), nil
+}
+
+// NodeUpdateEligibility marks a node eligible or ineligible for placements.
+func (s *Server) NodeUpdateEligibility(nodeID, eligibility string) (uint64, []string, error) {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
 		return 0, nil, err
 	}
-	ids, err := s.createEvals(evals)
-	return index, ids, err
+	if node == nil {
+		return 0, nil, structs.NotFoundf("node not found")
+	}
+	switch eligibility {
+	case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
+	default:
+		return 0, nil, structs.BadRequestf("invalid scheduling eligibility %q", eligibility)
+	}
+	if node.Drain && eligibility == structs.NodeSchedulingEligible {
+		return 0, nil, structs.BadRequestf("can not set node's scheduling eligibility to eligible while it is draining")
+	}
+	req := &structs.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: s.now().Unix()}
+	if eligibility == structs.NodeSchedulingEligible {
+		if req.Evals, err = s.nodeEvals(nodeID); err != nil {
+			return 0, nil, err
+		}
+	}
+	_, index, err := s.raftApply(structs.NodeUpdateEligibilityRequestType, req)
+	return index, evalIDs(req.Evals), err
+}
+
+// NodeUpdateDrain starts or ends a drain. Draining stops the node's system
+// allocations (the evaluations it creates do) and the drain completes once
+// none is left; the node then stays ineligible. Ending a drain early with
+// markEligible makes the node eligible again.
+func (s *Server) NodeUpdateDrain(nodeID string, drain, markEligible bool) (uint64, []string, error) {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if node == nil {
+		return 0, nil, structs.NotFoundf("node not found")
+	}
+	req := &structs.NodeUpdateDrainRequest{NodeID: nodeID, Drain: drain, MarkEligible: markEligible, UpdatedAt: s.now().Unix()}
+	if req.Evals, err = s.nodeEvals(nodeID); err != nil {
+		return 0, nil, err
+	}
+	_, index, err := s.raftApply(structs.NodeUpdateDrainRequestType, req)
+	return index, evalIDs(req.Evals), err
+}
+
+func evalIDs(evals []*structs.Evaluation) []string {
+	ids := make([]string, len(evals))
+	for i, e := range evals {
+		ids[i] = e.ID
+	}
+	return ids
 }
 
 // validateNode refuses registrations that name no ID, secret or datacenter.
@@ -93,9 +175,9 @@ func (s *Server) createEvals(evals []*structs.Evaluation) ([]string, error) {
 	return ids, nil
 }
 
-// NodeUpdateStatus sets a node's status; a change creates evaluations of the
-// system jobs.
-func (s *Server) NodeUpdateStatus(nodeID, status string) (uint64, error) {
+// updateNodeStatus sets a node's status with an event; a change creates
+// evaluations of the system jobs.
+func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error) {
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {
 		return 0, err
@@ -108,7 +190,9 @@ func (s *Server) NodeUpdateStatus(nodeID, status string) (uint64, error) {
 	default:
 		return 0, structs.BadRequestf("invalid node status %q", status)
 	}
-	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: s.now().Unix()}
+	now := s.now()
+	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: now.Unix(),
+		Event: &structs.NodeEvent{Message: message, Subsystem: "Cluster", Timestamp: now}}
 	if status != node.Status {
 		if req.Evals, err = s.nodeEvals(nodeID); err != nil {
 			return 0, err

@@ -35,7 +35,11 @@ type Config struct {
 	RPCAdvertise    string // address other servers dial; "" uses the bound address
 	BootstrapExpect int
 	RetryJoin       []string
-	NumSchedulers   int     // scheduler workers on the leader; 0 means one per CPU
+	NumSchedulers   int // scheduler workers on the leader; 0 means one per CPU
+	// MinHeartbeatTTL and HeartbeatGrace govern when a silent client is
+	// marked down; zero means Nomad's defaults (10s each).
+	MinHeartbeatTTL time.Duration
+	HeartbeatGrace  time.Duration
 	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
 	Logger          hclog.Logger
 	// Now is the wall clock; tests may replace it.
@@ -51,6 +55,8 @@ type Server struct {
 	broker  *broker.Broker
 	plans   *planner.Queue
 	handler atomic.Pointer[http.Handler]
+
+	heartbeats heartbeats
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads

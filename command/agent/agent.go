@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/client"
 	"github.com/drover-project/drover/command/agent/config"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/version"
@@ -19,21 +20,26 @@ import (
 // Version is the version the agent reports.
 const Version = version.Version
 
-// Agent is a running Drover agent: a server (and, with the client work, a
-// client) behind one HTTP listener.
+// Agent is a running Drover agent: a server, a client, or both (dev mode),
+// behind one HTTP listener.
 type Agent struct {
 	config  *config.Config
 	logger  hclog.Logger
-	server  *nomad.Server
+	server  *nomad.Server  // nil on client-only agents
+	client  *client.Client // nil on server-only agents
 	http    *http.Server
 	httpLn  net.Listener
 	metrics *agentMetrics
 	tempDir string // removed on shutdown (dev mode)
 }
 
-// NewAgent starts an agent from cfg: it starts the server, then serves HTTP.
+// NewAgent starts an agent from cfg: the HTTP listener, the server, then the
+// client, which registers with the servers over HTTP.
 func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a := &Agent{config: cfg, logger: logger, metrics: newAgentMetrics()}
+	if !cfg.Server.Enabled && !cfg.Client.Enabled {
+		return nil, errors.New("agent: neither server nor client is enabled")
+	}
 	if cfg.DataDir == "" && cfg.DevMode {
 		dir, err := os.MkdirTemp("", "drover-dev-")
 		if err != nil {
@@ -41,39 +47,19 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		}
 		cfg.DataDir, a.tempDir = dir, dir
 	}
-	if !cfg.Server.Enabled {
-		return nil, errors.New("agent: this build runs server agents (server.enabled = true); client agents come with the client work")
-	}
-	advertiseRPC := cfg.AdvertiseRPCAddr()
-	if cfg.Ports.RPC == 0 {
-		advertiseRPC = "" // an ephemeral port: advertise whatever was bound
-	}
-	srv, err := nomad.NewServer(nomad.Config{
-		NodeName:        cfg.Name,
-		Region:          cfg.Region,
-		Datacenter:      cfg.Datacenter,
-		DataDir:         cfg.DataDir,
-		RPCAddr:         cfg.RPCAddr(),
-		RPCAdvertise:    advertiseRPC,
-		BootstrapExpect: cfg.Server.BootstrapExpect,
-		RetryJoin:       cfg.Server.RetryJoin,
-		Logger:          logger,
-	})
-	if err != nil {
-		a.cleanup()
-		return nil, err
-	}
-	a.server = srv
-	handler := NewHTTPServer(a, logger)
-	srv.SetHTTPHandler(handler)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr())
 	if err != nil {
-		_ = srv.Shutdown()
 		a.cleanup()
 		return nil, fmt.Errorf("agent: listen on http address %s: %w", cfg.HTTPAddr(), err)
 	}
 	a.httpLn = ln
-	a.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if err := a.start(); err != nil {
+		_ = ln.Close()
+		a.stopParts()
+		a.cleanup()
+		return nil, err
+	}
+	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "error", err)
@@ -82,13 +68,93 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	return a, nil
 }
 
+// start starts the server and the client that cfg enables.
+func (a *Agent) start() error {
+	cfg := a.config
+	if cfg.Server.Enabled {
+		advertiseRPC := cfg.AdvertiseRPCAddr()
+		if cfg.Ports.RPC == 0 {
+			advertiseRPC = "" // an ephemeral port: advertise whatever was bound
+		}
+		srv, err := nomad.NewServer(nomad.Config{
+			NodeName:        cfg.Name,
+			Region:          cfg.Region,
+			Datacenter:      cfg.Datacenter,
+			DataDir:         cfg.DataDir,
+			RPCAddr:         cfg.RPCAddr(),
+			RPCAdvertise:    advertiseRPC,
+			BootstrapExpect: cfg.Server.BootstrapExpect,
+			RetryJoin:       cfg.Server.RetryJoin,
+			MinHeartbeatTTL: cfg.Server.MinHeartbeatTTL,
+			HeartbeatGrace:  cfg.Server.HeartbeatGrace,
+			Logger:          a.logger,
+		})
+		if err != nil {
+			return err
+		}
+		a.server = srv
+	}
+	if cfg.Client.Enabled {
+		if err := a.startClient(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Agent) startClient() error {
+	cfg := a.config
+	servers := cfg.Client.Servers
+	if len(servers) == 0 && a.server != nil {
+		servers = []string{a.httpLn.Addr().String()}
+	}
+	httpAddr := cfg.AdvertiseHTTPAddr()
+	if cfg.Ports.HTTP == 0 {
+		httpAddr = a.httpLn.Addr().String()
+	}
+	plugins := map[string]map[string]any{}
+	for name, p := range cfg.Plugins {
+		plugins[name] = p.Config
+	}
+	c, err := client.New(&client.Config{
+		NodeName: cfg.Name, Datacenter: cfg.Datacenter, Region: cfg.Region,
+		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool,
+		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
+		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr,
+		Plugins: plugins, Logger: a.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: start client: %w", err)
+	}
+	a.client = c
+	return nil
+}
+
+// handler is the agent's HTTP API: the server's API (with /v1/client/*
+// routed to the node that holds the allocation), or on a client-only agent
+// its own client endpoints plus a proxy of everything else to a server.
+func (a *Agent) handler() http.Handler {
+	if a.server != nil {
+		h := NewHTTPServer(a, a.logger)
+		a.server.SetHTTPHandler(h)
+		return h
+	}
+	return newClientOnlyHandler(a)
+}
+
 // HTTPAddr is the address the HTTP API listens on.
 func (a *Agent) HTTPAddr() string { return a.httpLn.Addr().String() }
 
-// Server returns the agent's server.
+// Server returns the agent's server, or nil.
 func (a *Agent) Server() *nomad.Server { return a.server }
 
+// Client returns the agent's client, or nil.
+func (a *Agent) Client() *client.Client { return a.client }
+
 func (a *Agent) rpcHost() string {
+	if a.server == nil {
+		return ""
+	}
 	host, _, err := net.SplitHostPort(a.server.RPCAddr())
 	if err != nil {
 		return a.server.RPCAddr()
@@ -96,15 +162,29 @@ func (a *Agent) rpcHost() string {
 	return host
 }
 
-// Shutdown stops serving HTTP, then stops the server.
+// Shutdown stops serving HTTP, then the client (its tasks keep running),
+// then the server.
 func (a *Agent) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := a.http.Shutdown(ctx)
-	if serr := a.server.Shutdown(); serr != nil && err == nil {
+	if serr := a.stopParts(); serr != nil && err == nil {
 		err = serr
 	}
 	a.cleanup()
+	return err
+}
+
+func (a *Agent) stopParts() error {
+	var err error
+	if a.client != nil {
+		err = a.client.Shutdown()
+	}
+	if a.server != nil {
+		if serr := a.server.Shutdown(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	return err
 }
 

@@ -200,12 +200,6 @@ func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (an
 	})
 }
 
-// clientStatsUnavailable answers the client stats endpoints, which need a
-// client agent on the node; the CLI treats the error as non-fatal.
-func (h *HTTPServer) clientStatsUnavailable(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return nil, 0, notFound("Unknown allocation or node: resource usage is reported by client agents")
-}
-
 // uuidPrefix puts the hyphens back into a UUID prefix sent without them (the
 // CLI strips hyphens from deployment prefixes).
 func uuidPrefix(p string) string {

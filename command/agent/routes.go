@@ -44,13 +44,16 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/allocations", h.allocsList)
 	get("/v1/allocation/{id}", h.allocGet)
-	get("/v1/client/allocation/{id}/stats", h.clientStatsUnavailable)
-	get("/v1/client/allocation/{id}/checks", h.clientStatsUnavailable)
-	get("/v1/client/stats", h.clientStatsUnavailable)
+	m.HandleFunc("GET /v1/client/allocation/{id}/stats", h.clientRoute(h.nodeOfAlloc("id")))
+	m.HandleFunc("GET /v1/client/allocation/{id}/checks", h.clientRoute(h.nodeOfAlloc("id")))
+	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
+	m.HandleFunc("GET /v1/client/stats", h.clientRoute(h.nodeOfQuery))
 
 	get("/v1/nodes", h.nodesList)
 	get("/v1/node/{id}", h.nodeGet)
 	get("/v1/node/{id}/allocations", h.nodeAllocations)
+	put("/v1/node/{id}/eligibility", h.nodeEligibility)
+	put("/v1/node/{id}/drain", h.nodeDrain)
 
 	get("/v1/agent/self", h.agentSelf)
 	get("/v1/status/leader", h.statusLeader)
@@ -60,7 +63,8 @@ func (h *HTTPServer) registerRoutes() {
 
 	// Client agents, authenticated by the node's secret ID.
 	put("/v1/internal/node/register", h.internalNodeRegister)
-	put("/v1/internal/node/{id}/status", h.internalNodeStatus)
+	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
+	get("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
 	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
 
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

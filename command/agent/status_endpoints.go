@@ -46,6 +46,9 @@ func (h *HTTPServer) agentSelf(w http.ResponseWriter, r *http.Request) (any, uin
 	out.Stats["broker"] = map[string]string{
 		"total_ready": strconv.Itoa(brokerStats.TotalReady), "total_unacked": strconv.Itoa(brokerStats.TotalUnacked),
 	}
+	if c := h.agent.client; c != nil {
+		out.Stats["client"] = map[string]string{"node_id": c.NodeID()}
+	}
 	out.Stats["runtime"] = map[string]string{"goroutines": strconv.Itoa(runtime.NumGoroutine()), "version": runtime.Version()}
 	return out, 0, nil
 }

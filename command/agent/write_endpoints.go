@@ -3,11 +3,15 @@ package agent
 import (
 	"encoding/json"
 	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/command/agent/convert"
 	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -89,8 +93,9 @@ type nodeRegisterRequest struct {
 
 // nodeRegisterResponse answers a node registration.
 type nodeRegisterResponse struct {
-	EvalIDs []string
-	Index   uint64
+	EvalIDs      []string
+	Index        uint64
+	HeartbeatTTL time.Duration
 }
 
 func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -103,31 +108,89 @@ func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request
 	}
 	node := convert.NodeFromAPI(req.Node)
 	node.SecretID = req.SecretID
-	index, evals, err := h.srv.NodeRegister(node)
+	index, evals, ttl, err := h.srv.NodeRegister(node)
 	if err != nil {
 		return nil, 0, err
 	}
-	return &nodeRegisterResponse{EvalIDs: evals, Index: index}, index, nil
+	return &nodeRegisterResponse{EvalIDs: evals, Index: index, HeartbeatTTL: ttl}, index, nil
 }
 
-// nodeStatusRequest is the body of the internal node status update.
-type nodeStatusRequest struct {
+// heartbeatRequest is the body of a client heartbeat.
+type heartbeatRequest struct {
 	Status string
 }
 
-func (h *HTTPServer) internalNodeStatus(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req nodeStatusRequest
+// heartbeatResponse tells the client when to heartbeat next.
+type heartbeatResponse struct {
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
+func (h *HTTPServer) internalNodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req heartbeatRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
 	if err := h.checkNodeSecret(r); err != nil {
 		return nil, 0, err
 	}
-	index, err := h.srv.NodeUpdateStatus(r.PathValue("id"), req.Status)
+	ttl, index, err := h.srv.NodeHeartbeat(r.PathValue("id"), req.Status)
 	if err != nil {
 		return nil, 0, err
 	}
-	return &api.WriteMeta{LastIndex: index}, index, nil
+	return &heartbeatResponse{HeartbeatTTL: ttl, Index: index}, index, nil
+}
+
+func (h *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.NodeUpdateEligibilityRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
+		return nil, 0, badRequest("Node ID does not match")
+	}
+	index, evals, err := h.srv.NodeUpdateEligibility(r.PathValue("id"), req.Eligibility)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.NodeEligibilityUpdateResponse{NodeModifyIndex: index, EvalIDs: evals, EvalCreateIndex: index,
+		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}
+
+func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.NodeUpdateDrainRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
+		return nil, 0, badRequest("Node ID does not match")
+	}
+	index, evals, err := h.srv.NodeUpdateDrain(r.PathValue("id"), req.DrainSpec != nil, req.MarkEligible)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.NodeDrainUpdateResponse{NodeModifyIndex: index, EvalIDs: evals, EvalCreateIndex: index,
+		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}
+
+// internalNodeAllocs answers a client's blocking query for the allocations
+// of its node, with their jobs.
+func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		allocs, err := snap.AllocsByNode(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.Allocation, 0, len(allocs))
+		for _, a := range allocs {
+			out = append(out, convert.AllocToAPI(a))
+		}
+		return out, tableIndex(snap, state.TableAllocs), nil
+	})
 }
 
 // allocUpdateRequest is the body of the internal client alloc update.

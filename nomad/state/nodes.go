@@ -176,14 +176,16 @@ func (s *StateStore) UpdateNodeEligibility(index uint64, id, elig string, update
 	})
 }
 
-// UpdateNodeDrain starts or stops draining node id. Starting a drain makes
-// the node ineligible; stopping it makes the node eligible again.
-func (s *StateStore) UpdateNodeDrain(index uint64, id string, drain bool, updatedAt int64) error {
+// UpdateNodeDrain starts (drain true: the node also becomes ineligible) or
+// ends a drain. Ending it makes the node eligible only when markEligible is
+// set: a drain that completes leaves the node ineligible, as in Nomad.
+func (s *StateStore) UpdateNodeDrain(index uint64, id string, drain, markEligible bool, updatedAt int64) error {
 	return s.updateNode(index, id, "drain", func(n *structs.Node) error {
 		n.Drain = drain
-		if drain {
+		switch {
+		case drain:
 			n.SchedulingEligibility = structs.NodeSchedulingIneligible
-		} else {
+		case markEligible:
 			n.SchedulingEligibility = structs.NodeSchedulingEligible
 		}
 		n.StatusUpdatedAt = updatedAt

@@ -25,7 +25,7 @@ func TestUpsertNode(t *testing.T) {
 
 	// The operator drains it; a re-registration keeps the drain, the
 	// create index and the secret.
-	require.NoError(t, s.UpdateNodeDrain(2, n.ID, true, 50))
+	require.NoError(t, s.UpdateNodeDrain(2, n.ID, true, false, 50))
 	re := n.Copy()
 	re.SecretID = ""
 	re.Drain = false
@@ -75,19 +75,22 @@ func TestNodeUpdates(t *testing.T) {
 	got, _ = s.NodeByID(nil, n.ID)
 	require.Equal(t, structs.NodeSchedulingIneligible, got.SchedulingEligibility)
 
-	require.NoError(t, s.UpdateNodeDrain(21, n.ID, true, 201))
+	require.NoError(t, s.UpdateNodeDrain(21, n.ID, true, false, 201))
 	err := s.UpdateNodeEligibility(22, n.ID, structs.NodeSchedulingEligible, 202)
 	require.True(t, errors.Is(err, ErrConflict), "got %v", err)
-	require.NoError(t, s.UpdateNodeDrain(23, n.ID, false, 203))
+	require.NoError(t, s.UpdateNodeDrain(23, n.ID, false, false, 203))
 	got, _ = s.NodeByID(nil, n.ID)
 	require.False(t, got.Drain)
+	require.Equal(t, structs.NodeSchedulingIneligible, got.SchedulingEligibility, "a completed drain leaves the node ineligible")
+	require.NoError(t, s.UpdateNodeDrain(24, n.ID, false, true, 204))
+	got, _ = s.NodeByID(nil, n.ID)
 	require.Equal(t, structs.NodeSchedulingEligible, got.SchedulingEligibility)
 	require.True(t, got.Ready())
 
 	for name, fn := range map[string]func() error{
 		"status":      func() error { return s.UpdateNodeStatus(30, "nope", structs.NodeStatusDown, 0, nil) },
 		"eligibility": func() error { return s.UpdateNodeEligibility(30, "nope", structs.NodeSchedulingEligible, 0) },
-		"drain":       func() error { return s.UpdateNodeDrain(30, "nope", true, 0) },
+		"drain":       func() error { return s.UpdateNodeDrain(30, "nope", true, false, 0) },
 		"delete":      func() error { return s.DeleteNodes(30, []string{n.ID, "nope"}) },
 	} {
 		err := fn()

@@ -98,10 +98,12 @@ type NodeUpdateEligibilityRequest struct {
 
 // NodeUpdateDrainRequest starts or stops a node drain.
 type NodeUpdateDrainRequest struct {
-	NodeID    string
-	Drain     bool
-	UpdatedAt int64
-	Evals     []*Evaluation
+	NodeID string
+	Drain  bool
+	// MarkEligible makes the node eligible again when the drain ends.
+	MarkEligible bool
+	UpdatedAt    int64
+	Evals        []*Evaluation
 }
 
 // NodeDeregisterRequest removes nodes.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Default values of the agent configuration.
@@ -72,6 +73,13 @@ type ServerConfig struct {
 	BootstrapExpect int
 	// RetryJoin lists other servers' RPC addresses ("host:port").
 	RetryJoin []string
+	// MinHeartbeatTTL is the shortest heartbeat TTL given to clients; a
+	// client that misses its TTL (plus HeartbeatGrace) is marked down.
+	// Zero means the default (10s).
+	MinHeartbeatTTL time.Duration
+	// HeartbeatGrace is added to every TTL the server enforces. Zero means
+	// the default (10s).
+	HeartbeatGrace time.Duration
 }
 
 // ClientConfig is the `client` block.
@@ -181,6 +189,12 @@ func (c *Config) Merge(o *Config) *Config {
 	setInt(&out.Server.BootstrapExpect, o.Server.BootstrapExpect)
 	if len(o.Server.RetryJoin) > 0 {
 		out.Server.RetryJoin = slices.Clone(o.Server.RetryJoin)
+	}
+	if o.Server.MinHeartbeatTTL > 0 {
+		out.Server.MinHeartbeatTTL = o.Server.MinHeartbeatTTL
+	}
+	if o.Server.HeartbeatGrace > 0 {
+		out.Server.HeartbeatGrace = o.Server.HeartbeatGrace
 	}
 
 	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -118,6 +119,7 @@ var (
 	serverSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
+			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}},
 	}
@@ -203,6 +205,8 @@ func decodeServer(body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 		"bootstrap_expect": &s.BootstrapExpect,
 		"retry_join":       &s.RetryJoin,
 	})...)
+	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
+	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks { // only server_join
 		if d := checkDuplicate(seen, b, b.Type); d != nil {
@@ -346,4 +350,27 @@ func decodeStringMap(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
 		}
 	}
 	return out, diags
+}
+
+// decodeDuration decodes a duration string such as "10s" into target; a nil
+// attribute leaves target alone.
+func decodeDuration(a *hcl.Attribute, target *time.Duration) hcl.Diagnostics {
+	if a == nil {
+		return nil
+	}
+	var str string
+	if diags := decodeAttr(a, &str); diags.HasErrors() {
+		return diags
+	}
+	d, err := time.ParseDuration(str)
+	if err != nil || d < 0 {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for %q", a.Name),
+			Detail:   fmt.Sprintf("must be a non-negative duration such as \"10s\", got %q", str),
+			Subject:  a.Expr.Range().Ptr(),
+		}}
+	}
+	*target = d
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -269,4 +270,17 @@ func TestRewriteClientMapBlocks_LeavesOtherSourceAlone(t *testing.T) {
 	got, shift := rewriteClientMapBlocks(src, "a.hcl")
 	require.Equal(t, string(src), string(got))
 	require.Empty(t, shift)
+}
+
+func TestParseHeartbeatSettings(t *testing.T) {
+	c, err := Parse("hb.hcl", []byte("server {\n  min_heartbeat_ttl = \"2s\"\n  heartbeat_grace = \"500ms\"\n}\n"))
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, c.Server.MinHeartbeatTTL)
+	require.Equal(t, 500*time.Millisecond, c.Server.HeartbeatGrace)
+	merged := DefaultConfig().Merge(c)
+	require.Equal(t, 2*time.Second, merged.Server.MinHeartbeatTTL)
+
+	_, err = Parse("hb.hcl", []byte("server {\n  heartbeat_grace = \"soon\"\n}\n"))
+	require.ErrorContains(t, err, "hb.hcl:2")
+	require.ErrorContains(t, err, "heartbeat_grace")
 }

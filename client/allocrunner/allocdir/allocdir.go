@@ -1,0 +1,134 @@
+package allocdir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Names of the directories.
+const (
+	SharedDirName  = "alloc"
+	LogDirName     = "logs"
+	DataDirName    = "data"
+	TmpDirName     = "tmp"
+	LocalDirName   = "local"
+	SecretsDirName = "secrets"
+)
+
+// Log streams.
+const (
+	Stdout = "stdout"
+	Stderr = "stderr"
+)
+
+// ErrBadName is returned for an allocation ID or task name that cannot be a
+// directory name (empty, ".", "..", or containing a path separator).
+var ErrBadName = errors.New("allocdir: invalid name")
+
+// AllocDir is one allocation's directory tree. It is immutable.
+type AllocDir struct {
+	dir string // <root>/<allocID>
+}
+
+// TaskDir holds the paths of one task's directories.
+type TaskDir struct {
+	Dir        string // <alloc>/<task>: the task's working directory
+	LocalDir   string // <alloc>/<task>/local
+	SecretsDir string // <alloc>/<task>/secrets
+	TmpDir     string // <alloc>/<task>/tmp
+}
+
+// New returns the tree of allocation allocID under root. Nothing is created.
+func New(root, allocID string) (*AllocDir, error) {
+	if err := checkName(allocID); err != nil {
+		return nil, fmt.Errorf("alloc ID: %w", err)
+	}
+	if root == "" {
+		return nil, errors.New("allocdir: root directory is required")
+	}
+	return &AllocDir{dir: filepath.Join(root, allocID)}, nil
+}
+
+// Dir returns <root>/<allocID>.
+func (d *AllocDir) Dir() string { return d.dir }
+
+// SharedDir returns the shared alloc dir, <root>/<allocID>/alloc.
+func (d *AllocDir) SharedDir() string { return filepath.Join(d.dir, SharedDirName) }
+
+// LogDir returns <root>/<allocID>/alloc/logs.
+func (d *AllocDir) LogDir() string { return filepath.Join(d.dir, SharedDirName, LogDirName) }
+
+// TaskDir returns the paths of task's directories; the task name must be
+// valid (see Build).
+func (d *AllocDir) TaskDir(task string) TaskDir {
+	td := filepath.Join(d.dir, task)
+	return TaskDir{
+		Dir:        td,
+		LocalDir:   filepath.Join(td, LocalDirName),
+		SecretsDir: filepath.Join(td, SecretsDirName),
+		TmpDir:     filepath.Join(td, TmpDirName),
+	}
+}
+
+// LogPath returns the current log file of a task's stream ("stdout" or
+// "stderr"): <root>/<allocID>/alloc/logs/<task>.<stream>.0.
+func (d *AllocDir) LogPath(task, stream string) (string, error) {
+	if stream != Stdout && stream != Stderr {
+		return "", fmt.Errorf("allocdir: log stream %q is not %q or %q", stream, Stdout, Stderr)
+	}
+	if err := checkName(task); err != nil {
+		return "", fmt.Errorf("task name: %w", err)
+	}
+	return filepath.Join(d.LogDir(), task+"."+stream+".0"), nil
+}
+
+// Build creates the shared directories and those of each task. It is
+// idempotent and keeps whatever the directories hold.
+func (d *AllocDir) Build(tasks []string) error {
+	dirs := []struct {
+		path string
+		mode os.FileMode
+	}{
+		{d.SharedDir(), 0o755},
+		{d.LogDir(), 0o755},
+		{filepath.Join(d.SharedDir(), DataDirName), 0o755},
+		{filepath.Join(d.SharedDir(), TmpDirName), os.ModeSticky | 0o777},
+	}
+	for _, t := range tasks {
+		if err := checkName(t); err != nil {
+			return fmt.Errorf("task name: %w", err)
+		}
+		td := d.TaskDir(t)
+		dirs = append(dirs, []struct {
+			path string
+			mode os.FileMode
+		}{{td.Dir, 0o755}, {td.LocalDir, 0o755}, {td.SecretsDir, 0o755}, {td.TmpDir, os.ModeSticky | 0o777}}...)
+	}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir.path, 0o755); err != nil {
+			return fmt.Errorf("allocdir: creating %s: %w", dir.path, err)
+		}
+		// MkdirAll applies the umask; set the mode (sticky bit included).
+		if err := os.Chmod(dir.path, dir.mode); err != nil {
+			return fmt.Errorf("allocdir: chmod %s: %w", dir.path, err)
+		}
+	}
+	return nil
+}
+
+// Destroy removes the allocation's tree; a missing tree is not an error.
+func (d *AllocDir) Destroy() error {
+	if err := os.RemoveAll(d.dir); err != nil {
+		return fmt.Errorf("allocdir: removing %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name || filepath.IsAbs(name) {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	return nil
+}

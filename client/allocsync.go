@@ -1,0 +1,253 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// allocEntry is an allocation the client knows of.
+type allocEntry struct {
+	// runner runs the allocation; nil for an allocation the client only
+	// remembers (it was terminal when the client first saw it, or when the
+	// client restarted) so that it is neither started nor forgotten.
+	runner *allocrunner.AllocRunner
+	// modifyIndex is the AllocModifyIndex last applied.
+	modifyIndex uint64
+}
+
+// allocDiff is what to do with the server's list of the node's
+// allocations.
+type allocDiff struct {
+	added   []*structs.Allocation // unknown and not terminal: start a runner
+	ignored []*structs.Allocation // unknown and terminal: remember only
+	updated []*structs.Allocation // known, with a newer AllocModifyIndex
+	removed []string              // known, gone from the list (collected): destroy; sorted
+}
+
+// computeAllocDiff compares the server's list with the allocations known
+// (ID → AllocModifyIndex applied). keep names allocations that were in the
+// list but could not be decoded: they are neither added nor removed.
+//
+// Invariants: an allocation is in at most one of the four sets; a known
+// allocation is removed only when the server no longer lists it.
+func computeAllocDiff(known map[string]uint64, incoming []*structs.Allocation, keep []string) allocDiff {
+	var d allocDiff
+	seen := make(map[string]bool, len(incoming)+len(keep))
+	for _, id := range keep {
+		seen[id] = true
+	}
+	for _, a := range incoming {
+		if seen[a.ID] {
+			continue
+		}
+		seen[a.ID] = true
+		idx, ok := known[a.ID]
+		switch {
+		case !ok && (a.ServerTerminal() || a.ClientTerminal()):
+			d.ignored = append(d.ignored, a)
+		case !ok:
+			d.added = append(d.added, a)
+		case a.AllocModifyIndex > idx:
+			d.updated = append(d.updated, a)
+		}
+	}
+	for id := range known {
+		if !seen[id] {
+			d.removed = append(d.removed, id)
+		}
+	}
+	sort.Strings(d.removed)
+	return d
+}
+
+// watchAllocs long-polls the node's allocations once the node is
+// registered and applies each new list, until ctx ends.
+func (c *Client) watchAllocs(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-c.registered:
+	}
+	var index uint64
+	failures := 0
+	for ctx.Err() == nil {
+		list, newIndex, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait := backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures)
+			c.logger.Warn("failed to fetch allocations; retrying", "error", err, "retry_in", wait)
+			sleepCtx(ctx, wait)
+			continue
+		}
+		failures = 0
+		if newIndex < index {
+			c.logger.Info("server index went backwards; resyncing", "old", index, "new", newIndex)
+		}
+		index = newIndex
+		c.applyAllocs(list)
+	}
+}
+
+// applyAllocs decodes the server's list and carries out the diff.
+func (c *Client) applyAllocs(list []*api.Allocation) {
+	incoming := make([]*structs.Allocation, 0, len(list))
+	var keep []string
+	for _, a := range list {
+		sa, err := allocFromAPI(a)
+		if err != nil {
+			c.logger.Error("ignoring an allocation the client cannot decode", "error", err)
+			if a != nil {
+				keep = append(keep, a.ID)
+			}
+			continue
+		}
+		incoming = append(incoming, sa)
+	}
+	// Decide and book-keep under the lock; hand updates to runners after
+	// releasing it, since a runner may take its time with an update.
+	c.allocsMu.Lock()
+	if c.closing {
+		c.allocsMu.Unlock()
+		return
+	}
+	known := make(map[string]uint64, len(c.allocs))
+	for id, e := range c.allocs {
+		known[id] = e.modifyIndex
+	}
+	d := computeAllocDiff(known, incoming, keep)
+	for _, id := range d.removed {
+		c.removeAllocLocked(id)
+	}
+	var updates []func()
+	for _, a := range d.updated {
+		if fn := c.updateAllocLocked(a); fn != nil {
+			updates = append(updates, fn)
+		}
+	}
+	for _, a := range d.ignored {
+		c.allocs[a.ID] = &allocEntry{modifyIndex: a.AllocModifyIndex}
+	}
+	for _, a := range d.added {
+		c.addAllocLocked(a, false)
+	}
+	c.allocsMu.Unlock()
+	for _, fn := range updates {
+		fn()
+	}
+}
+
+// removeAllocLocked forgets a collected allocation: its runner destroys it
+// (stops tasks, deletes its state and directory) in the background.
+func (c *Client) removeAllocLocked(id string) {
+	e := c.allocs[id]
+	delete(c.allocs, id)
+	c.logger.Debug("allocation collected by the server", "alloc_id", id)
+	if e.runner == nil {
+		c.forgetAlloc(id)
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		e.runner.Destroy()
+	}()
+}
+
+// forgetAlloc deletes the state and directory of an allocation without a
+// runner.
+func (c *Client) forgetAlloc(id string) {
+	if err := c.db.DeleteAlloc(id); err != nil {
+		c.logger.Warn("failed to delete allocation state", "alloc_id", id, "error", err)
+	}
+	if err := os.RemoveAll(filepath.Join(c.cfg.AllocDir(), id)); err != nil {
+		c.logger.Warn("failed to delete allocation directory", "alloc_id", id, "error", err)
+	}
+}
+
+// updateAllocLocked records a newer version of a known allocation and
+// returns the call that hands it to its runner (nil when it has none).
+func (c *Client) updateAllocLocked(a *structs.Allocation) func() {
+	e := c.allocs[a.ID]
+	e.modifyIndex = a.AllocModifyIndex
+	if e.runner == nil {
+		return nil
+	}
+	if err := c.db.PutAlloc(a); err != nil {
+		c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
+	}
+	ar := e.runner
+	return func() { ar.Update(a) }
+}
+
+// addAllocLocked persists a and starts (or, when restoring, reattaches) its
+// runner. A runner that cannot be built is reported failed to the server.
+func (c *Client) addAllocLocked(a *structs.Allocation, restore bool) {
+	entry := &allocEntry{modifyIndex: a.AllocModifyIndex}
+	c.allocs[a.ID] = entry
+	if !restore {
+		if err := c.db.PutAlloc(a); err != nil {
+			c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
+		}
+	}
+	cfg := &allocrunner.Config{
+		Alloc:        a,
+		Node:         c.Node(),
+		AllocRootDir: c.cfg.AllocDir(),
+		Drivers:      c.drivers,
+		StateDB:      c.db,
+		Logger:       c.logger.Named("alloc_runner").With("alloc_id", a.ID),
+		StateUpdater: c.updates.add,
+		Now:          c.cfg.Now,
+	}
+	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
+		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)
+	}
+	ar, err := allocrunner.NewAllocRunner(cfg)
+	if err != nil {
+		c.logger.Error("failed to create alloc runner", "alloc_id", a.ID, "error", err)
+		c.updates.add(failedUpdate(a, fmt.Sprintf("failed to create alloc runner: %v", err)))
+		return
+	}
+	if restore {
+		if err := ar.Restore(); err != nil {
+			c.logger.Error("failed to restore alloc runner", "alloc_id", a.ID, "error", err)
+		}
+	}
+	entry.runner = ar
+	go ar.Run()
+}
+
+// failedUpdate is the client update of an allocation that could not run.
+func failedUpdate(a *structs.Allocation, desc string) *structs.Allocation {
+	return &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusFailed, ClientDescription: desc}
+}
+
+// tracks reports whether the client still knows allocID (the server has
+// not collected it).
+func (c *Client) tracks(allocID string) bool {
+	c.allocsMu.Lock()
+	defer c.allocsMu.Unlock()
+	_, ok := c.allocs[allocID]
+	return ok
+}
+
+// runner returns the runner of allocID, or nil.
+func (c *Client) runner(allocID string) *allocrunner.AllocRunner {
+	c.allocsMu.Lock()
+	defer c.allocsMu.Unlock()
+	if e := c.allocs[allocID]; e != nil {
+		return e.runner
+	}
+	return nil
+}

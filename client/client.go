@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/fingerprint"
+	"github.com/drover-project/drover/client/state"
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/builtin"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+var _ allocrunner.StateDB = (*state.DB)(nil)
+
+// Client is a client agent: it registers its node, heartbeats, runs the
+// node's allocations and reports their status. Create it with New.
+type Client struct {
+	cfg      *Config // normalized; immutable
+	logger   hclog.Logger
+	db       *state.DB
+	drivers  drivers.Catalog
+	rpc      *serverConn
+	secretID string // immutable
+
+	nodeMu    sync.Mutex
+	node      *structs.Node     // replaced, never mutated; guarded by nodeMu
+	hostAttrs map[string]string // immutable after New
+
+	allocsMu sync.Mutex
+	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
+	closing  bool                   // Shutdown began; guarded by allocsMu
+
+	updates *pendingUpdates
+
+	// registered is closed after the first successful registration.
+	registered     chan struct{}
+	registeredOnce sync.Once
+	// reregister (room for one token) asks nodeLoop to register again.
+	reregister chan struct{}
+
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup // background loops
+	bg       sync.WaitGroup // runner destroys in flight
+	shutdown sync.Once
+	shutErr  error
+}
+
+// New starts a client agent. It loads the node identity from
+// <DataDir>/client/state.db (creating and storing one on first start),
+// fingerprints the host and drivers, reattaches to the allocations the
+// client ran before a restart (tasks left running are recovered, not
+// restarted), then starts registering, heartbeating, watching allocations
+// and reporting their status in the background. The servers need not be
+// reachable for New to succeed.
+func New(cfg *Config) (*Client, error) {
+	ncfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{ncfg.StateDir(), ncfg.AllocDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("client: creating %s: %w", dir, err)
+		}
+	}
+	db, err := state.Open(filepath.Join(ncfg.StateDir(), state.FileName))
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c, err := newClient(ncfg, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	c.restoreAllocs()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	for _, loop := range []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop} {
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			loop(ctx)
+		}()
+	}
+	return c, nil
+}
+
+// newClient loads the identity and fingerprints the node.
+func newClient(cfg *Config, db *state.DB) (*Client, error) {
+	id, err := loadIdentity(db)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.Named("client")
+	c := &Client{
+		cfg:        cfg,
+		logger:     logger,
+		db:         db,
+		drivers:    builtin.NewCatalog(logger.Named("driver"), cfg.Plugins),
+		rpc:        newServerConn(cfg.Servers, id.SecretID, logger.Named("rpc")),
+		secretID:   id.SecretID,
+		allocs:     map[string]*allocEntry{},
+		updates:    newPendingUpdates(),
+		registered: make(chan struct{}),
+		reregister: make(chan struct{}, 1),
+	}
+	host, err := fingerprint.Host(fingerprint.HostConfig{Root: cfg.procRoot, DataDir: cfg.DataDir, Servers: cfg.Servers})
+	if err != nil {
+		logger.Warn("some host fingerprints are missing", "error", err)
+	}
+	reserved, _ := reservedResources(cfg.Options) // validated by normalize
+	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
+	c.hostAttrs = host.Attributes
+	c.node = &structs.Node{
+		ID:                    id.ID,
+		SecretID:              id.SecretID,
+		Name:                  cfg.NodeName,
+		Datacenter:            cfg.Datacenter,
+		NodeClass:             cfg.NodeClass,
+		NodePool:              cfg.NodePool,
+		HTTPAddr:              cfg.HTTPAddr,
+		Attributes:            fingerprint.MergeAttributes(host.Attributes, drv),
+		Meta:                  maps.Clone(cfg.Meta),
+		NodeResources:         host.Resources,
+		ReservedResources:     reserved,
+		Drivers:               drv,
+		Status:                structs.NodeStatusReady,
+		SchedulingEligibility: structs.NodeSchedulingEligible,
+	}
+	if c.node.Meta == nil {
+		c.node.Meta = map[string]string{}
+	}
+	logger.Info("client started", "node_id", id.ID, "node_name", cfg.NodeName, "drivers", c.drivers.Names())
+	return c, nil
+}
+
+// loadIdentity returns the stored node identity, creating one on first
+// start.
+func loadIdentity(db *state.DB) (*state.NodeIdentity, error) {
+	id, err := db.NodeIdentity()
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if id != nil {
+		return id, nil
+	}
+	id = &state.NodeIdentity{ID: uuid.NewString(), SecretID: uuid.NewString()}
+	if err := db.PutNodeIdentity(id); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return id, nil
+}
+
+// restoreAllocs recreates the runners of the allocations in the state
+// database, oldest first so that a replacement finds its previous
+// allocation's runner. An allocation whose tasks have all finished gets no
+// runner: the client remembers it (so the alloc watcher does not start it
+// again) and reports its final status once more, in case the report was
+// lost with the previous process.
+func (c *Client) restoreAllocs() {
+	allocs, errs, err := c.db.Allocs()
+	if err != nil {
+		c.logger.Error("failed to read allocations from the state database", "error", err)
+		return
+	}
+	for _, err := range errs {
+		c.logger.Error("skipping an allocation the client cannot restore", "error", err)
+	}
+	sort.SliceStable(allocs, func(i, j int) bool { return allocs[i].CreateIndex < allocs[j].CreateIndex })
+	c.allocsMu.Lock()
+	defer c.allocsMu.Unlock()
+	for _, a := range allocs {
+		states, err := c.db.TaskStates(a.ID)
+		if err != nil {
+			c.logger.Error("failed to read task states", "alloc_id", a.ID, "error", err)
+		}
+		if final, ok := finalStatus(a, states); ok {
+			c.allocs[a.ID] = &allocEntry{modifyIndex: a.AllocModifyIndex}
+			c.updates.add(final)
+			continue
+		}
+		c.logger.Info("restoring allocation", "alloc_id", a.ID)
+		c.addAllocLocked(a, true)
+	}
+}
+
+// finalStatus returns the client update of an allocation whose tasks are
+// all dead, and false when some task may still run (or never started).
+func finalStatus(a *structs.Allocation, states map[string]*structs.TaskState) (*structs.Allocation, bool) {
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || len(tg.Tasks) == 0 {
+		return nil, false
+	}
+	failed := false
+	for _, t := range tg.Tasks {
+		st := states[t.Name]
+		if st == nil || st.State != "dead" {
+			return nil, false
+		}
+		failed = failed || st.Failed
+	}
+	u := &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusComplete, TaskStates: states,
+		DeploymentStatus: a.DeploymentStatus}
+	if failed {
+		u.ClientStatus = structs.AllocClientStatusFailed
+		u.ClientDescription = "Failed tasks"
+	} else {
+		u.ClientDescription = "All tasks have completed"
+	}
+	return u, true
+}
+
+// NodeID returns the node's ID, stable across restarts on the same data
+// dir.
+func (c *Client) NodeID() string {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	return c.node.ID
+}
+
+// Node returns a copy of the node as the client registers it (with its
+// SecretID).
+func (c *Client) Node() *structs.Node {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	n := c.node.Copy()
+	n.Attributes = maps.Clone(n.Attributes)
+	n.Meta = maps.Clone(n.Meta)
+	n.Drivers = make(map[string]*structs.DriverInfo, len(c.node.Drivers))
+	for k, v := range c.node.Drivers {
+		d := *v
+		d.Attributes = maps.Clone(v.Attributes)
+		n.Drivers[k] = &d
+	}
+	return n
+}
+
+// Shutdown stops the client's loops and its alloc runners' supervision;
+// tasks keep running, and a client started on the same data dir reattaches
+// to them. Pending status updates get one last attempt. It closes the
+// state database and is safe to call more than once.
+func (c *Client) Shutdown() error {
+	c.shutdown.Do(func() {
+		c.allocsMu.Lock()
+		c.closing = true
+		c.allocsMu.Unlock()
+		c.cancel()
+		c.loops.Wait()
+
+		c.allocsMu.Lock()
+		runners := make([]*allocrunner.AllocRunner, 0, len(c.allocs))
+		for _, e := range c.allocs {
+			if e.runner != nil {
+				runners = append(runners, e.runner)
+			}
+		}
+		c.allocsMu.Unlock()
+		var wg sync.WaitGroup
+		for _, ar := range runners {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ar.Shutdown()
+			}()
+		}
+		wg.Wait()
+		c.bg.Wait()
+
+		ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
+		if err := c.flushOnce(ctx); err != nil {
+			c.logger.Warn("allocation updates not sent before shutdown", "error", err, "pending", c.updates.len())
+		}
+		cancel()
+		if err := c.db.Close(); err != nil {
+			c.shutErr = errors.Join(c.shutErr, err)
+		}
+		c.logger.Info("client stopped")
+	})
+	return c.shutErr
+}

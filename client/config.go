@@ -1,0 +1,168 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Config configures a client agent. New copies it; the caller may reuse it.
+type Config struct {
+	NodeName   string // default: the hostname
+	Datacenter string // default: "dc1"
+	Region     string // default: "global"
+	NodeClass  string
+	NodePool   string // default: "default"
+
+	Meta map[string]string
+	// Options are client options: "reserved.cpu" (MHz) and
+	// "reserved.memory" (MB) reserve resources for the host.
+	Options map[string]string
+
+	// DataDir holds the client's state: <DataDir>/client/state.db (bbolt)
+	// and the allocation directories under <DataDir>/alloc. Required.
+	DataDir string
+	// Servers are the servers' HTTP addresses ("host:port"), tried in
+	// order, rotating on failure. Required.
+	Servers []string
+	// HTTPAddr is this client agent's advertised HTTP address ("host:port");
+	// servers proxy /v1/client/* here.
+	HTTPAddr string
+	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
+	Plugins map[string]map[string]any
+
+	Logger hclog.Logger    // default: a null logger
+	Now    func() time.Time // default: time.Now
+
+	// timing overrides the loops' intervals (tests); zero fields are the
+	// defaults.
+	timing timing
+	// procRoot is where /proc and /etc are read from; "" is "/" (tests).
+	procRoot string
+}
+
+// timing holds the client loops' intervals.
+type timing struct {
+	// flushInterval is the least time between two alloc status flushes.
+	flushInterval time.Duration
+	// driverInterval is how often drivers are fingerprinted again.
+	driverInterval time.Duration
+	// allocWait is the wait of the blocking alloc query.
+	allocWait time.Duration
+	// retry is the first delay after a failed server call; it doubles up
+	// to maxRetry.
+	retry, maxRetry time.Duration
+	// defaultTTL is the heartbeat TTL assumed when the server sends none.
+	defaultTTL time.Duration
+	// logPoll is how often a followed log file is checked for new data,
+	// and logHeartbeat how long a framed stream may stay silent.
+	logPoll, logHeartbeat time.Duration
+}
+
+func (t timing) withDefaults() timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.flushInterval, 200*time.Millisecond)
+	def(&t.driverInterval, 30*time.Second)
+	def(&t.allocWait, 300*time.Second)
+	def(&t.retry, 250*time.Millisecond)
+	def(&t.maxRetry, 10*time.Second)
+	def(&t.defaultTTL, 10*time.Second)
+	def(&t.logPoll, 250*time.Millisecond)
+	def(&t.logHeartbeat, 10*time.Second)
+	return t
+}
+
+// Client option names.
+const (
+	OptionReservedCPU    = "reserved.cpu"
+	OptionReservedMemory = "reserved.memory"
+)
+
+// StateDir returns <DataDir>/client, which holds state.db.
+func (c *Config) StateDir() string { return filepath.Join(c.DataDir, "client") }
+
+// AllocDir returns <DataDir>/alloc, the root of the allocation directories.
+func (c *Config) AllocDir() string { return filepath.Join(c.DataDir, "alloc") }
+
+// normalize returns a copy of c with defaults filled in, or the list of
+// problems.
+func (c *Config) normalize() (*Config, error) {
+	if c == nil {
+		return nil, errors.New("client: config is required")
+	}
+	n := *c
+	n.Meta = maps.Clone(c.Meta)
+	n.Options = maps.Clone(c.Options)
+	n.Servers = append([]string(nil), c.Servers...)
+	var errs []error
+	if n.DataDir == "" {
+		errs = append(errs, errors.New("data_dir is required"))
+	} else if abs, err := filepath.Abs(n.DataDir); err == nil {
+		n.DataDir = abs
+	}
+	if len(n.Servers) == 0 {
+		errs = append(errs, errors.New("servers must list at least one server address"))
+	}
+	if _, err := reservedResources(n.Options); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("client: invalid config: %w", err)
+	}
+	if n.NodeName == "" {
+		n.NodeName, _ = os.Hostname()
+	}
+	if n.Datacenter == "" {
+		n.Datacenter = "dc1"
+	}
+	if n.Region == "" {
+		n.Region = "global"
+	}
+	if n.NodePool == "" {
+		n.NodePool = "default"
+	}
+	if n.Logger == nil {
+		n.Logger = hclog.NewNullLogger()
+	}
+	if n.Now == nil {
+		n.Now = time.Now
+	}
+	n.timing = c.timing.withDefaults()
+	return &n, nil
+}
+
+// reservedResources parses the reserved.* options.
+func reservedResources(opts map[string]string) (structs.NodeReservedResources, error) {
+	var r structs.NodeReservedResources
+	var errs []error
+	parse := func(key string, dst *int64) {
+		v, ok := opts[key]
+		if !ok {
+			return
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("option %q must be a non-negative integer, got %q", key, v))
+			return
+		}
+		*dst = n
+	}
+	parse(OptionReservedCPU, &r.Cpu.CpuShares)
+	parse(OptionReservedMemory, &r.Memory.MemoryMB)
+	return r, errors.Join(errs...)
+}
+
+// finalFlushTimeout bounds the last status flush of Shutdown.
+const finalFlushTimeout = 2 * time.Second

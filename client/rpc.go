@@ -1,0 +1,208 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// callTimeout bounds every server call but the blocking alloc query.
+const callTimeout = 15 * time.Second
+
+// StatusError is a server's non-2xx answer to an internal call.
+type StatusError struct {
+	Code int
+	Msg  string // the response body, trimmed
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("server answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Msg)
+}
+
+// isStatus reports whether err is a StatusError with code.
+func isStatus(err error, code int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == code
+}
+
+// serverConn makes the client's internal calls (JSON over HTTP), rotating
+// through the servers when one is unreachable or answers 5xx.
+type serverConn struct {
+	http   *http.Client
+	logger hclog.Logger
+
+	mu      sync.Mutex
+	servers []string // base URLs; guarded by mu
+	cur     int      // index into servers; guarded by mu
+	secret  string   // X-Nomad-Token; guarded by mu
+}
+
+func newServerConn(servers []string, secret string, logger hclog.Logger) *serverConn {
+	base := make([]string, len(servers))
+	for i, s := range servers {
+		base[i] = baseURL(s)
+	}
+	return &serverConn{http: &http.Client{}, logger: logger, servers: base, secret: secret}
+}
+
+// baseURL turns "host:port" into "http://host:port"; URLs are kept.
+func baseURL(addr string) string {
+	addr = strings.TrimSuffix(addr, "/")
+	if strings.Contains(addr, "://") {
+		return addr
+	}
+	return "http://" + addr
+}
+
+func (s *serverConn) current() (base, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servers[s.cur], s.secret
+}
+
+// rotate moves to the next server unless another call already did (failed
+// is the base URL that failed).
+func (s *serverConn) rotate(failed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.servers[s.cur] == failed {
+		s.cur = (s.cur + 1) % len(s.servers)
+		s.logger.Debug("switching server", "from", failed, "to", s.servers[s.cur])
+	}
+}
+
+// call sends method path (with query) and decodes a 2xx JSON answer into
+// out (when non-nil). It returns the response headers. Network errors and
+// 5xx answers rotate to the next server; the error is returned either way
+// and the caller decides when to retry.
+func (s *serverConn) call(ctx context.Context, method, path string, query url.Values, body, out any) (http.Header, error) {
+	base, secret := s.current()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u := base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("X-Nomad-Token", secret)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.rotate(base)
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode >= 500 {
+			s.rotate(base)
+		}
+		return resp.Header, fmt.Errorf("%s %s: %w", method, u, &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))})
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.Header, fmt.Errorf("%s %s: decoding answer: %w", method, u, err)
+		}
+	}
+	return resp.Header, nil
+}
+
+// Wire types of the internal endpoints.
+
+type registerRequest struct {
+	Node     *api.Node
+	SecretID string
+}
+
+type registerResponse struct {
+	EvalIDs      []string
+	Index        uint64
+	HeartbeatTTL time.Duration
+}
+
+type heartbeatRequest struct{ Status string }
+
+type heartbeatResponse struct {
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
+type allocUpdateRequest struct{ Allocs []*api.Allocation }
+
+type indexResponse struct{ Index uint64 }
+
+func (s *serverConn) register(ctx context.Context, node *api.Node, secret string) (*registerResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out registerResponse
+	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: node, SecretID: secret}, &out)
+	return &out, err
+}
+
+func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*heartbeatResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out heartbeatResponse
+	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/heartbeat", nil, &heartbeatRequest{Status: status}, &out)
+	return &out, err
+}
+
+// nodeAllocs is the blocking query for the node's allocations: it returns
+// when the server's index passes index or after wait.
+func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*api.Allocation, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
+	defer cancel()
+	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
+	var out []*api.Allocation
+	hdr, err := s.call(ctx, http.MethodGet, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", q, nil, &out)
+	if err != nil {
+		return nil, 0, err
+	}
+	newIndex, err := strconv.ParseUint(hdr.Get("X-Nomad-Index"), 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("node allocs: bad X-Nomad-Index %q: %w", hdr.Get("X-Nomad-Index"), err)
+	}
+	return out, newIndex, nil
+}
+
+// formatWait renders a blocking query wait as Nomad does ("300s"), in
+// milliseconds when it is not whole seconds.
+func formatWait(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+func (s *serverConn) updateAllocs(ctx context.Context, nodeID string, allocs []*api.Allocation) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out indexResponse
+	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, &out)
+	return out.Index, err
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// clientRoute serves a /v1/client/* request on a server agent: locally when
+// this agent's client runs the node, otherwise by proxying it to the node's
+// client agent. nodeOf names the node from the request.
+func (h *HTTPServer) clientRoute(nodeOf func(r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		nodeID, err := nodeOf(r)
+		if err == nil && nodeID == "" {
+			err = badRequest("missing node ID")
+		}
+		var node *structs.Node
+		if err == nil {
+			node, err = h.srv.State().NodeByID(nil, nodeID)
+			if err == nil && node == nil {
+				err = notFound("Unknown node " + nodeID)
+			}
+		}
+		if err != nil {
+			h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) { return nil, 0, err })
+			return
+		}
+		if c := h.agent.client; c != nil && c.NodeID() == nodeID {
+			c.Handler().ServeHTTP(w, r)
+			return
+		}
+		if node.HTTPAddr == "" {
+			h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) {
+				return nil, 0, notFound("node " + nodeID + " has no HTTP address")
+			})
+			return
+		}
+		httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: node.HTTPAddr}).ServeHTTP(w, r)
+	}
+}
+
+// nodeOfAlloc names the node of the allocation in the path.
+func (h *HTTPServer) nodeOfAlloc(name string) func(r *http.Request) (string, error) {
+	return func(r *http.Request) (string, error) {
+		a, err := h.srv.State().AllocByID(nil, r.PathValue(name))
+		if err != nil {
+			return "", err
+		}
+		if a == nil {
+			return "", notFound("Unknown allocation \"" + r.PathValue(name) + "\"")
+		}
+		return a.NodeID, nil
+	}
+}
+
+// nodeOfQuery names the node in the node_id parameter, or this agent's own
+// client's node when absent.
+func (h *HTTPServer) nodeOfQuery(r *http.Request) (string, error) {
+	if id := r.URL.Query().Get("node_id"); id != "" {
+		return id, nil
+	}
+	if c := h.agent.client; c != nil {
+		return c.NodeID(), nil
+	}
+	return "", badRequest("missing node_id")
+}
+
+// clientOnlyHandler is the HTTP API of an agent without a server: its
+// client's endpoints, and every other request proxied to a server.
+type clientOnlyHandler struct {
+	agent *Agent
+	mux   *http.ServeMux
+	next  atomic.Uint64 // round-robin over the configured servers
+}
+
+func newClientOnlyHandler(a *Agent) *clientOnlyHandler {
+	h := &clientOnlyHandler{agent: a, mux: http.NewServeMux()}
+	h.mux.Handle("/v1/client/", a.client.Handler())
+	h.mux.HandleFunc("/", h.proxyToServer)
+	return h
+}
+
+func (h *clientOnlyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *clientOnlyHandler) proxyToServer(w http.ResponseWriter, r *http.Request) {
+	servers := h.agent.config.Client.Servers
+	if len(servers) == 0 {
+		http.Error(w, "No known servers", http.StatusInternalServerError)
+		return
+	}
+	target := servers[int(h.next.Add(1))%len(servers)]
+	httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target}).ServeHTTP(w, r)
+}

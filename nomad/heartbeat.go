@@ -1,0 +1,132 @@
+package nomad
+
+import (
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Heartbeat defaults, as Nomad has them.
+const (
+	defaultMinHeartbeatTTL = 10 * time.Second
+	defaultHeartbeatGrace  = 10 * time.Second
+	// maxHeartbeatsPerSecond bounds the heartbeat load: the TTL grows with
+	// the number of nodes so that all of them together send at most this
+	// many heartbeats a second.
+	maxHeartbeatsPerSecond = 50.0
+)
+
+// heartbeatTTL is the TTL given to a client when nodes are registered.
+func heartbeatTTL(minTTL time.Duration, nodes int) time.Duration {
+	scaled := time.Duration(float64(nodes) / maxHeartbeatsPerSecond * float64(time.Second))
+	return max(minTTL, scaled)
+}
+
+// heartbeats tracks, on the leader, when each client must heartbeat next.
+// A client that misses its deadline is marked down; its allocations are then
+// lost through the evaluation that the status change creates.
+type heartbeats struct {
+	mu     sync.Mutex
+	timers map[string]*time.Timer // by node ID; guarded by mu; nil when not leading
+}
+
+// reset (re)arms nodeID's deadline to fire expire after d. It does nothing
+// when this server is not leading.
+func (h *heartbeats) reset(nodeID string, d time.Duration, expire func(nodeID string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timers == nil {
+		return
+	}
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+	}
+	h.timers[nodeID] = time.AfterFunc(d, func() { expire(nodeID) })
+}
+
+// forget drops nodeID's deadline.
+func (h *heartbeats) forget(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+		delete(h.timers, nodeID)
+	}
+}
+
+// start begins tracking (on gaining leadership).
+func (h *heartbeats) start() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.timers = map[string]*time.Timer{}
+}
+
+// stop ends tracking (on losing leadership).
+func (h *heartbeats) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.timers {
+		t.Stop()
+	}
+	h.timers = nil
+}
+
+// minHeartbeatTTL and heartbeatGrace apply the defaults.
+func (s *Server) minHeartbeatTTL() time.Duration {
+	if s.config.MinHeartbeatTTL > 0 {
+		return s.config.MinHeartbeatTTL
+	}
+	return defaultMinHeartbeatTTL
+}
+
+func (s *Server) heartbeatGrace() time.Duration {
+	if s.config.HeartbeatGrace > 0 {
+		return s.config.HeartbeatGrace
+	}
+	return defaultHeartbeatGrace
+}
+
+// currentHeartbeatTTL is the TTL to hand to a client now.
+func (s *Server) currentHeartbeatTTL() time.Duration {
+	nodes, _ := s.State().Nodes(nil)
+	return heartbeatTTL(s.minHeartbeatTTL(), len(nodes))
+}
+
+// initializeHeartbeats arms a deadline for every node that is not down, on
+// gaining leadership. Clients get twice the usual allowance first, so that a
+// leader election does not mark nodes down en masse.
+func (s *Server) initializeHeartbeats() {
+	s.heartbeats.start()
+	nodes, err := s.State().Nodes(nil)
+	if err != nil {
+		s.logger.Error("failed to list nodes for heartbeats", "error", err)
+		return
+	}
+	allowance := 2 * (heartbeatTTL(s.minHeartbeatTTL(), len(nodes)) + s.heartbeatGrace())
+	for _, n := range nodes {
+		if n.Status != structs.NodeStatusDown {
+			s.heartbeats.reset(n.ID, allowance, s.heartbeatExpired)
+		}
+	}
+}
+
+// resetHeartbeat records a heartbeat of nodeID and returns the TTL the client
+// must heartbeat within.
+func (s *Server) resetHeartbeat(nodeID string) time.Duration {
+	ttl := s.currentHeartbeatTTL()
+	s.heartbeats.reset(nodeID, ttl+s.heartbeatGrace(), s.heartbeatExpired)
+	return ttl
+}
+
+// heartbeatExpired marks a node that missed its heartbeat down.
+func (s *Server) heartbeatExpired(nodeID string) {
+	if !s.IsLeader() {
+		return
+	}
+	s.heartbeats.forget(nodeID)
+	s.logger.Warn("node missed its heartbeat; marking it down", "node_id", nodeID)
+	if _, err := s.updateNodeStatus(nodeID, structs.NodeStatusDown, "Node heartbeat missed"); err != nil {
+		s.logger.Error("failed to mark node down", "node_id", nodeID, "error", err)
+	}
+}
