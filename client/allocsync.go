@@ -21,6 +21,10 @@ type allocEntry struct {
 	runner *allocrunner.AllocRunner
 	// modifyIndex is the AllocModifyIndex last applied.
 	modifyIndex uint64
+	// held is a desired-stop version not yet handed to the runner because
+	// a replacement is preparing (see computeStopHolds); or nil. It is not
+	// persisted: after a restart the server's list brings it again.
+	held *structs.Allocation
 }
 
 // allocDiff is what to do with the server's list of the node's
@@ -129,22 +133,52 @@ func (c *Client) applyAllocs(list []*api.Allocation) {
 	for _, id := range d.removed {
 		c.removeAllocLocked(id)
 	}
-	var updates []func()
-	for _, a := range d.updated {
-		if fn := c.updateAllocLocked(a); fn != nil {
-			updates = append(updates, fn)
-		}
-	}
 	for _, a := range d.ignored {
 		c.allocs[a.ID] = &allocEntry{modifyIndex: a.AllocModifyIndex}
 	}
 	for _, a := range d.added {
-		c.addAllocLocked(a, false)
+		c.addAllocLocked(a)
+	}
+	holds := computeStopHolds(incoming, func(id string) bool { e := c.allocs[id]; return e != nil && e.runner != nil })
+	var deliver []func()
+	for _, a := range d.updated {
+		if fn := c.updateAllocLocked(a, holds[a.ID]); fn != nil {
+			deliver = append(deliver, fn)
+		}
+	}
+	var release []string
+	for id, e := range c.allocs {
+		if e.held != nil && !holds[id] {
+			release = append(release, id)
+		}
+	}
+	sort.Strings(release)
+	for _, id := range release {
+		c.logger.Debug("no replacement waits any more; delivering the held stop", "alloc_id", id)
+		e := c.allocs[id]
+		deliver = append(deliver, c.deliverLocked(e, e.held))
 	}
 	c.allocsMu.Unlock()
-	for _, fn := range updates {
+	for _, fn := range deliver {
 		fn()
 	}
+}
+
+// computeStopHolds returns the allocations whose desired stop the client
+// holds back ("prefetch before kill"): those named as PreviousAllocation by
+// a replacement that the server still wants running and that has a runner
+// on this node (hasRunner). The replacement's runner stops its previous
+// allocation itself once it is prepared; if its prepare fails, the previous
+// allocation keeps running until the server stops or collects the
+// replacement.
+func computeStopHolds(incoming []*structs.Allocation, hasRunner func(allocID string) bool) map[string]bool {
+	holds := map[string]bool{}
+	for _, r := range incoming {
+		if r.PreviousAllocation != "" && !r.ServerTerminal() && hasRunner(r.ID) {
+			holds[r.PreviousAllocation] = true
+		}
+	}
+	return holds
 }
 
 // removeAllocLocked forgets a collected allocation: its runner destroys it
@@ -176,13 +210,28 @@ func (c *Client) forgetAlloc(id string) {
 }
 
 // updateAllocLocked records a newer version of a known allocation and
-// returns the call that hands it to its runner (nil when it has none).
-func (c *Client) updateAllocLocked(a *structs.Allocation) func() {
+// returns the call that hands it to its runner (nil when it has none). A
+// desired stop is held back instead when hold is set (see
+// computeStopHolds).
+func (c *Client) updateAllocLocked(a *structs.Allocation, hold bool) func() {
 	e := c.allocs[a.ID]
 	e.modifyIndex = a.AllocModifyIndex
 	if e.runner == nil {
 		return nil
 	}
+	if hold && a.ServerTerminal() {
+		c.logger.Debug("holding a desired stop while the replacement prepares", "alloc_id", a.ID)
+		e.held = a
+		return nil
+	}
+	return c.deliverLocked(e, a)
+}
+
+// deliverLocked persists a, the newest server version the runner of e is
+// to run, clears any held stop, and returns the call that hands a to the
+// runner.
+func (c *Client) deliverLocked(e *allocEntry, a *structs.Allocation) func() {
+	e.held = nil
 	if err := c.db.PutAlloc(a); err != nil {
 		c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
 	}
@@ -190,23 +239,29 @@ func (c *Client) updateAllocLocked(a *structs.Allocation) func() {
 	return func() { ar.Update(a) }
 }
 
-// addAllocLocked persists a and starts (or, when restoring, reattaches) its
-// runner. A runner that cannot be built is reported failed to the server.
-func (c *Client) addAllocLocked(a *structs.Allocation, restore bool) {
+// addAllocLocked persists a new allocation and starts its runner.
+func (c *Client) addAllocLocked(a *structs.Allocation) {
+	if err := c.db.PutAlloc(a); err != nil {
+		c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
+	}
+	if ar := c.newRunnerLocked(a); ar != nil {
+		go ar.Run()
+	}
+}
+
+// newRunnerLocked records a and builds its runner, linked to the runner of
+// the allocation it replaces on this node if there is one. A runner that
+// cannot be built is reported failed to the server; nil is returned then.
+func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner {
 	entry := &allocEntry{modifyIndex: a.AllocModifyIndex}
 	c.allocs[a.ID] = entry
-	if !restore {
-		if err := c.db.PutAlloc(a); err != nil {
-			c.logger.Error("failed to persist allocation", "alloc_id", a.ID, "error", err)
-		}
-	}
 	cfg := &allocrunner.Config{
 		Alloc:        a,
 		Node:         c.Node(),
 		AllocRootDir: c.cfg.AllocDir(),
 		Drivers:      c.drivers,
 		StateDB:      c.db,
-		Logger:       c.logger.Named("alloc_runner").With("alloc_id", a.ID),
+		Logger:       c.logger.Named("alloc_runner"),
 		StateUpdater: c.updates.add,
 		Now:          c.cfg.Now,
 	}
@@ -217,15 +272,10 @@ func (c *Client) addAllocLocked(a *structs.Allocation, restore bool) {
 	if err != nil {
 		c.logger.Error("failed to create alloc runner", "alloc_id", a.ID, "error", err)
 		c.updates.add(failedUpdate(a, fmt.Sprintf("failed to create alloc runner: %v", err)))
-		return
-	}
-	if restore {
-		if err := ar.Restore(); err != nil {
-			c.logger.Error("failed to restore alloc runner", "alloc_id", a.ID, "error", err)
-		}
+		return nil
 	}
 	entry.runner = ar
-	go ar.Run()
+	return ar
 }
 
 // failedUpdate is the client update of an allocation that could not run.

@@ -162,11 +162,13 @@ func loadIdentity(db *state.DB) (*state.NodeIdentity, error) {
 }
 
 // restoreAllocs recreates the runners of the allocations in the state
-// database, oldest first so that a replacement finds its previous
-// allocation's runner. An allocation whose tasks have all finished gets no
-// runner: the client remembers it (so the alloc watcher does not start it
-// again) and reports its final status once more, in case the report was
-// lost with the previous process.
+// database and reattaches them to their tasks: every runner is restored
+// before any runs, since a replacement may stop its previous allocation.
+// Allocations are taken oldest first so that a replacement finds its
+// previous allocation's runner. An allocation whose tasks have all finished
+// gets no runner: the client remembers it (so the alloc watcher does not
+// start it again) and reports its final status once more, in case the
+// report was lost with the previous process.
 func (c *Client) restoreAllocs() {
 	allocs, errs, err := c.db.Allocs()
 	if err != nil {
@@ -176,10 +178,17 @@ func (c *Client) restoreAllocs() {
 	for _, err := range errs {
 		c.logger.Error("skipping an allocation the client cannot restore", "error", err)
 	}
+	c.forgetOrphans(allocs)
 	sort.SliceStable(allocs, func(i, j int) bool { return allocs[i].CreateIndex < allocs[j].CreateIndex })
 	c.allocsMu.Lock()
 	defer c.allocsMu.Unlock()
+	var runners []*allocrunner.AllocRunner
 	for _, a := range allocs {
+		if a.Job == nil || a.Job.LookupTaskGroup(a.TaskGroup) == nil {
+			c.logger.Error("forgetting a stored allocation without its job or group", "alloc_id", a.ID)
+			c.forgetAlloc(a.ID)
+			continue
+		}
 		states, err := c.db.TaskStates(a.ID)
 		if err != nil {
 			c.logger.Error("failed to read task states", "alloc_id", a.ID, "error", err)
@@ -189,8 +198,38 @@ func (c *Client) restoreAllocs() {
 			c.updates.add(final)
 			continue
 		}
+		ar := c.newRunnerLocked(a)
+		if ar == nil {
+			continue
+		}
 		c.logger.Info("restoring allocation", "alloc_id", a.ID)
-		c.addAllocLocked(a, true)
+		if err := ar.Restore(); err != nil {
+			// Tasks that could not be reattached restart per their policy.
+			c.logger.Error("failed to restore some tasks", "alloc_id", a.ID, "error", err)
+		}
+		runners = append(runners, ar)
+	}
+	for _, ar := range runners {
+		go ar.Run()
+	}
+}
+
+// forgetOrphans deletes alloc buckets that hold task state but no
+// allocation (a runner wrote after its allocation was deleted).
+func (c *Client) forgetOrphans(allocs []*structs.Allocation) {
+	ids, err := c.db.AllocIDs()
+	if err != nil {
+		c.logger.Error("failed to list stored allocations", "error", err)
+		return
+	}
+	have := make(map[string]bool, len(allocs))
+	for _, a := range allocs {
+		have[a.ID] = true
+	}
+	for _, id := range ids {
+		if !have[id] {
+			c.forgetAlloc(id)
+		}
 	}
 }
 
@@ -201,22 +240,13 @@ func finalStatus(a *structs.Allocation, states map[string]*structs.TaskState) (*
 	if tg == nil || len(tg.Tasks) == 0 {
 		return nil, false
 	}
-	failed := false
 	for _, t := range tg.Tasks {
-		st := states[t.Name]
-		if st == nil || st.State != "dead" {
+		if st := states[t.Name]; st == nil || st.State != taskStateDead {
 			return nil, false
 		}
-		failed = failed || st.Failed
 	}
-	u := &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusComplete, TaskStates: states,
-		DeploymentStatus: a.DeploymentStatus}
-	if failed {
-		u.ClientStatus = structs.AllocClientStatusFailed
-		u.ClientDescription = "Failed tasks"
-	} else {
-		u.ClientDescription = "All tasks have completed"
-	}
+	u := &structs.Allocation{ID: a.ID, TaskStates: states, DeploymentStatus: a.DeploymentStatus}
+	u.ClientStatus, u.ClientDescription = allocrunner.ClientStatus(states)
 	return u, true
 }
 
@@ -288,3 +318,6 @@ func (c *Client) Shutdown() error {
 	})
 	return c.shutErr
 }
+
+// taskStateDead is structs.TaskState.State of a task that has finished.
+const taskStateDead = "dead"

@@ -39,7 +39,7 @@ type Config struct {
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
 
-	Logger hclog.Logger    // default: a null logger
+	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now
 
 	// timing overrides the loops' intervals (tests); zero fields are the

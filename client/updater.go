@@ -12,21 +12,28 @@ import (
 )
 
 // pendingUpdates coalesces the alloc runners' status updates by alloc ID
-// until the flush loop sends them. Safe for concurrent use.
+// until the flush loop sends them. Updates are converted to their wire form
+// as they arrive, so nothing is shared with the runner that sent them. Safe
+// for concurrent use.
 type pendingUpdates struct {
 	mu   sync.Mutex
-	byID map[string]*structs.Allocation // latest update per alloc; guarded by mu
+	byID map[string]*api.Allocation // latest update per alloc; guarded by mu
 
 	// kick has room for one token: a flush is wanted.
 	kick chan struct{}
 }
 
 func newPendingUpdates() *pendingUpdates {
-	return &pendingUpdates{byID: map[string]*structs.Allocation{}, kick: make(chan struct{}, 1)}
+	return &pendingUpdates{byID: map[string]*api.Allocation{}, kick: make(chan struct{}, 1)}
 }
 
-// add records u, replacing an unsent update of the same allocation.
+// add records what u reports (see allocUpdateToAPI), replacing an unsent
+// update of the same allocation. It is the alloc runners' StateUpdater.
 func (p *pendingUpdates) add(u *structs.Allocation) {
+	p.addAPI(allocUpdateToAPI(u))
+}
+
+func (p *pendingUpdates) addAPI(u *api.Allocation) {
 	p.mu.Lock()
 	p.byID[u.ID] = u
 	p.mu.Unlock()
@@ -41,22 +48,22 @@ func (p *pendingUpdates) wake() {
 }
 
 // take removes and returns every pending update, sorted by alloc ID.
-func (p *pendingUpdates) take() []*structs.Allocation {
+func (p *pendingUpdates) take() []*api.Allocation {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]*structs.Allocation, 0, len(p.byID))
+	out := make([]*api.Allocation, 0, len(p.byID))
 	for _, u := range p.byID {
 		out = append(out, u)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	p.byID = map[string]*structs.Allocation{}
+	p.byID = map[string]*api.Allocation{}
 	return out
 }
 
 // requeue puts back the updates of a batch that failed to send, except
 // those superseded by a newer add meanwhile and those keep rejects. It
 // reports how many were put back.
-func (p *pendingUpdates) requeue(failed []*structs.Allocation, keep func(allocID string) bool) int {
+func (p *pendingUpdates) requeue(failed []*api.Allocation, keep func(allocID string) bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -114,17 +121,13 @@ func (c *Client) flushOnce(ctx context.Context) error {
 	if len(b) == 0 {
 		return nil
 	}
-	out := make([]*api.Allocation, len(b))
-	for i, a := range b {
-		out[i] = allocUpdateToAPI(a)
-	}
-	if _, err := c.rpc.updateAllocs(ctx, c.NodeID(), out); err != nil {
+	if _, err := c.rpc.updateAllocs(ctx, c.NodeID(), b); err != nil {
 		if c.updates.requeue(b, c.tracks) > 0 {
 			c.updates.wake()
 		}
 		return err
 	}
-	c.logger.Trace("sent allocation updates", "count", len(out))
+	c.logger.Trace("sent allocation updates", "count", len(b))
 	return nil
 }
 

@@ -67,6 +67,8 @@ type serverSpec struct {
 	name            string
 	bootstrapExpect int
 	retryJoin       []string
+	// extra is appended inside the server block (e.g. heartbeat settings).
+	extra string
 }
 
 // newServer writes the agent's config file and starts it on free ports.
@@ -99,8 +101,9 @@ server {
   server_join {
     retry_join = [%s]
   }
+  %s
 }
-`, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "))
+`, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "), spec.extra)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
 	p.start(t)
@@ -184,4 +187,55 @@ func waitNewLeader(t *testing.T, old string, agents ...*agentProc) string {
 		return true
 	}, 30*time.Second, 100*time.Millisecond, "no agreed leader")
 	return leader
+}
+
+// newClientAgent starts a client-only agent that registers with servers
+// (their HTTP addresses) and has raw_exec enabled.
+func newClientAgent(t *testing.T, name string, servers ...string) *agentProc {
+	t.Helper()
+	dir := t.TempDir()
+	p := &agentProc{name: name, dataDir: filepath.Join(dir, "data"), httpPort: freePort(t), rpcPort: freePort(t)}
+	p.config = filepath.Join(dir, "agent.hcl")
+	quoted := make([]string, len(servers))
+	for i, s := range servers {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	hcl := fmt.Sprintf(`name = %q
+data_dir = %q
+bind_addr = "127.0.0.1"
+log_level = "DEBUG"
+ports {
+  http = %d
+  rpc  = %d
+}
+client {
+  enabled = true
+  servers = [%s]
+}
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
+`, name, p.dataDir, p.httpPort, p.rpcPort, strings.Join(quoted, ", "))
+	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
+	p.logPath = filepath.Join(dir, "agent.log")
+	p.start(t)
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *agentProc) httpHostPort() string { return fmt.Sprintf("127.0.0.1:%d", p.httpPort) }
+
+// drover runs the CLI against addr and returns its exit code and output.
+func drover(t *testing.T, addr string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(droverBin, args...)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+addr)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
 }

@@ -1,8 +1,10 @@
 package nomad
 
 import (
-	"fmt"
+	"errors"
 
+	"github.com/drover-project/drover/nomad/deploymentwatcher"
+	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -38,6 +40,19 @@ func (s *Server) activeDeployment(id, action string) (*structs.Deployment, *stru
 	return d, job, nil
 }
 
+// endedMeanwhile maps the state store's refusal to change a deployment that
+// became terminal after activeDeployment read it (the deployment watcher
+// may finish it at any time) to the error activeDeployment gives.
+func (s *Server) endedMeanwhile(err error, id, action string) error {
+	if !errors.Is(err, state.ErrConflict) {
+		return err
+	}
+	if d, rerr := s.State().DeploymentByID(nil, id); rerr == nil && d != nil && !d.Active() {
+		return structs.BadRequestf("can't %s terminal deployment", action)
+	}
+	return err
+}
+
 // deploymentEval is the evaluation that follows a deployment action.
 func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *structs.Evaluation {
 	e := s.newEval(job, structs.EvalTriggerDeploymentWatcher)
@@ -47,6 +62,8 @@ func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *struct
 }
 
 // DeploymentPromote promotes the canaries of all groups (all) or of groups.
+// Every promoted group must have all its desired canaries healthy; the
+// deployment's description goes back to "Deployment is running".
 func (s *Server) DeploymentPromote(id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
 	d, job, err := s.activeDeployment(id, "promote")
 	if err != nil {
@@ -55,11 +72,22 @@ func (s *Server) DeploymentPromote(id string, all bool, groups []string) (*Deplo
 	if err := checkPromotable(d, all, groups); err != nil {
 		return nil, err
 	}
+	allocs, err := s.State().AllocsByDeployment(nil, id)
+	if err != nil {
+		return nil, err
+	}
+	selected := groups
+	if all {
+		selected = nil
+	}
+	if g, healthy, desired := deploymentwatcher.UnhealthyCanaries(d, allocs, selected); g != "" {
+		return nil, structs.BadRequestf("Task group %q has %d/%d healthy allocations", g, healthy, desired)
+	}
 	eval := s.deploymentEval(d, job)
 	req := &structs.DeploymentPromoteRequest{DeploymentID: id, All: all, Groups: groups, Eval: eval, UpdatedAt: s.now().UnixNano()}
 	_, index, err := s.raftApply(structs.DeploymentPromoteRequestType, req)
 	if err != nil {
-		return nil, err
+		return nil, s.endedMeanwhile(err, id, "promote")
 	}
 	return &DeploymentUpdateReply{EvalID: eval.ID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
 }
@@ -108,7 +136,7 @@ func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply,
 	req := &structs.DeploymentStatusUpdateRequest{Update: upd, Eval: eval, UpdatedAt: s.now().UnixNano()}
 	_, index, err := s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
 	if err != nil {
-		return nil, err
+		return nil, s.endedMeanwhile(err, id, action)
 	}
 	reply := &DeploymentUpdateReply{DeploymentModifyIndex: index, Index: index}
 	if eval != nil {
@@ -118,64 +146,37 @@ func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply,
 }
 
 // DeploymentFail marks a deployment failed and, when a group has
-// auto_revert, registers the newest stable version of the job again.
+// auto_revert, registers the newest stable version of the job again. The
+// revert decision is the deployment watcher's (deploymentwatcher.Failure).
 func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
 	d, job, err := s.activeDeployment(id, "fail")
 	if err != nil {
 		return nil, err
 	}
-	upd := &structs.DeploymentStatusUpdate{
-		DeploymentID:      id,
-		Status:            structs.DeploymentStatusFailed,
-		StatusDescription: structs.DeploymentStatusDescriptionFailedByUser,
-	}
-	revertTo, suffix, err := s.autoRevertTarget(d, job)
+	versions, err := s.State().JobVersionsByID(nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
 	}
-	upd.StatusDescription += suffix
-	req := &structs.DeploymentStatusUpdateRequest{Update: upd, UpdatedAt: s.now().UnixNano()}
+	upd, ce := deploymentwatcher.Failure(d, job, versions, structs.DeploymentStatusDescriptionFailedByUser)
+	now := s.now()
+	req := &structs.DeploymentStatusUpdateRequest{
+		Update: &structs.DeploymentStatusUpdate{DeploymentID: id, Status: upd.Status, StatusDescription: upd.Description},
+		Job:    upd.RevertJob,
+		Eval:   deploymentwatcher.NewEval(job, ce, now),
+		// UpdatedAt is set by the leader so that every server stores it.
+		UpdatedAt: now.UnixNano(),
+	}
 	reply := &DeploymentUpdateReply{}
-	if revertTo != nil {
-		revert := revertTo.Copy()
-		revert.Stop = false
-		req.Job = revert
-		v := revertTo.Version
+	if upd.RevertJob != nil {
+		v := upd.RevertJob.Version
 		reply.RevertedJobVersion = &v
 	}
-	req.Eval = s.deploymentEval(d, job)
 	_, index, err := s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
 	if err != nil {
-		return nil, err
+		return nil, s.endedMeanwhile(err, id, "fail")
 	}
 	reply.EvalID, reply.EvalCreateIndex, reply.DeploymentModifyIndex, reply.Index = req.Eval.ID, index, index, index
 	return reply, nil
-}
-
-// autoRevertTarget returns the job version a failed deployment reverts to (or
-// nil) and the description suffix saying so, in Nomad's wording.
-func (s *Server) autoRevertTarget(d *structs.Deployment, job *structs.Job) (*structs.Job, string, error) {
-	autoRevert := false
-	for _, st := range d.TaskGroups {
-		autoRevert = autoRevert || st.AutoRevert
-	}
-	if !autoRevert {
-		return nil, "", nil
-	}
-	versions, err := s.State().JobVersionsByID(nil, job.Namespace, job.ID)
-	if err != nil {
-		return nil, "", err
-	}
-	for _, v := range versions {
-		if v.Version >= d.JobVersion || !v.Stable {
-			continue
-		}
-		if !v.SpecChanged(job) {
-			return nil, fmt.Sprintf(" - not rolling back to stable job version %d as current job has same specification", v.Version), nil
-		}
-		return v, fmt.Sprintf(" - rolling back to job version %d", v.Version), nil
-	}
-	return nil, " - no stable job version to auto revert to", nil
 }
 
 // DeploymentAllocHealth sets the health of allocations of a deployment (the
@@ -201,7 +202,7 @@ func (s *Server) DeploymentAllocHealth(id string, healthy, unhealthy []string) (
 	}
 	_, index, err := s.raftApply(structs.DeploymentAllocHealthRequestType, req)
 	if err != nil {
-		return nil, err
+		return nil, s.endedMeanwhile(err, id, "set health of allocations for")
 	}
 	return &DeploymentUpdateReply{EvalID: eval.ID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
 }

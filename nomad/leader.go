@@ -23,7 +23,7 @@ func (s *Server) monitorLeadership() {
 
 // establishLeadership waits for the FSM to apply every committed entry, then
 // enables the broker and plan queue, re-enqueues pending evaluations and starts
-// the scheduler workers.
+// the deployment watcher and the scheduler workers.
 func (s *Server) establishLeadership() {
 	s.leaderMu.Lock()
 	defer s.leaderMu.Unlock()
@@ -44,6 +44,12 @@ func (s *Server) establishLeadership() {
 		s.plans.Run(ctx)
 	}()
 	s.restoreEvals()
+	// The deployment watcher stops when revokeLeadership cancels ctx.
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runDeploymentWatcher(ctx)
+	}()
 	s.initializeHeartbeats()
 	s.leaderDone.Add(1)
 	go func() {
@@ -61,8 +67,8 @@ func (s *Server) establishLeadership() {
 	s.logger.Info("cluster leadership acquired")
 }
 
-// revokeLeadership stops leader duties; it returns when workers and the plan
-// queue have stopped.
+// revokeLeadership stops leader duties; it returns when workers, the plan
+// queue and the deployment watcher have stopped.
 func (s *Server) revokeLeadership() {
 	s.leaderMu.Lock()
 	defer s.leaderMu.Unlock()

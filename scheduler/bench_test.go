@@ -22,16 +22,17 @@ func (p *discardPlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, St
 func (p *discardPlanner) UpdateEval(*structs.Evaluation) error { return nil }
 func (p *discardPlanner) CreateEval(*structs.Evaluation) error { return nil }
 
-// benchState returns n ready nodes and a system job (with an update block,
-// a constraint and a dynamic port) registered at version 0; with running,
-// every node runs version 0 and the job is at version 1 (a destructive
-// change).
-func benchState(n int, running bool) (*fakeState, *structs.Job) {
+// benchState returns n ready nodes and a system job (with an update block
+// of max_parallel mp, a constraint and a dynamic port) registered at
+// version 0; with running, every node runs version 0 and the job is at
+// version 1 (a destructive change).
+func benchState(n, mp int, running bool) (*fakeState, *structs.Job) {
 	s := newFakeState()
 	for i := 0; i < n; i++ {
 		s.upsertNode(testNode(fmt.Sprintf("node-%05d", i)))
 	}
 	job := withUpdate(testJob("web"))
+	job.TaskGroups[0].Update.MaxParallel = mp
 	job.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}}
 	job.TaskGroups[0].Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
 	s.upsertJob(job)
@@ -48,17 +49,21 @@ func benchState(n int, running bool) (*fakeState, *structs.Job) {
 
 func BenchmarkSystemEval(b *testing.B) {
 	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
+	// destructive replaces every node in one wave (max_parallel = nodes);
+	// wave gates all but max_parallel = 10 of them.
 	for _, scenario := range []struct {
 		name    string
 		running bool
-		want    func(*structs.Plan) int
+		mp      func(n int) int
+		want    func(n int) int
 	}{
-		{"place", false, func(p *structs.Plan) int { return len(p.NodeAllocation) }},
-		{"destructive", true, func(p *structs.Plan) int { return len(p.NodeUpdate) }},
+		{"place", false, func(int) int { return 1 }, func(n int) int { return n }},
+		{"destructive", true, func(n int) int { return n }, func(n int) int { return n }},
+		{"wave", true, func(int) int { return 10 }, func(int) int { return 10 }},
 	} {
 		for _, n := range []int{1_000, 5_000, 10_000} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", scenario.name, n), func(b *testing.B) {
-				state, job := benchState(n, scenario.running)
+				state, job := benchState(n, scenario.mp(n), scenario.running)
 				eval := &structs.Evaluation{ID: "eval", Namespace: job.Namespace, JobID: job.ID, Type: job.Type}
 				planner := &discardPlanner{}
 				b.ReportAllocs()
@@ -70,8 +75,8 @@ func BenchmarkSystemEval(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				if got := scenario.want(planner.plan); got != n {
-					b.Fatalf("plan touches %d nodes, want %d", got, n)
+				if got := len(planner.plan.NodeAllocation); got != scenario.want(n) {
+					b.Fatalf("plan places on %d nodes, want %d", got, scenario.want(n))
 				}
 			})
 		}

@@ -6,27 +6,34 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// deployment decides the deployment of the job's version and the status
-// updates of others. It runs after every group was visited.
+// deployment decides the deployment of the job's version, gates the work
+// of the groups that use it (rollout.go), and decides the status updates of
+// other deployments. It runs after every group was visited. It returns the
+// deployment (or nil), the status updates, and when a group held back by
+// its stagger may start its next wave (zero when none is).
 //
-// Rules (this issue: no max_parallel or canary gating yet):
+// Rules:
 //   - job stopped or purged: an active deployment is cancelled ("Cancelled
-//     because job is stopped") and allocations join none;
-//   - an active deployment of another version (or of an earlier
-//     registration of the job) is cancelled ("Cancelled due to newer
-//     version of job");
+//     because job is stopped") and allocations join none; a stopped job
+//     never gets a deployment;
+//   - a deployment of another version (or of an earlier registration of
+//     the job) is retired: cancelled ("Cancelled due to newer version of
+//     job") when active, ignored otherwise. A failed one never blocks the
+//     next version, an auto-revert included;
 //   - sysbatch jobs and jobs without a group that UsesDeployment get none;
-//   - the version's deployment is reused while active; once it is terminal
-//     (successful, failed, cancelled) new allocations join none;
+//   - the version's deployment is reused while active (running or paused);
+//   - once it succeeded, new allocations join none and nothing is gated;
+//   - once it failed or was cancelled, the version reaches no more nodes:
+//     deployment groups place, replace and update nothing;
 //   - otherwise one is created when a deployment group places, replaces or
 //     updates in place at least one allocation.
-func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentStatusUpdate) {
+func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentStatusUpdate, time.Time) {
 	cur := r.in.Deployment
 	if r.job == nil {
 		if cur != nil && cur.Active() {
-			return nil, []*structs.DeploymentStatusUpdate{cancel(cur, structs.DeploymentStatusDescriptionStoppedJob)}
+			return nil, []*structs.DeploymentStatusUpdate{cancel(cur, structs.DeploymentStatusDescriptionStoppedJob)}, time.Time{}
 		}
-		return nil, nil
+		return nil, nil, time.Time{}
 	}
 	var updates []*structs.DeploymentStatusUpdate
 	matches := cur != nil && cur.JobVersion == r.job.Version && cur.JobCreateIndex == r.job.CreateIndex
@@ -34,47 +41,94 @@ func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentSta
 		updates = append(updates, cancel(cur, structs.DeploymentStatusDescriptionNewerJob))
 	}
 	if r.sysbatch || !r.usesDeployment() {
-		return nil, updates
+		return nil, updates, time.Time{}
 	}
 	var d *structs.Deployment
 	switch {
 	case matches && cur.Active():
-		d = cur.Copy()
+		d = copyDeployment(cur)
+	case matches && cur.Status == structs.DeploymentStatusSuccessful:
+		return nil, updates, time.Time{}
 	case matches:
-		return nil, updates
+		// Assumptions: a failed or cancelled rollout must not creep on
+		// through unrelated evaluations (node events, health changes);
+		// only a new job version (a fix or a revert) moves on.
+		r.holdDeploymentGroups()
+		return nil, updates, time.Time{}
 	case !r.hasDeploymentWork():
-		return nil, updates
+		return nil, updates, time.Time{}
 	default:
 		d = newDeployment(r.job)
 	}
-	r.countDeployment(d)
-	return d, updates
+	byGroup := r.allocsOfDeployment(d.ID)
+	followup := r.gateGroups(d, byGroup)
+	r.countDeployment(d, byGroup)
+	describe(d)
+	return d, updates, followup
 }
 
-// countDeployment recomputes DesiredTotal and PlacedAllocs of d's groups.
-// PlacedAllocs counts the allocations that ever joined d (stored ones,
-// whatever their status, plus this decision's), so re-planning after a
-// partial commit does not count twice.
-func (r *reconciler) countDeployment(d *structs.Deployment) {
-	placed := map[string]int{}
-	if d.ID != "" {
-		for _, a := range r.in.Allocs {
-			if a.DeploymentID == d.ID {
-				placed[a.TaskGroup]++
-			}
+// allocsOfDeployment returns the allocations of deployment id by group; a
+// deployment still to be created (id "") has none.
+func (r *reconciler) allocsOfDeployment(id string) map[string][]*structs.Allocation {
+	out := map[string][]*structs.Allocation{}
+	if id == "" {
+		return out
+	}
+	for _, a := range r.in.Allocs {
+		if a.DeploymentID == id {
+			out[a.TaskGroup] = append(out[a.TaskGroup], a)
 		}
 	}
+	return out
+}
+
+// countDeployment recomputes DesiredTotal and PlacedAllocs of d's groups
+// after gating. PlacedAllocs counts the allocations that ever joined d
+// (stored ones, whatever their status, plus this decision's), so
+// re-planning after a partial commit does not count twice.
+func (r *reconciler) countDeployment(d *structs.Deployment, byGroup map[string][]*structs.Allocation) {
 	for _, g := range r.groups {
-		if g.Group == nil || !g.Group.UsesDeployment() {
+		if !g.usesDeployment() {
 			continue
 		}
 		st := d.TaskGroups[g.Name]
-		if st == nil {
-			st = newDeploymentState(g.Group, r.in.Now)
-			d.TaskGroups[g.Name] = st
-		}
 		st.DesiredTotal = g.DesiredTotal
-		st.PlacedAllocs = placed[g.Name] + g.joins()
+		st.PlacedAllocs = len(byGroup[g.Name]) + g.joins()
+	}
+}
+
+// describe sets the description of a running deployment: it asks for
+// promotion while a group's canaries await it (automatic promotion when
+// every such group has auto_promote), and says "running" again after.
+// Other statuses keep their description.
+func describe(d *structs.Deployment) {
+	if d.Status != structs.DeploymentStatusRunning {
+		return
+	}
+	canarying, manual := false, false
+	for _, st := range d.TaskGroups {
+		if st.DesiredCanaries > 0 && !st.Promoted {
+			canarying = true
+			manual = manual || !st.AutoPromote
+		}
+	}
+	switch {
+	case manual:
+		d.StatusDescription = structs.DeploymentStatusDescriptionRunningNeedsPromotion
+	case canarying:
+		d.StatusDescription = structs.DeploymentStatusDescriptionRunningAutoPromotion
+	case d.StatusDescription == structs.DeploymentStatusDescriptionRunningNeedsPromotion,
+		d.StatusDescription == structs.DeploymentStatusDescriptionRunningAutoPromotion:
+		d.StatusDescription = structs.DeploymentStatusDescriptionRunning
+	}
+}
+
+// holdDeploymentGroups defers all work of the groups that use deployments.
+func (r *reconciler) holdDeploymentGroups() {
+	for _, g := range r.groups {
+		if g.usesDeployment() {
+			g.holdAll()
+		}
 	}
 }
 
@@ -85,20 +139,42 @@ func (g *GroupResult) joins() int {
 
 func (r *reconciler) usesDeployment() bool {
 	for _, g := range r.groups {
-		if g.Group != nil && g.Group.UsesDeployment() {
+		if g.usesDeployment() {
 			return true
 		}
 	}
 	return false
 }
 
+// hasDeploymentWork reports whether a deployment group has anything to
+// place or update, before gating.
 func (r *reconciler) hasDeploymentWork() bool {
 	for _, g := range r.groups {
-		if g.Group != nil && g.Group.UsesDeployment() && g.joins() > 0 {
+		if g.usesDeployment() && g.joins() > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// DeploymentComplete reports whether every group of d has at least
+// DesiredTotal healthy allocations and, when it had canaries, was
+// promoted. It does not look at d's status; the deployment watcher calls
+// it to decide success. A nil group state counts as complete; a nil
+// deployment is not.
+func DeploymentComplete(d *structs.Deployment) bool {
+	if d == nil {
+		return false
+	}
+	for _, st := range d.TaskGroups {
+		if st == nil {
+			continue
+		}
+		if st.HealthyAllocs < st.DesiredTotal || (st.DesiredCanaries > 0 && !st.Promoted) {
+			return false
+		}
+	}
+	return true
 }
 
 // newDeployment returns a running deployment of job without an ID.
@@ -129,6 +205,19 @@ func newDeploymentState(tg *structs.TaskGroup, now time.Time) *structs.Deploymen
 		st.RequireProgressBy = now.Add(st.ProgressDeadline)
 	}
 	return st
+}
+
+// copyDeployment is d.Copy() that tolerates nil group states (dropped:
+// gating recreates them) instead of panicking.
+func copyDeployment(d *structs.Deployment) *structs.Deployment {
+	c := *d
+	c.TaskGroups = make(map[string]*structs.DeploymentState, len(d.TaskGroups))
+	for k, v := range d.TaskGroups {
+		if v != nil {
+			c.TaskGroups[k] = v
+		}
+	}
+	return c.Copy()
 }
 
 func cancel(d *structs.Deployment, desc string) *structs.DeploymentStatusUpdate {

@@ -25,11 +25,41 @@
 //     QueuedAllocations. A destructive update that does not fit keeps the
 //     old allocation running.
 //
-// Deployments: a group with an update block (TaskGroup.UsesDeployment) gets
-// one deployment per job version, created on its first placement or
-// in-place update; a newer version or a stopped job cancels the active one.
-// All updates go out at once: max_parallel and canary gating are not
-// implemented here yet.
+// Deployments (deployment.go, rollout.go): a group with an update block
+// (TaskGroup.UsesDeployment: max_parallel > 0) gets one deployment per job
+// version, created on its first placement or in-place update. A newer
+// version or a stopped job cancels the active one; a deployment of another
+// version never blocks a new one (a failed one included: auto-revert gets
+// its own). A stopped job, sysbatch and max_parallel = 0 get none. Each
+// evaluation recomputes DesiredTotal from the feasible nodes, so nodes
+// going down, draining or turning infeasible never stall a deployment, and
+// then gates every deployment group:
+//
+//	deployment of the version     what the group may do this evaluation
+//	──────────────────────────    ─────────────────────────────────────────────
+//	running, not canarying        fresh placements and in-place updates: all;
+//	                              retries of failed allocations, then
+//	                              destructive updates: max_parallel minus the
+//	                              allocations of the deployment not healthy
+//	running, canaries awaiting    canaries only (replacing the old allocation
+//	promotion                     on their node), up to DesiredCanaries;
+//	                              joining nodes and in-place updates wait
+//	paused (until resumed)        nothing of the version (stops still happen)
+//	failed, cancelled             nothing of the version, ever
+//	successful                    no gating; new allocations join none
+//
+// Canary is a percentage of the feasible nodes needing a destructive
+// update, rounded up, capped by max_parallel, never on version 0, clamped
+// to 100; canary nodes are those retrying a failed canary, then nodes that
+// ran canaries before, then node ID order. Promotion (one-way) ends the
+// canary phase. An unhealthy allocation that still runs keeps its slot.
+// In-place updates are not limited but join the deployment with their
+// health reset: they count in flight until healthy. With stagger > 0 a
+// wave starts no sooner than stagger after the previous one (the newest
+// CreateTime of the deployment's allocations); a held wave yields a
+// "rolling-update" evaluation with WaitUntil. The scheduler never marks a
+// deployment successful: the deployment watcher does, with
+// DeploymentComplete.
 //
 // Imported by the server (nomad/...) only. Decision code here takes time as
 // a parameter and imports no server, raft or HTTP package.

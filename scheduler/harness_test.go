@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -133,10 +132,17 @@ func (s *fakeState) liveAllocs(jobID string) []*structs.Allocation {
 	return out
 }
 
+// failer is the part of testing.TB (and of *rapid.T) the harness uses.
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // harness is a Planner that records plans and evaluations and applies
-// plans to its fakeState, like the server's applier and FSM would.
+// plans to its fakeState, like the server's applier and FSM would. New
+// allocations get CreateTime now.
 type harness struct {
-	t       testing.TB
+	t       failer
 	state   *fakeState
 	now     time.Time
 	plans   []*structs.Plan
@@ -149,7 +155,7 @@ type harness struct {
 	rejectOnce bool
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t failer) *harness {
 	return &harness{t: t, state: newFakeState(), now: time.Unix(1_700_000_000, 0)}
 }
 
@@ -197,7 +203,9 @@ func (h *harness) apply(plan *structs.Plan, result *structs.PlanResult) {
 				c.Job = plan.Job
 			}
 			if old, ok := s.allocs[c.ID]; ok {
-				c.ClientStatus = old.ClientStatus
+				c.ClientStatus, c.CreateTime = old.ClientStatus, old.CreateTime
+			} else {
+				c.CreateTime = h.now.UnixNano()
 			}
 			s.upsertAlloc(c)
 			if prev, ok := s.allocs[c.PreviousAllocation]; ok {

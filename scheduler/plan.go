@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -30,6 +31,9 @@ type planOutcome struct {
 	// deploymentID is the deployment the plan creates or that new
 	// allocations of this version join, or "".
 	deploymentID string
+	// followupAt is when the next wave may start (ReconcileResult's
+	// FollowupAt), or zero.
+	followupAt time.Time
 }
 
 // planBuilder carries out a ReconcileResult as a plan. Placements are
@@ -51,7 +55,7 @@ func buildPlan(in planInput) (planOutcome, error) {
 		planInput: in,
 		proposed:  map[string][]*structs.Allocation{},
 		failures:  map[string]int{},
-		out:       planOutcome{queued: map[string]int{}},
+		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
 	b.plan = &structs.Plan{
 		EvalID:            in.eval.ID,
@@ -179,6 +183,9 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 		return nil
 	}
 	a.ID = b.newID()
+	if p.Canary {
+		b.markCanary(g, &a)
+	}
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
 		b.plan.AppendStop(p.Previous, DescUpdating)
@@ -186,6 +193,18 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	b.plan.AppendAlloc(&a)
 	b.proposed[p.Node.ID] = append(others, &a)
 	return nil
+}
+
+// markCanary flags a as a canary and lists it in the group's
+// PlacedCanaries.
+func (b *planBuilder) markCanary(g *GroupResult, a *structs.Allocation) {
+	a.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
+	if b.deployment == nil {
+		return
+	}
+	if st := b.deployment.TaskGroups[g.Name]; st != nil {
+		st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
+	}
 }
 
 // othersOn returns the live allocations node nodeID would run if the plan
@@ -280,12 +299,16 @@ func (b *planBuilder) finishDeployment() {
 	b.out.deploymentID = d.ID
 }
 
-// countsChanged reports whether the scheduler-owned counts of d differ from
-// old's.
+// countsChanged reports whether the scheduler-owned fields of d (counts,
+// canaries, description) differ from old's.
 func countsChanged(old, d *structs.Deployment) bool {
+	if old.StatusDescription != d.StatusDescription {
+		return true
+	}
 	for name, st := range d.TaskGroups {
 		o := old.TaskGroups[name]
-		if o == nil || o.DesiredTotal != st.DesiredTotal || o.PlacedAllocs != st.PlacedAllocs {
+		if o == nil || o.DesiredTotal != st.DesiredTotal || o.PlacedAllocs != st.PlacedAllocs ||
+			o.DesiredCanaries != st.DesiredCanaries || !slices.Equal(o.PlacedCanaries, st.PlacedCanaries) {
 			return true
 		}
 	}

@@ -51,14 +51,20 @@ type ReconcileResult struct {
 	// DesiredTGUpdates counts the decisions per group.
 	DesiredTGUpdates map[string]*structs.DesiredUpdates
 	// Deployment is the deployment of Job's version that placements and
-	// in-place updates of deployment groups join, with DesiredTotal and
-	// PlacedAllocs recomputed assuming every placement succeeds; or nil
-	// when they join none. A deployment to create has an empty ID (the plan
-	// builder assigns one); otherwise it is a copy of Input.Deployment.
+	// in-place updates of deployment groups join, with DesiredTotal,
+	// PlacedAllocs, DesiredCanaries, PlacedCanaries (without this
+	// decision's canaries, whose IDs the plan builder assigns) and the
+	// status description recomputed assuming every placement succeeds; or
+	// nil when they join none. A deployment to create has an empty ID (the
+	// plan builder assigns one); otherwise it is a copy of
+	// Input.Deployment.
 	Deployment *structs.Deployment
 	// DeploymentUpdates cancel deployments of older versions or of a
 	// stopped job.
 	DeploymentUpdates []*structs.DeploymentStatusUpdate
+	// FollowupAt is when a group that the stagger held back may start its
+	// next wave, or zero. The scheduler creates an evaluation for then.
+	FollowupAt time.Time
 }
 
 // GroupResult is the decision for one task group, as named sets.
@@ -66,8 +72,9 @@ type ReconcileResult struct {
 // Invariants: every live allocation of the group is in exactly one of
 // InplaceUpdate, DestructiveUpdate (as Previous), Stop, Lost and Ignore;
 // Ignore may also hold a terminal sysbatch allocation that keeps its node
-// from running again. A node appears at most once across Place and
-// DestructiveUpdate, and never together with a kept allocation.
+// from running again. A node appears at most once across Place,
+// DestructiveUpdate and Deferred, and never with a kept allocation except
+// as the Previous of a deferred replacement.
 type GroupResult struct {
 	Name string
 	// Group is the job's group, or nil when the job is stopped or purged or
@@ -81,6 +88,12 @@ type GroupResult struct {
 	// DestructiveUpdate lists replacements: Previous stops and a new
 	// allocation is placed on the same node.
 	DestructiveUpdate []Placement
+	// Deferred lists placements and replacements the group's deployment
+	// holds back for now (max_parallel, stagger, canaries awaiting
+	// promotion, paused, failed or cancelled); the Previous allocation of
+	// a deferred replacement is in Ignore. In-place updates held back are
+	// only in Ignore.
+	Deferred []Placement
 	// Stop lists allocations to stop, with why.
 	Stop []AllocStop
 	// Lost lists live allocations on down or missing nodes, to stop and
@@ -99,10 +112,12 @@ type GroupResult struct {
 }
 
 // Placement is one new allocation of a group on Node. Previous is the
-// allocation it replaces (destructive update), or nil.
+// allocation it replaces (destructive update), or nil. Canary marks a
+// canary of the deployment.
 type Placement struct {
 	Node     *structs.Node
 	Previous *structs.Allocation
+	Canary   bool
 }
 
 // AllocStop is an allocation to stop and the description it gets.
@@ -164,6 +179,12 @@ type reconciler struct {
 //
 // Extra live allocations of a group on one node stop (the newest of the
 // current version is kept). Terminal allocations are otherwise ignored.
+//
+// Then the groups that use a deployment are gated (deployment.go,
+// rollout.go): fresh placements, in-place updates, and destructive
+// updates up to max_parallel minus the allocations not yet healthy, as
+// canaries first when the update block asks for them; nothing while the
+// deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
 	for _, id := range r.nodeIDs() {
@@ -435,14 +456,17 @@ func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocati
 	return live, done
 }
 
-// result sorts every set and adds counts and deployment decisions.
+// result gates the deployment groups, sorts every set and adds counts.
 func (r *reconciler) result() ReconcileResult {
 	res := ReconcileResult{Groups: r.groups, DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+	for _, g := range r.groups {
+		g.sort() // gating picks in node order
+	}
+	res.Deployment, res.DeploymentUpdates, res.FollowupAt = r.deployment()
 	for _, g := range r.groups {
 		g.sort()
 		res.DesiredTGUpdates[g.Name] = g.desiredUpdates()
 	}
-	res.Deployment, res.DeploymentUpdates = r.deployment()
 	return res
 }
 
@@ -454,6 +478,7 @@ func (g *GroupResult) sort() {
 	byNode := func(a, b Placement) int { return cmp.Compare(a.Node.ID, b.Node.ID) }
 	slices.SortFunc(g.Place, byNode)
 	slices.SortFunc(g.DestructiveUpdate, byNode)
+	slices.SortFunc(g.Deferred, byNode)
 	slices.SortFunc(g.InplaceUpdate, byAlloc)
 	slices.SortFunc(g.Lost, byAlloc)
 	slices.SortFunc(g.Ignore, byAlloc)
@@ -462,13 +487,23 @@ func (g *GroupResult) sort() {
 }
 
 // desiredUpdates counts the group's decisions; lost allocations count as
-// stops.
+// stops, deferred replacements as ignored (their Previous is in Ignore),
+// and Canary counts the canaries among Place and DestructiveUpdate.
 func (g *GroupResult) desiredUpdates() *structs.DesiredUpdates {
+	canaries := 0
+	for _, set := range [][]Placement{g.Place, g.DestructiveUpdate} {
+		for _, p := range set {
+			if p.Canary {
+				canaries++
+			}
+		}
+	}
 	return &structs.DesiredUpdates{
 		Place:             uint64(len(g.Place)),
 		InPlaceUpdate:     uint64(len(g.InplaceUpdate)),
 		DestructiveUpdate: uint64(len(g.DestructiveUpdate)),
 		Stop:              uint64(len(g.Stop) + len(g.Lost)),
 		Ignore:            uint64(len(g.Ignore)),
+		Canary:            uint64(canaries),
 	}
 }

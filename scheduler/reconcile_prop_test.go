@@ -31,13 +31,23 @@ func genInput(t *rapid.T) ReconcileInput {
 		in.Job = nil
 	}
 	if rapid.Bool().Draw(t, "has deployment") {
-		v := versions[rapid.IntRange(0, len(versions)-1).Draw(t, "deployment version")]
+		v := versions[len(versions)-1] // mostly the current version: gating applies
+		if rapid.IntRange(0, 2).Draw(t, "older deployment") == 0 {
+			v = versions[rapid.IntRange(0, len(versions)-1).Draw(t, "deployment version")]
+		}
 		in.Deployment = &structs.Deployment{
 			ID: "d", Namespace: v.Namespace, JobID: v.ID, JobVersion: v.Version, JobCreateIndex: v.CreateIndex,
-			Status:     rapid.SampledFrom([]string{structs.DeploymentStatusRunning, structs.DeploymentStatusSuccessful, structs.DeploymentStatusFailed}).Draw(t, "deployment status"),
-			TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}},
+			Status: rapid.SampledFrom([]string{structs.DeploymentStatusRunning, structs.DeploymentStatusRunning,
+				structs.DeploymentStatusSuccessful, structs.DeploymentStatusFailed, structs.DeploymentStatusPaused,
+				structs.DeploymentStatusCancelled}).Draw(t, "deployment status"),
+			TaskGroups: map[string]*structs.DeploymentState{"web": {
+				DesiredTotal:    1,
+				DesiredCanaries: rapid.IntRange(0, 3).Draw(t, "desired canaries"),
+				Promoted:        rapid.Bool().Draw(t, "promoted"),
+			}},
 		}
 	}
+	in.Now = time.Unix(1000+int64(rapid.IntRange(0, 120).Draw(t, "now")), 0)
 	if in.Job != nil {
 		in.Feasible = NewFeasibleFunc(in.Job)
 	}
@@ -58,6 +68,11 @@ func genVersions(t *rapid.T) []*structs.Job {
 	}
 	if v0.Type == structs.JobTypeSystem && rapid.Bool().Draw(t, "update block") {
 		withUpdate(v0)
+		for _, tg := range v0.TaskGroups {
+			tg.Update.MaxParallel = rapid.IntRange(1, 3).Draw(t, "max_parallel")
+			tg.Update.Canary = rapid.SampledFrom([]int{0, 0, 30, 50, 100, 150}).Draw(t, "canary")
+			tg.Update.Stagger = time.Duration(rapid.SampledFrom([]int{0, 0, 30}).Draw(t, "stagger")) * time.Second
+		}
 	}
 	versions := []*structs.Job{v0}
 	for i := rapid.IntRange(0, 3).Draw(t, "versions"); i > 0; i-- {
@@ -120,8 +135,20 @@ func genAllocs(t *rapid.T, versions []*structs.Job, nodes []*structs.Node) []*st
 		a.ClientStatus = rapid.SampledFrom([]string{structs.AllocClientStatusPending, structs.AllocClientStatusRunning,
 			structs.AllocClientStatusRunning, structs.AllocClientStatusComplete, structs.AllocClientStatusFailed,
 			structs.AllocClientStatusLost}).Draw(t, "client status")
-		if rapid.IntRange(0, 4).Draw(t, "in deployment") == 0 {
+		if rapid.IntRange(0, 2).Draw(t, "in deployment") == 0 {
 			a.DeploymentID = "d"
+		}
+		a.CreateTime = time.Unix(1000-int64(rapid.IntRange(0, 60).Draw(t, "age")), 0).UnixNano()
+		switch rapid.IntRange(0, 3).Draw(t, "health") {
+		case 1:
+			a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: boolPtr(true)}
+		case 2:
+			a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: boolPtr(false)}
+		case 3:
+			a.DeploymentStatus = &structs.AllocDeploymentStatus{}
+		}
+		if a.DeploymentStatus != nil {
+			a.DeploymentStatus.Canary = rapid.Bool().Draw(t, "canary")
 		}
 		allocs = append(allocs, a)
 	}
@@ -136,6 +163,7 @@ func TestReconcileProperties(t *testing.T) {
 		checkAtMostOnePerNode(t, in, res)
 		checkPlacementTargets(t, in, res)
 		checkCounts(t, res)
+		checkGating(t, in, res)
 		if in.Job.Stopped() {
 			for _, g := range res.Groups {
 				if len(g.Place)+len(g.DestructiveUpdate)+len(g.InplaceUpdate)+len(g.Ignore) > 0 {
@@ -261,9 +289,100 @@ func checkCounts(t *rapid.T, res ReconcileResult) {
 	for _, g := range res.Groups {
 		d := res.DesiredTGUpdates[g.Name]
 		want := structs.DesiredUpdates{Place: uint64(len(g.Place)), InPlaceUpdate: uint64(len(g.InplaceUpdate)),
-			DestructiveUpdate: uint64(len(g.DestructiveUpdate)), Stop: uint64(len(g.Stop) + len(g.Lost)), Ignore: uint64(len(g.Ignore))}
+			DestructiveUpdate: uint64(len(g.DestructiveUpdate)), Stop: uint64(len(g.Stop) + len(g.Lost)), Ignore: uint64(len(g.Ignore)),
+			Canary: uint64(countCanaries(g.Place) + countCanaries(g.DestructiveUpdate))}
 		if d == nil || *d != want {
 			t.Fatalf("group %q: DesiredTGUpdates %+v, sets say %+v", g.Name, d, want)
 		}
+	}
+}
+
+func countCanaries(ps []Placement) int {
+	n := 0
+	for _, p := range ps {
+		if p.Canary {
+			n++
+		}
+	}
+	return n
+}
+
+// checkGating: a deployment of the job's version that is not running
+// (paused, failed, cancelled) lets its groups place and update nothing;
+// otherwise limited work fits in max_parallel minus the allocations in
+// flight, and canaries never exceed the rounded-up percentage of the
+// nodes to update nor max_parallel.
+func checkGating(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+	cur := in.Deployment
+	if in.Job.Stopped() || cur == nil || cur.JobVersion != in.Job.Version || cur.JobCreateIndex != in.Job.CreateIndex {
+		return
+	}
+	for _, g := range res.Groups {
+		if !g.usesDeployment() {
+			continue
+		}
+		work := len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
+		switch cur.Status {
+		case structs.DeploymentStatusSuccessful:
+			continue
+		case structs.DeploymentStatusRunning:
+			checkBudget(t, in, g, cur.ID, res.Deployment.TaskGroups[g.Name])
+		default:
+			if work > 0 {
+				t.Fatalf("deployment %s: group %q places or updates %d allocations", cur.Status, g.Name, work)
+			}
+		}
+	}
+}
+
+// checkBudget checks the max_parallel and canary bounds of g.
+func checkBudget(t *rapid.T, in ReconcileInput, g *GroupResult, id string, st *structs.DeploymentState) {
+	u := g.Group.Update
+	retryNodes := map[string]bool{}
+	if id == "" {
+		id = "(to be created)" // no allocation belongs to it yet
+	}
+	for _, a := range in.Allocs {
+		if a.DeploymentID == id && a.TaskGroup == g.Name && a.Terminal() {
+			retryNodes[a.NodeID] = true
+		}
+	}
+	inFlight, liveCanaries := 0, 0
+	for _, a := range g.Ignore {
+		if a.DeploymentID == id && !a.Terminal() {
+			if !a.DeploymentStatus.IsHealthy() {
+				inFlight++
+			}
+			if isCanary(a) {
+				liveCanaries++
+			}
+		}
+	}
+	limited := len(g.DestructiveUpdate)
+	for _, p := range g.Place {
+		if retryNodes[p.Node.ID] {
+			limited++
+		}
+	}
+	if limited > max(0, u.MaxParallel-inFlight) {
+		t.Fatalf("group %q: %d limited placements with %d in flight, max_parallel %d", g.Name, limited, inFlight, u.MaxParallel)
+	}
+	canaries := countCanaries(g.Place) + countCanaries(g.DestructiveUpdate)
+	pct := min(u.Canary, 100)
+	nodes := len(g.DestructiveUpdate) + len(g.Place) + len(g.Deferred) + liveCanaries
+	bound := min((pct*nodes+99)/100, u.MaxParallel)
+	if !st.Promoted && st.DesiredCanaries > max(bound, liveCanaries) {
+		t.Fatalf("group %q: DesiredCanaries %d above %d (canary %d%%, %d nodes, max_parallel %d)",
+			g.Name, st.DesiredCanaries, bound, u.Canary, nodes, u.MaxParallel)
+	}
+	if canaries == 0 {
+		return
+	}
+	if liveCanaries+canaries > bound {
+		t.Fatalf("group %q: %d canaries running and %d new, bound %d (canary %d%%, %d nodes, max_parallel %d)",
+			g.Name, liveCanaries, canaries, bound, u.Canary, nodes, u.MaxParallel)
+	}
+	if in.Job.Version == 0 {
+		t.Fatalf("group %q: canaries on version 0", g.Name)
 	}
 }

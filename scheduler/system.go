@@ -77,9 +77,15 @@ func (s *systemScheduler) Process(eval *structs.Evaluation) error {
 }
 
 // finish records the evaluation's final status, naming the deployment the
-// plan created or touched so that `job run` can follow it.
+// plan created or touched so that `job run` can follow it, and the
+// follow-up evaluation of a wave the stagger delayed.
 func (s *systemScheduler) finish(eval *structs.Evaluation, out planOutcome, status, desc string) error {
+	next, err := s.createFollowup(eval, out)
+	if err != nil {
+		return err
+	}
 	upd := eval.Copy()
+	upd.NextEval = next
 	upd.Status = status
 	upd.StatusDescription = desc
 	upd.PlanAnnotations = out.plan.Annotations
@@ -91,6 +97,39 @@ func (s *systemScheduler) finish(eval *structs.Evaluation, out planOutcome, stat
 		return fmt.Errorf("scheduler: update eval %q: %w", eval.ID, err)
 	}
 	return nil
+}
+
+// createFollowup creates the evaluation that starts a wave the stagger
+// held back, when out asks for one, and returns its ID (or "").
+//
+// Assumptions: every evaluation that meets a closed stagger window creates
+// one; duplicates are cheap (the broker runs one evaluation of a job at a
+// time, and a wave that already started leaves the later ones nothing to
+// do).
+func (s *systemScheduler) createFollowup(eval *structs.Evaluation, out planOutcome) (string, error) {
+	if out.followupAt.IsZero() {
+		return "", nil
+	}
+	f := &structs.Evaluation{
+		ID:             s.newID(),
+		Namespace:      eval.Namespace,
+		Priority:       eval.Priority,
+		Type:           eval.Type,
+		TriggeredBy:    structs.EvalTriggerRollingUpdate,
+		JobID:          eval.JobID,
+		JobModifyIndex: eval.JobModifyIndex,
+		DeploymentID:   out.deploymentID,
+		Status:         structs.EvalStatusPending,
+		WaitUntil:      out.followupAt,
+		PreviousEval:   eval.ID,
+	}
+	if out.plan.Job != nil {
+		f.JobModifyIndex = out.plan.Job.JobModifyIndex
+	}
+	if err := s.planner.CreateEval(f); err != nil {
+		return "", fmt.Errorf("scheduler: create follow-up eval of eval %q: %w", eval.ID, err)
+	}
+	return f.ID, nil
 }
 
 // computePlan reads the job's state, reconciles it and builds the plan.

@@ -69,6 +69,7 @@ func TestSystemSched_DestructiveUpdateReplacesAndCancelsOldDeployment(t *testing
 	h.state.upsertNode(testNode("a"))
 	h.state.upsertNode(testNode("b"))
 	v0 := withUpdate(testJob("web"))
+	v0.TaskGroups[0].Update.MaxParallel = 2 // one wave
 	h.state.upsertJob(v0)
 	first := h.process(v0)
 	old := h.state.liveAllocs("web")

@@ -244,9 +244,29 @@ func (db *DB) AllocIDs() ([]string, error) {
 	return ids, nil
 }
 
-// PutTaskHandle stores the driver handle of a running task.
+// PutTaskHandle stores the driver handle of a running task; a nil handle
+// deletes the stored one.
 func (db *DB) PutTaskHandle(allocID, task string, h *drivers.TaskHandle) error {
-	return db.putAllocKey(allocID, []byte(prefixHandle+task), h, "task handle "+allocID+"/"+task)
+	key, what := []byte(prefixHandle+task), "task handle "+allocID+"/"+task
+	if h == nil {
+		return db.deleteAllocKey(allocID, key, what)
+	}
+	return db.putAllocKey(allocID, key, h, what)
+}
+
+// deleteAllocKey deletes key of allocID's bucket; missing is fine.
+func (db *DB) deleteAllocKey(allocID string, key []byte, what string) error {
+	err := db.update(func(tx *bolt.Tx) error {
+		b, err := allocBucket(tx, allocID, false)
+		if err != nil || b == nil {
+			return err
+		}
+		return b.Delete(key)
+	})
+	if err != nil {
+		return fmt.Errorf("state: deleting %s: %w", what, err)
+	}
+	return nil
 }
 
 // TaskHandle returns a task's driver handle, or nil when none was stored.
@@ -265,9 +285,13 @@ func (db *DB) GetTaskHandle(allocID, task string) (*drivers.TaskHandle, error) {
 	return db.TaskHandle(allocID, task)
 }
 
-// PutTaskState stores a task's state.
+// PutTaskState stores a task's state; a nil state deletes the stored one.
 func (db *DB) PutTaskState(allocID, task string, st *structs.TaskState) error {
-	return db.putAllocKey(allocID, []byte(prefixState+task), st, "task state "+allocID+"/"+task)
+	key, what := []byte(prefixState+task), "task state "+allocID+"/"+task
+	if st == nil {
+		return db.deleteAllocKey(allocID, key, what)
+	}
+	return db.putAllocKey(allocID, key, st, what)
 }
 
 // TaskState returns a task's state, or nil when none was stored.

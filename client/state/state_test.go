@@ -107,6 +107,14 @@ func TestTaskHandlesAndStates(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, none2)
 
+	require.NoError(t, db.PutTaskHandle("a1", "sidecar", nil), "clearing a missing handle is fine")
+	require.NoError(t, db.PutTaskHandle("zz", "web", nil), "even in a missing alloc")
+	require.NoError(t, db.PutTaskHandle("a1", "web", nil))
+	cleared, err := db.GetTaskHandle("a1", "web")
+	require.NoError(t, err)
+	require.Nil(t, cleared, "a nil handle clears the stored one")
+	require.NoError(t, db.PutTaskHandle("a1", "web", h))
+
 	require.NoError(t, db.DeleteAlloc("a1"))
 	require.NoError(t, db.DeleteAlloc("a1"), "deleting twice is fine")
 	gotH, err = db.GetTaskHandle("a1", "web")

@@ -28,8 +28,16 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "==> Drover agent configuration:\n\n")
-	fmt.Fprintf(stdout, "       Advertise Addrs: HTTP: %s; RPC: %s\n", a.HTTPAddr(), a.server.RPCAddr())
-	fmt.Fprintf(stdout, "            Bind Addrs: HTTP: [%s]; RPC: %s\n", a.HTTPAddr(), cfg.RPCAddr())
+	if a.server != nil {
+		fmt.Fprintf(stdout, "       Advertise Addrs: HTTP: %s; RPC: %s\n", a.HTTPAddr(), a.server.RPCAddr())
+		fmt.Fprintf(stdout, "            Bind Addrs: HTTP: [%s]; RPC: %s\n", a.HTTPAddr(), cfg.RPCAddr())
+	} else {
+		fmt.Fprintf(stdout, "       Advertise Addrs: HTTP: %s\n", a.HTTPAddr())
+		fmt.Fprintf(stdout, "               Servers: %v\n", cfg.Client.Servers)
+	}
+	if c := a.client; c != nil {
+		fmt.Fprintf(stdout, "               Node ID: %s\n", c.NodeID())
+	}
 	fmt.Fprintf(stdout, "                Client: %t\n", cfg.Client.Enabled)
 	fmt.Fprintf(stdout, "             Log Level: %s\n", cfg.LogLevel)
 	fmt.Fprintf(stdout, "                Region: %s (DC: %s)\n", cfg.Region, cfg.Datacenter)

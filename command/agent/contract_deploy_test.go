@@ -103,7 +103,8 @@ func TestContractPlanAndValidate(t *testing.T) {
 	plan, _, err = c.Jobs().Plan(changed, true, nil)
 	require.NoError(t, err)
 	require.Equal(t, "Edited", plan.Diff.Type)
-	require.Equal(t, uint64(2), plan.Annotations.DesiredTGUpdates["web"].DestructiveUpdate)
+	// max_parallel = 1 and no allocation is healthy yet: one update goes out.
+	require.Equal(t, uint64(1), plan.Annotations.DesiredTGUpdates["web"].DestructiveUpdate)
 
 	ok, _, err := c.Jobs().Validate(testJob("web"), nil)
 	require.NoError(t, err)
@@ -123,6 +124,7 @@ func TestContractDeploymentActions(t *testing.T) {
 	ta := newTestAgent(t, "")
 	c := ta.client
 	ta.registerNode(t, "node-1")
+	ta.registerNode(t, "node-2") // one healthy allocation must not complete the deployment
 	eval := registerAndWait(t, c, testJob("web"))
 	dID := eval.DeploymentID
 	require.NotEmpty(t, dID)
@@ -151,7 +153,7 @@ func TestContractDeploymentActions(t *testing.T) {
 
 	allocs, _, err := c.Deployments().Allocations(dID, nil)
 	require.NoError(t, err)
-	require.Len(t, allocs, 1)
+	require.Len(t, allocs, 2)
 	_, _, err = c.Deployments().SetAllocHealth(dID, []string{allocs[0].ID}, nil, nil)
 	require.NoError(t, err)
 	a, _, err := c.Allocations().Info(allocs[0].ID, nil)

@@ -97,23 +97,25 @@ func (r reader) AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.All
 // ModifyIndex and AllocModifyIndex become index. A nil alloc.Job is linked to
 // the stored job version (Namespace, JobID, JobVersion). A new allocation
 // naming a PreviousAllocation sets that allocation's NextAllocation. The
-// allocs are not modified.
+// health counts of the deployments concerned are recounted
+// (deployment_health.go). The allocs are not modified.
 func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
 	return s.write(index, func(tx *writeTxn) error {
 		jobs := newJobLinker(tx.Txn, nil)
+		changes := healthChanges{}
 		for _, a := range allocs {
-			if err := tx.upsertAlloc(a.Copy(), jobs, 0); err != nil {
+			if err := tx.upsertAlloc(a.Copy(), jobs, 0, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
 			}
 		}
-		return nil
+		return tx.applyHealthChanges(changes, 0)
 	})
 }
 
 // upsertAlloc implements UpsertAllocs for a, a private copy the store takes
 // ownership of. When now is not 0 it is the allocation's ModifyTime (and the
-// CreateTime of a new one).
-func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int64) error {
+// CreateTime of a new one). The health change is noted in changes.
+func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int64, changes healthChanges) error {
 	a.Namespace = nsOrDefault(a.Namespace)
 	exist, err := allocByID(tx.Txn, nil, a.ID)
 	if err != nil {
@@ -143,6 +145,7 @@ func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int6
 	if err := tx.insert(TableAllocs, a); err != nil {
 		return err
 	}
+	changes.note(exist, a)
 	tx.markJob(a.Namespace, a.JobID)
 	if a.PreviousAllocation == "" {
 		return nil
@@ -191,9 +194,12 @@ func (tx *writeTxn) linkPrevious(a *structs.Allocation) error {
 // (when given; its Canary flag cannot be cleared by a client, its
 // ModifyIndex becomes index), ModifyIndex = index and ModifyTime =
 // updatedAt. AllocModifyIndex is unchanged: clients do not re-sync their own
-// reports.
+// reports. When health changes, the deployment's health counts are
+// recounted and the progress deadline of a group that gained a healthy
+// allocation moves to updatedAt + ProgressDeadline (deployment_health.go).
 func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.Allocation, updatedAt int64) error {
 	return s.write(index, func(tx *writeTxn) error {
+		changes := healthChanges{}
 		for _, u := range updates {
 			exist, err := allocByID(tx.Txn, nil, u.ID)
 			if err != nil {
@@ -220,17 +226,20 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 			if err := tx.insert(TableAllocs, c); err != nil {
 				return err
 			}
+			changes.note(exist, c)
 			tx.markJob(c.Namespace, c.JobID)
 		}
-		return nil
+		return tx.applyHealthChanges(changes, updatedAt)
 	})
 }
 
 // UpdateAllocsDesiredStatus sets the desired status and description of the
 // allocations ids (unknown ones are skipped); ModifyIndex and
-// AllocModifyIndex become index so their clients pick the change up.
+// AllocModifyIndex become index so their clients pick the change up. The
+// health counts of their deployments are recounted.
 func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desiredStatus, desc string) error {
 	return s.write(index, func(tx *writeTxn) error {
+		changes := healthChanges{}
 		for _, id := range ids {
 			exist, err := allocByID(tx.Txn, nil, id)
 			if err != nil {
@@ -245,9 +254,10 @@ func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desir
 			if err := tx.insert(TableAllocs, c); err != nil {
 				return err
 			}
+			changes.note(exist, c)
 			tx.markJob(c.Namespace, c.JobID)
 		}
-		return nil
+		return tx.applyHealthChanges(changes, 0)
 	})
 }
 

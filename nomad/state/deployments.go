@@ -122,7 +122,10 @@ func (tx *writeTxn) upsertDeployment(d *structs.Deployment, now int64) error {
 
 // UpdateDeploymentStatus sets the status and description of deployment
 // u.DeploymentID; updatedAt becomes its ModifyTime. A missing deployment is
-// ErrNotFound.
+// ErrNotFound; a terminal one is ErrConflict (its outcome is final, and a
+// late failure must not register an auto-revert over a newer job). Resuming
+// a paused deployment restarts the progress deadline of every group at
+// updatedAt, so that a long pause does not fail it at once.
 func (s *StateStore) UpdateDeploymentStatus(index uint64, u *structs.DeploymentStatusUpdate, updatedAt int64) error {
 	return s.write(index, func(tx *writeTxn) error { return tx.updateDeploymentStatus(u, updatedAt) })
 }
@@ -136,7 +139,13 @@ func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, up
 	if d == nil {
 		return fmt.Errorf("update status of deployment %q: %w", u.DeploymentID, ErrNotFound)
 	}
+	if !d.Active() {
+		return fmt.Errorf("can't update status of terminal deployment %q: %w", u.DeploymentID, ErrConflict)
+	}
 	c := d.Copy()
+	if d.Status == structs.DeploymentStatusPaused && u.Status == structs.DeploymentStatusRunning {
+		resetProgressDeadlines(c, time.Unix(0, updatedAt), func(string, *structs.DeploymentState) bool { return true })
+	}
 	c.Status, c.StatusDescription = u.Status, u.StatusDescription
 	c.ModifyIndex, c.ModifyTime = tx.index, updatedAt
 	return tx.insert(TableDeployments, c)
@@ -146,7 +155,8 @@ func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, up
 // or of the named groups that have canaries. A missing deployment is
 // ErrNotFound; a terminal one, or a named group the deployment does not
 // have, is ErrConflict. A description asking for promotion becomes
-// "Deployment is running".
+// "Deployment is running", and the progress deadline of each newly promoted
+// group restarts at req.UpdatedAt (the rest of the rollout starts now).
 func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.DeploymentPromoteRequest) error {
 	return s.write(index, func(tx *writeTxn) error {
 		d, err := deploymentByID(tx.Txn, nil, req.DeploymentID)
@@ -167,15 +177,17 @@ func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.Deploy
 			}
 		}
 		c := d.Copy()
+		promoted := map[string]bool{}
 		for _, name := range groups {
 			st, ok := c.TaskGroups[name]
 			if !ok {
 				return fmt.Errorf("deployment %q has no task group %q to promote: %w", d.ID, name, ErrConflict)
 			}
-			if st.DesiredCanaries > 0 {
-				st.Promoted = true
+			if st.DesiredCanaries > 0 && !st.Promoted {
+				st.Promoted, promoted[name] = true, true
 			}
 		}
+		resetProgressDeadlines(c, time.Unix(0, req.UpdatedAt), func(name string, _ *structs.DeploymentState) bool { return promoted[name] })
 		switch c.StatusDescription {
 		case structs.DeploymentStatusDescriptionRunningNeedsPromotion,
 			structs.DeploymentStatusDescriptionRunningAutoPromotion:
@@ -188,7 +200,8 @@ func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.Deploy
 
 // UpdateDeploymentAllocHealth records the health of allocations of
 // deployment req.DeploymentID at req.Timestamp (unix nanoseconds), recounts
-// the deployment's healthy and unhealthy allocations per group, and applies
+// the deployment's healthy and unhealthy allocations per group (pushing the
+// progress deadline of groups that gained a healthy allocation), and applies
 // req.DeploymentUpdate (or nil). A missing deployment or allocation is
 // ErrNotFound; a terminal deployment, or an allocation of another
 // deployment, is ErrConflict. req.Job and req.Eval are the FSM's business.
@@ -205,20 +218,25 @@ func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.Depl
 			return fmt.Errorf("can't set health of allocations for a terminal deployment: %w", ErrConflict)
 		}
 		ts := time.Unix(0, req.Timestamp).UTC()
+		changes := healthChanges{}
+		changes.recount(d.ID)
 		for _, set := range []struct {
 			ids     []string
 			healthy bool
 		}{{req.HealthyAllocationIDs, true}, {req.UnhealthyAllocationIDs, false}} {
 			for _, id := range set.ids {
-				if err := tx.setAllocHealth(d.ID, id, set.healthy, ts); err != nil {
+				if err := tx.setAllocHealth(d.ID, id, set.healthy, ts, changes); err != nil {
 					return err
 				}
 			}
 		}
-		c := d.Copy()
-		if err := tx.recountDeploymentHealth(c); err != nil {
+		if err := tx.applyHealthChanges(changes, req.Timestamp); err != nil {
 			return err
 		}
+		if d, err = deploymentByID(tx.Txn, nil, req.DeploymentID); err != nil {
+			return err
+		}
+		c := d.Copy()
 		if u := req.DeploymentUpdate; u != nil {
 			c.Status, c.StatusDescription = u.Status, u.StatusDescription
 		}
@@ -228,8 +246,9 @@ func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.Depl
 	})
 }
 
-// setAllocHealth marks allocation id of deployment deploymentID healthy or not.
-func (tx *writeTxn) setAllocHealth(deploymentID, id string, healthy bool, ts time.Time) error {
+// setAllocHealth marks allocation id of deployment deploymentID healthy or
+// not, noting the change in changes.
+func (tx *writeTxn) setAllocHealth(deploymentID, id string, healthy bool, ts time.Time, changes healthChanges) error {
 	a, err := allocByID(tx.Txn, nil, id)
 	if err != nil {
 		return err
@@ -249,30 +268,6 @@ func (tx *writeTxn) setAllocHealth(deploymentID, id string, healthy bool, ts tim
 	c.DeploymentStatus.Timestamp = ts
 	c.DeploymentStatus.ModifyIndex = tx.index
 	c.ModifyIndex = tx.index
+	changes.note(a, c)
 	return tx.insert(TableAllocs, c)
-}
-
-// recountDeploymentHealth sets HealthyAllocs and UnhealthyAllocs of every
-// group of d (a private copy) from the deployment's allocations.
-func (tx *writeTxn) recountDeploymentHealth(d *structs.Deployment) error {
-	allocs, err := list[*structs.Allocation](tx.Txn, nil, TableAllocs, indexDeploy, d.ID)
-	if err != nil {
-		return err
-	}
-	for _, st := range d.TaskGroups {
-		st.HealthyAllocs, st.UnhealthyAllocs = 0, 0
-	}
-	for _, a := range allocs {
-		st, ok := d.TaskGroups[a.TaskGroup]
-		if !ok {
-			continue
-		}
-		switch {
-		case a.DeploymentStatus.IsHealthy():
-			st.HealthyAllocs++
-		case a.DeploymentStatus.IsUnhealthy():
-			st.UnhealthyAllocs++
-		}
-	}
-	return nil
 }

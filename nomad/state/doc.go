@@ -13,6 +13,10 @@
 //   - incarnation: a job between its creation and its purge, identified by
 //     its CreateIndex. Allocations and deployments of an earlier incarnation
 //     are hidden from "current" lookups.
+//   - deployment health: a deployment group's HealthyAllocs and
+//     UnhealthyAllocs are recounted from its allocations in every write
+//     that changes them, and a newly healthy allocation pushes the group's
+//     RequireProgressBy (deployment_health.go); plans cannot overwrite them.
 //
 // Reads: the read methods are defined once, on the unexported reader type
 // (store.go), and promoted to both *StateStore (latest state)

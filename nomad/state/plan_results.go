@@ -17,43 +17,65 @@ import (
 //     stored version, or to req.Job when that version is not stored. A
 //     replacement naming a PreviousAllocation sets the previous allocation's
 //     NextAllocation;
-//  3. Deployment (or nil) is upserted, keeping CreateIndex;
-//  4. DeploymentUpdates change status and description; unknown deployments
-//     are skipped.
+//  3. Deployment (or nil) is upserted, keeping CreateIndex; when it is
+//     stored, the plan cannot change the status of one that is not running,
+//     undo a promotion, move a group's progress deadline or drop a group
+//     (the plan was computed on a snapshot that may be stale);
+//  4. DeploymentUpdates change status and description; unknown and
+//     terminal deployments are skipped;
+//  5. the health counts (HealthyAllocs, UnhealthyAllocs) of the plan's
+//     deployment and of every deployment whose allocations changed are
+//     recounted from the allocations (deployment_health.go): the plan's
+//     counts are never trusted.
 //
 // req.Job is not stored: the job version was registered before the plan.
-// Deployment counts are the scheduler's (in req.Deployment) and the
-// deployment watcher's business, not the store's.
 func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
 	return s.write(index, func(tx *writeTxn) error {
+		changes := healthChanges{}
 		for _, stop := range req.AllocsStopped {
-			if err := tx.stopAlloc(stop, req.UpdatedAt); err != nil {
+			if err := tx.stopAlloc(stop, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("stop alloc %q: %w", stop.ID, err)
 			}
 		}
 		jobs := newJobLinker(tx.Txn, req.Job)
 		for _, a := range req.AllocsUpdated {
-			if err := tx.upsertAlloc(a.Copy(), jobs, req.UpdatedAt); err != nil {
+			if err := tx.upsertAlloc(a.Copy(), jobs, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
 			}
 		}
 		if req.Deployment != nil {
-			if err := tx.upsertDeployment(req.Deployment.Copy(), req.UpdatedAt); err != nil {
+			if err := tx.upsertPlanDeployment(req.Deployment.Copy(), req.UpdatedAt); err != nil {
 				return err
 			}
+			changes.recount(req.Deployment.ID)
 		}
 		for _, u := range req.DeploymentUpdates {
 			err := tx.updateDeploymentStatus(u, req.UpdatedAt)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) {
 				return err
 			}
 		}
-		return nil
+		return tx.applyHealthChanges(changes, req.UpdatedAt)
 	})
 }
 
-// stopAlloc applies one entry of a plan's AllocsStopped at time now.
-func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64) error {
+// upsertPlanDeployment upserts d, a plan's private copy of a deployment,
+// merging in what the plan must not undo when the deployment is stored
+// (mergeStoredDeployment).
+func (tx *writeTxn) upsertPlanDeployment(d *structs.Deployment, now int64) error {
+	exist, err := deploymentByID(tx.Txn, nil, d.ID)
+	if err != nil {
+		return err
+	}
+	if exist != nil {
+		mergeStoredDeployment(d, exist)
+	}
+	return tx.upsertDeployment(d, now)
+}
+
+// stopAlloc applies one entry of a plan's AllocsStopped at time now, noting
+// the health change in changes.
+func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64, changes healthChanges) error {
 	exist, err := allocByID(tx.Txn, nil, stop.ID)
 	if exist == nil || err != nil {
 		return err
@@ -76,6 +98,7 @@ func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64) error {
 	if err := tx.insert(TableAllocs, c); err != nil {
 		return err
 	}
+	changes.note(exist, c)
 	tx.markJob(c.Namespace, c.JobID)
 	return nil
 }

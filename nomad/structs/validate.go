@@ -68,9 +68,9 @@ func (p *problems) addAllWith(prefix, suffix string, ms []string) {
 // update block already merged into each group (api.Job.Canonicalize), so the
 // job-level one is checked only when no group carries an update block.
 //
-// Validation is driver-agnostic apart from the basic config keys of the
-// raw_exec (command) and docker (image) drivers; unknown drivers are left to
-// the scheduler, which reports them as infeasible.
+// Drivers must be ones Drover has (KnownDrivers); their configs are checked
+// only for the basic keys of raw_exec (command) and docker (image). Whether a
+// node has a driver healthy is the scheduler's concern.
 func (j *Job) Validate() error {
 	if j == nil {
 		return &ValidationError{Problems: []string{"missing job"}}
@@ -245,6 +245,8 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	var p problems
 	if t.Driver == "" {
 		p.addf("driver is required")
+	} else if !slices.Contains(KnownDrivers, t.Driver) {
+		p.addf("unknown driver %q: Drover has the %s drivers", t.Driver, strings.Join(KnownDrivers, ", "))
 	}
 	labels := groupLabels
 	if t.Resources == nil {
@@ -292,6 +294,9 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	p = append(p, t.validateDriverConfig()...)
 	return p
 }
+
+// KnownDrivers are the task drivers Drover has.
+var KnownDrivers = []string{"docker", "mock", "raw_exec"}
 
 // requiredConfigKeys lists, per driver, the config keys that must be a
 // non-empty string. Other drivers' configs are opaque here.

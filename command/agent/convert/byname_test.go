@@ -294,3 +294,33 @@ func TestCopyByName_ShapeMismatchPanics(t *testing.T) {
 		convertInto[to](&from{A: []string{"x"}})
 	})
 }
+
+func TestJobFromAPIKeepsOnlyExplicitStagger(t *testing.T) {
+	mk := func() *api.Job {
+		job := api.NewSystemJob("web", "web", "global", 50)
+		task := api.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")
+		job.AddTaskGroup(api.NewTaskGroup("a", 1).AddTask(task))
+		job.AddTaskGroup(api.NewTaskGroup("b", 1).AddTask(task))
+		return job
+	}
+	job, _, err := JobFromAPI(mk())
+	require.NoError(t, err)
+	for _, tg := range job.TaskGroups {
+		require.NotNil(t, tg.Update, "system jobs get the default update block")
+		require.Zero(t, tg.Update.Stagger, "the defaulted stagger is not honoured")
+	}
+
+	withGroup := mk()
+	withGroup.TaskGroups[1].Update = &api.UpdateStrategy{Stagger: new(5 * time.Second)}
+	job, _, err = JobFromAPI(withGroup)
+	require.NoError(t, err)
+	require.Zero(t, job.LookupTaskGroup("a").Update.Stagger)
+	require.Equal(t, 5*time.Second, job.LookupTaskGroup("b").Update.Stagger)
+
+	withJob := mk()
+	withJob.Update = &api.UpdateStrategy{Stagger: new(7 * time.Second)}
+	job, _, err = JobFromAPI(withJob)
+	require.NoError(t, err)
+	require.Equal(t, 7*time.Second, job.LookupTaskGroup("a").Update.Stagger)
+	require.Equal(t, 7*time.Second, job.Update.Stagger)
+}

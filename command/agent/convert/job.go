@@ -46,10 +46,35 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 			job, warnings, err = nil, nil, fmt.Errorf("invalid job: %v", r)
 		}
 	}()
+	explicitStagger := staggerSetByUser(j)
 	j.Canonicalize()
 	job = convertInto[structs.Job](j)
 	job.Canonicalize()
+	for _, tg := range job.TaskGroups {
+		if tg.Update != nil && !explicitStagger[tg.Name] {
+			tg.Update.Stagger = 0
+		}
+	}
+	if j.Update == nil || j.Update.Stagger == nil {
+		job.Update.Stagger = 0
+	}
 	return job, warnings, nil
+}
+
+// staggerSetByUser reports, per group name, whether the submitted job set
+// update.stagger for it (at group or job level). api.Job.Canonicalize fills
+// a default stagger in; Drover honours stagger only when it is set
+// explicitly, so the defaulted value is cleared after canonicalization.
+func staggerSetByUser(j *api.Job) map[string]bool {
+	jobLevel := j.Update != nil && j.Update.Stagger != nil
+	out := map[string]bool{}
+	for _, tg := range j.TaskGroups {
+		if tg == nil || tg.Name == nil {
+			continue
+		}
+		out[*tg.Name] = jobLevel || (tg.Update != nil && tg.Update.Stagger != nil)
+	}
+	return out
 }
 
 // checkNulls rejects JSON nulls inside lists, which api.Job.Canonicalize

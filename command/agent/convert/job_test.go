@@ -20,7 +20,7 @@ func apiSystemJob(t *testing.T) *api.Job {
 	  "ID": "edge", "Type": "system", "Datacenters": ["dc1", "dc2"],
 	  "Meta": {"owner": "net"},
 	  "Constraints": [{"LTarget": "${attr.kernel.name}", "Operand": "=", "RTarget": "linux"}],
-	  "Update": {"MaxParallel": 2, "Canary": 20, "AutoRevert": true, "HealthCheck": "task_states",
+	  "Update": {"Stagger": 15000000000, "MaxParallel": 2, "Canary": 20, "AutoRevert": true, "HealthCheck": "task_states",
 	             "MinHealthyTime": 5000000000, "HealthyDeadline": 120000000000},
 	  "TaskGroups": [{
 	    "Name": "proxy",
@@ -70,7 +70,7 @@ func TestJobFromAPI_RealisticSystemJob(t *testing.T) {
 	assert.Equal(t, 1, tg.Count)
 	// The job-level update merged into the group, group fields win, defaults fill the rest.
 	assert.Equal(t, &structs.UpdateStrategy{
-		Stagger: 30 * time.Second, MaxParallel: 2, HealthCheck: "task_states",
+		Stagger: 15 * time.Second, MaxParallel: 2, HealthCheck: "task_states",
 		MinHealthyTime: 5 * time.Second, HealthyDeadline: 2 * time.Minute,
 		ProgressDeadline: 10 * time.Minute, Canary: 20, AutoRevert: true, AutoPromote: true,
 	}, tg.Update)
@@ -180,7 +180,7 @@ func TestJobFromAPI_SystemDefaultUpdate(t *testing.T) {
 	job, _, err := JobFromAPI(j)
 	require.NoError(t, err)
 	want := &structs.UpdateStrategy{
-		Stagger: 30 * time.Second, MaxParallel: 1, HealthCheck: "checks",
+		Stagger: 0 /* the defaulted 30s is not honoured */, MaxParallel: 1, HealthCheck: "checks",
 		MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute, ProgressDeadline: 10 * time.Minute,
 	}
 	assert.Equal(t, want, job.TaskGroups[0].Update)

@@ -1,0 +1,75 @@
+package allocrunner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// StateDB persists what a runner needs to recover after a client restart.
+// The client provides a bbolt-backed one (client/state); tests use MemDB.
+// PutTaskHandle with a nil handle clears the stored handle; GetTaskHandle
+// may then return nil or a handle with an empty TaskID (both mean none).
+type StateDB interface {
+	PutTaskHandle(allocID, task string, h *drivers.TaskHandle) error
+	GetTaskHandle(allocID, task string) (*drivers.TaskHandle, error) // nil, nil if none
+	PutTaskState(allocID, task string, st *structs.TaskState) error
+	GetTaskState(allocID, task string) (*structs.TaskState, error) // nil, nil if none
+	DeleteAlloc(allocID string) error
+}
+
+// Config configures an AllocRunner. NewAllocRunner copies it.
+type Config struct {
+	Alloc        *structs.Allocation // with Alloc.Job set
+	Node         *structs.Node       // for env (NOMAD_*, node attrs, meta)
+	AllocRootDir string              // the runner uses <AllocRootDir>/<allocID>
+	Drivers      drivers.Catalog     // a task whose driver is missing fails with a Driver Failure
+	StateDB      StateDB             // required
+	Logger       hclog.Logger        // default: null logger
+	// StateUpdater receives the alloc's client-side state whenever it changes (ClientStatus,
+	// ClientDescription, TaskStates). Must not block for long; the client batches to the server.
+	// Calls are serialized; each carries the state at the time of the call. It is called from the
+	// runner's goroutines: it must not call Destroy or Shutdown synchronously (Alloc is fine).
+	StateUpdater func(update *structs.Allocation)
+	// PrevAlloc, when the alloc replaces one on the same node (Alloc.PreviousAllocation names a local
+	// alloc), lets the runner stop/wait for it; nil otherwise.
+	PrevAlloc PrevAllocController
+	Now       func() time.Time // default time.Now
+}
+
+// PrevAllocController is how a replacement talks to the allocation it replaces on the same node.
+type PrevAllocController interface {
+	// Stop asks the previous alloc to stop its tasks now (used once the replacement is prepared).
+	Stop()
+	// Wait blocks until the previous alloc's tasks have all exited (or ctx done).
+	Wait(ctx context.Context) error
+}
+
+// validate checks the required fields of cfg.
+func (cfg *Config) validate() error {
+	var errs []error
+	if cfg.Alloc == nil {
+		errs = append(errs, errors.New("Alloc is required"))
+	} else {
+		if cfg.Alloc.ID == "" {
+			errs = append(errs, errors.New("Alloc.ID is required"))
+		}
+		if cfg.Alloc.Job == nil {
+			errs = append(errs, errors.New("Alloc.Job is required"))
+		} else if cfg.Alloc.Job.LookupTaskGroup(cfg.Alloc.TaskGroup) == nil {
+			errs = append(errs, errors.New("Alloc.TaskGroup "+cfg.Alloc.TaskGroup+" is not a group of Alloc.Job"))
+		}
+	}
+	if cfg.AllocRootDir == "" {
+		errs = append(errs, errors.New("AllocRootDir is required"))
+	}
+	if cfg.StateDB == nil {
+		errs = append(errs, errors.New("StateDB is required"))
+	}
+	return errors.Join(errs...)
+}

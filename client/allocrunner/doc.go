@@ -1,0 +1,64 @@
+// Package allocrunner runs one allocation on a client: it builds its
+// directories, prepares its tasks (prefetch before kill), stops the
+// allocation it replaces on the node, runs a task runner per task
+// (taskrunner), derives the allocation's client status from the task
+// states, and reports that state through Config.StateUpdater. The client
+// agent creates one AllocRunner per allocation it is assigned.
+//
+// Sub-packages: taskrunner (one task), restarts (the pure restart policy),
+// taskenv (environment and ${...} interpolation), allocdir (directory
+// layout).
+//
+// Lifecycle:
+//
+//	NewAllocRunner ──[Restore]──► Run
+//	                               │
+//	                               ├─ every task "Received"
+//	                               ├─ prerun hooks, in order:
+//	                               │    alloc_dir   build <root>/<alloc>/{alloc/{logs,data,tmp},<task>/{local,secrets,tmp}}
+//	                               │    prepare     prepare tasks ── failure ──► task failed, previous alloc untouched
+//	                               │                PrevAlloc.Stop(); PrevAlloc.Wait()
+//	                               │                prepare tasks with prefetch = false
+//	                               ├─ task runners run (start, wait, restart per policy)
+//	                               │    a failed task (or a dead leader) kills its siblings
+//	                               │
+//	     Update(desired stop) ─────┤─ kill: prekill hooks (group shutdown_delay), then
+//	     StopTasks, Destroy        │        every task: kill_signal, kill_timeout
+//	                               ▼
+//	                       every task dead ──► TasksExitedCh closed, postrun hooks, Run returns
+//
+//	Shutdown: Run returns, tasks keep running (the next client process Restores them).
+//	Destroy:  kill (running Run if needed), forget the tasks in their drivers, destroy hooks
+//	          (remove the alloc dir, delete the persisted state). Idempotent.
+//
+// Client status (ClientStatus, pure): failed if a task failed, else running
+// if a task runs, else pending if a task has not started (or waits to
+// restart), else complete.
+//
+// Prefetch before kill, in full: when Config.PrevAlloc is set (the
+// allocation replaces a local one), every task whose driver implements
+// drivers.Preparer is prepared (Docker: image pulled) while the previous
+// allocation keeps running; only once all are prepared does the runner call
+// PrevAlloc.Stop and PrevAlloc.Wait, then start its tasks. A prepare that
+// fails or exceeds the prepare timeout (the update block's
+// healthy_deadline, else 5m) never stops the previous allocation: the task
+// fails with a "Driver Failure" event carrying the driver's error and the
+// allocation fails. The server stops the previous allocation in the plan
+// that places the replacement; a previous allocation whose controller came
+// from LocalPrevAlloc defers that desired stop to its replacement (the hold
+// ends when the replacement is killed or destroyed without having stopped
+// it, and the deferred stop is then carried out; a replacement whose
+// prepare failed keeps holding it). A task with `prefetch = false` in its
+// driver config is prepared after the previous allocation stopped (Nomad's
+// kill-then-pull).
+// Progress is reported as "Driver" task events (bytes and percent in
+// Details), at most one a second.
+//
+// Known limits: task lifecycle hooks (prestart, poststop, sidecar) are not
+// honoured (every task starts together); logs are not rotated
+// (log_config is not enforced; see allocdir); the restart policy has no
+// jitter; directory variables (NOMAD_ALLOC_DIR, ...) are host paths.
+//
+// Importers: the client agent (package client). It imports drivers,
+// nomad/structs, go-hclog and its sub-packages.
+package allocrunner

@@ -1,0 +1,105 @@
+package allocrunner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// RunnerHook is one part of an alloc runner's lifecycle. A hook implements
+// any of the phase interfaces below, discovered by type assertion; the
+// order of hooks is set in one place, initHooks. Hooks must be idempotent,
+// and Postrun, PreKill and Destroy must be safe without Prerun (a runner
+// may be destroyed without ever running).
+type RunnerHook interface {
+	Name() string
+}
+
+// Prerunner runs before any task starts. An error stops the remaining
+// prerun hooks; the alloc then fails unless it was killed or shut down
+// (ctx is cancelled then).
+type Prerunner interface {
+	RunnerHook
+	Prerun(ctx context.Context, req *PrerunRequest) error
+}
+
+// PrerunRequest is the input of Prerun.
+type PrerunRequest struct {
+	// Restored is set when the runner was restored after a client restart
+	// and some of its tasks had already started.
+	Restored bool
+}
+
+// Postrunner runs once every task is dead (not on Shutdown).
+type Postrunner interface {
+	RunnerHook
+	Postrun() error
+}
+
+// Updater sees every newer server version of the allocation. It must not
+// block.
+type Updater interface {
+	RunnerHook
+	Update(req *UpdateRequest) error
+}
+
+// UpdateRequest is the input of Update.
+type UpdateRequest struct {
+	Alloc *structs.Allocation // the new version, with its Job
+}
+
+// PreKiller runs before the runner kills its tasks (desired stop, StopTasks,
+// Destroy). It may block (a shutdown delay) but must return promptly once
+// the runner shuts down.
+type PreKiller interface {
+	RunnerHook
+	PreKill(req *PreKillRequest)
+}
+
+// PreKillRequest is the input of PreKill.
+type PreKillRequest struct {
+	TasksStarted bool // whether any task has started
+}
+
+// Destroyer cleans up after the runner is done, when it is destroyed.
+type Destroyer interface {
+	RunnerHook
+	Destroy() error
+}
+
+// runHooks calls fn on every hook implementing H, in order, timing and
+// logging each call. With stopOnErr the first error ends the loop; otherwise
+// every hook runs and the errors are joined.
+func runHooks[H RunnerHook](ar *AllocRunner, phase string, stopOnErr bool, fn func(H) error) error {
+	var errs []error
+	for _, hook := range ar.hooks {
+		h, ok := hook.(H)
+		if !ok {
+			continue
+		}
+		start := time.Now()
+		err := fn(h)
+		ar.logger.Trace("ran hook", "phase", phase, "hook", h.Name(), "duration", time.Since(start), "error", err)
+		if err != nil {
+			err = fmt.Errorf("%s hook %q: %w", phase, h.Name(), err)
+			if stopOnErr {
+				return err
+			}
+			ar.logger.Error("hook failed", "phase", phase, "hook", h.Name(), "error", err)
+			errs = append(errs, err)
+		}
+	}
+	return joinErrs(errs)
+}
+
+// initHooks builds the runner's hooks, in the order they run.
+func (ar *AllocRunner) initHooks() {
+	ar.hooks = []RunnerHook{
+		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
+		newPrepareHook(ar),
+		newShutdownDelayHook(ar),
+		&stateHook{db: ar.stateDB, allocID: ar.id},
+	}
+}

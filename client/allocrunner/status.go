@@ -1,0 +1,93 @@
+package allocrunner
+
+import (
+	"sort"
+
+	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Client status descriptions, in Nomad's wording.
+const (
+	DescFailed   = "Failed tasks"
+	DescRunning  = "Tasks are running"
+	DescPending  = "No tasks have started"
+	DescComplete = "All tasks have completed"
+)
+
+// ClientStatus derives an allocation's client status from its task states:
+//
+//	failed    a task is dead and failed (it will not restart)
+//	running   otherwise, a task is running
+//	pending   otherwise, a task is pending (not started yet, or waiting to
+//	          restart), or there are no task states
+//	complete  every task is dead and none failed
+func ClientStatus(states map[string]*structs.TaskState) (status, description string) {
+	var failed, running, pending, dead bool
+	for _, st := range states {
+		if st == nil {
+			pending = true
+			continue
+		}
+		switch st.State {
+		case taskrunner.StateRunning:
+			running = true
+		case taskrunner.StateDead:
+			if st.Failed {
+				failed = true
+			} else {
+				dead = true
+			}
+		default:
+			pending = true
+		}
+	}
+	switch {
+	case failed:
+		return structs.AllocClientStatusFailed, DescFailed
+	case running:
+		return structs.AllocClientStatusRunning, DescRunning
+	case pending || !dead:
+		return structs.AllocClientStatusPending, DescPending
+	}
+	return structs.AllocClientStatusComplete, DescComplete
+}
+
+// Kill reasons returned by siblingKill.
+const (
+	killNone        = ""
+	killSiblingDied = taskrunner.EventSiblingFailed
+	killLeaderDead  = taskrunner.EventLeaderDead
+)
+
+// siblingKill decides whether the tasks still alive must be killed because
+// of another task: a task that failed (Nomad's "Sibling Task Failed"; the
+// first failed task by name is named), or a leader task that died. It
+// returns killNone when nothing is to be done.
+func siblingKill(states map[string]*structs.TaskState, leaders map[string]bool) (reason, sibling string) {
+	names := make([]string, 0, len(states))
+	for n := range states {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	alive := false
+	for _, n := range names {
+		if st := states[n]; st == nil || st.State != taskrunner.StateDead {
+			alive = true
+		}
+	}
+	if !alive {
+		return killNone, ""
+	}
+	for _, n := range names {
+		if st := states[n]; st != nil && st.State == taskrunner.StateDead && st.Failed {
+			return killSiblingDied, n
+		}
+	}
+	for _, n := range names {
+		if st := states[n]; leaders[n] && st != nil && st.State == taskrunner.StateDead {
+			return killLeaderDead, n
+		}
+	}
+	return killNone, ""
+}

@@ -1,0 +1,44 @@
+// Package taskrunner runs one task of an allocation with its driver: it
+// builds the driver's TaskConfig (ID "<alloc>/<task>", environment,
+// interpolated config, directories, log files), validates and prepares the
+// task, starts it, persists its handle, waits for it, applies the restart
+// policy (package restarts) and kills it with its kill signal and timeout.
+// Its state and events have Nomad's shape (pending, running, dead;
+// "Received", "Started", "Terminated", "Restarting", ...), each change
+// persisted in the StateDB and reported through OnStateChange.
+//
+// Lifecycle of a task (events in quotes):
+//
+//	New ──► pending "Received"
+//	          │
+//	          │ Prepare: "Task Setup", validate ("Failed Validation" ──► dead, failed)
+//	          │          driver prepare step: "Driver" progress events
+//	          │          (failure or timeout: "Driver Failure" ──► dead, failed)
+//	          ▼
+//	        start ── error ──► "Driver Failure" ─┐
+//	          │                                  │
+//	          ▼ "Started"                        │
+//	        running ── exit ──► "Terminated" ────┤
+//	          │                                  ▼
+//	          │                           restarts.Evaluate
+//	          │             restart ◄────────┘   │    │
+//	          │   pending "Restarting"           │    └ fail: "Not Restarting" ──► dead, failed
+//	          │   (delay, then start again)      └ done (sysbatch exit 0) ──► dead
+//	          │
+//	          └ Kill: [reason event] ["Waiting for shutdown delay"] "Killing"
+//	                  StopTask(kill_timeout, kill_signal) "Terminated" "Killed" ──► dead
+//
+//	Restore: state running + handle ──► RecoverTask ──► running (same process, no new start)
+//	                                    └ error: "Failed Restoring Task", then the restart policy
+//	Shutdown: Run returns at once; the task keeps running for the next client process.
+//
+// Prepare runs at most once per runner. The alloc runner calls it early for
+// "prefetch before kill"; Run calls it itself when the task starts without
+// the alloc runner having done so (a restored task waiting to restart). The
+// driver config key "prefetch" is consumed here and never reaches the
+// driver. Task events keep the last 10; consecutive prepare progress events
+// replace each other.
+//
+// Importers: client/allocrunner only. It imports drivers, nomad/structs and
+// the allocdir, restarts and taskenv packages.
+package taskrunner

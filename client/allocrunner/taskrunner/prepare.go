@@ -1,0 +1,156 @@
+package taskrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/drover-project/drover/client/allocrunner/allocdir"
+	"github.com/drover-project/drover/client/allocrunner/taskenv"
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+var (
+	// ErrAborted is returned (wrapped) by Prepare when it was interrupted by
+	// Kill, Shutdown or its caller's context: not a failure of the task.
+	ErrAborted = errors.New("taskrunner: prepare aborted")
+	// ErrDead is returned by Prepare for a task that is already dead.
+	ErrDead = errors.New("taskrunner: task is dead")
+	// errPrepareTimeout is the cause of a prepare context that timed out.
+	errPrepareTimeout = errors.New("prepare timed out")
+)
+
+// Prepare gets the task ready to start without needing anything else
+// stopped: it builds the task's config, validates it with the driver and,
+// when the driver is a drivers.Preparer, runs its prepare step (Docker:
+// pull the image), reporting progress as Driver events at most once a
+// second. It runs once per task runner; later calls return nil at once.
+//
+// A failure (including a prepare slower than the prepare timeout) marks the
+// task dead and failed with a Driver Failure (or Failed Validation) event
+// and is returned. When ctx is cancelled, or the runner is killed or shut
+// down, it returns an error wrapping ErrAborted and leaves the state alone.
+func (tr *TaskRunner) Prepare(ctx context.Context) error {
+	tr.mu.Lock()
+	done, dead := tr.prepared, tr.state.State == StateDead
+	tr.mu.Unlock()
+	switch {
+	case dead:
+		return ErrDead
+	case done:
+		return nil
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, tr.prepareTimeout, errPrepareTimeout)
+	defer cancel()
+	defer context.AfterFunc(tr.ctx, cancel)()
+
+	tr.emit(eventSetup(tr.now(), "Building Task Directory"))
+	if tr.driver == nil {
+		return tr.failPrepare(NewDriverFailure(tr.now(), fmt.Errorf("%w: %q", drivers.ErrDriverNotFound, tr.driverName)))
+	}
+	cfg, err := tr.buildTaskConfig()
+	if err == nil {
+		err = tr.driver.ValidateTaskConfig(cfg.Config)
+	}
+	if err != nil {
+		return tr.failPrepare(eventFailedValidation(tr.now(), fmt.Errorf("invalid %s config: %w", tr.driverName, err)))
+	}
+	if p, ok := tr.driver.(drivers.Preparer); ok {
+		tr.emit(eventPrepareStart(tr.now()))
+		if err := p.PrepareTask(ctx, cfg, tr.onProgress); err != nil {
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errPrepareTimeout) {
+				return fmt.Errorf("%w: %w", ErrAborted, err)
+			}
+			if errors.Is(context.Cause(ctx), errPrepareTimeout) {
+				err = fmt.Errorf("timed out after %v: %w", tr.prepareTimeout, err)
+			}
+			return tr.failPrepare(NewDriverFailure(tr.now(), fmt.Errorf("failed to prepare task: %w", err)))
+		}
+		tr.emit(eventDriver(tr.now(), "Task prepared"))
+	}
+	tr.mu.Lock()
+	tr.prepared = true
+	tr.mu.Unlock()
+	return nil
+}
+
+// failPrepare marks the task dead and failed with ev and returns its error.
+func (tr *TaskRunner) failPrepare(ev *structs.TaskEvent) error {
+	tr.logger.Error("task failed before starting", "event", ev.Type, "error", ev.DisplayMessage)
+	tr.Fail(ev)
+	return errors.New(ev.DisplayMessage)
+}
+
+// onProgress turns PrepareTask progress into Driver events, at most one per
+// progressEvery.
+func (tr *TaskRunner) onProgress(p drivers.PrepareProgress) {
+	now := tr.now()
+	tr.mu.Lock()
+	if !tr.lastPrepare.IsZero() && now.Sub(tr.lastPrepare) < progressEvery {
+		tr.mu.Unlock()
+		return
+	}
+	tr.lastPrepare = now
+	tr.mu.Unlock()
+	tr.emit(eventPrepareProgress(now, p))
+}
+
+// buildTaskConfig builds the driver's view of the task from the current
+// task definition: environment, interpolated config (without the prefetch
+// key), directories and log files, resources.
+func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
+	tr.mu.Lock()
+	alloc, task := tr.alloc, tr.task
+	tr.mu.Unlock()
+	td := tr.allocDir.TaskDir(tr.name)
+	env := taskenv.Build(taskenv.Input{
+		Alloc: alloc, Task: task, Node: tr.node,
+		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
+	})
+	config := maps.Clone(task.Config)
+	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
+		return nil, err
+	}
+	delete(config, PrefetchKey)
+	stdout, err := tr.allocDir.LogPath(tr.name, allocdir.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := tr.allocDir.LogPath(tr.name, allocdir.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &drivers.TaskConfig{
+		ID:         tr.taskID,
+		AllocID:    alloc.ID,
+		TaskName:   tr.name,
+		TaskGroup:  alloc.TaskGroup,
+		JobName:    alloc.Job.Name,
+		Namespace:  alloc.Namespace,
+		Config:     env.ReplaceConfig(config),
+		Env:        env.Map(),
+		User:       task.User,
+		AllocDir:   tr.allocDir.SharedDir(),
+		TaskDir:    td.Dir,
+		StdoutPath: stdout,
+		StderrPath: stderr,
+	}
+	cfg.CPU, cfg.MemoryMB = taskResources(alloc, task)
+	return cfg, nil
+}
+
+// taskResources returns the CPU and memory granted to the task, falling back
+// to what it asked for.
+func taskResources(alloc *structs.Allocation, task *structs.Task) (cpu, memoryMB int) {
+	if task.Resources != nil {
+		cpu, memoryMB = task.Resources.CPU, task.Resources.MemoryMB
+	}
+	if alloc.AllocatedResources != nil {
+		if r := alloc.AllocatedResources.Tasks[task.Name]; r != nil {
+			cpu, memoryMB = int(r.Cpu.CpuShares), int(r.Memory.MemoryMB)
+		}
+	}
+	return cpu, memoryMB
+}

@@ -1,0 +1,464 @@
+package client
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/drivers/mock"
+	"github.com/drover-project/drover/drivers/rawexec"
+	"github.com/drover-project/drover/version"
+)
+
+func TestMain(m *testing.M) {
+	rawexec.MaybeRunExecutor() // the catalog links raw_exec
+	os.Exit(m.Run())
+}
+
+const (
+	waitFor = 10 * time.Second
+	tick    = 10 * time.Millisecond
+)
+
+func testLogger() hclog.Logger {
+	if os.Getenv("DROVER_TEST_LOG") == "" {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr})
+}
+
+// testConfig is a client of srv on dataDir, reading the x86 fixture /proc.
+func testConfig(srv *fakeServer, dataDir string) *Config {
+	return &Config{
+		NodeName:   "node-1",
+		Datacenter: "dc2",
+		NodeClass:  "workers",
+		NodePool:   "pool-a",
+		Meta:       map[string]string{"rack": "r1"},
+		Options:    map[string]string{OptionReservedCPU: "100", OptionReservedMemory: "256"},
+		DataDir:    dataDir,
+		Servers:    []string{srv.addr()},
+		HTTPAddr:   "127.0.0.1:4646",
+		Logger:     testLogger(),
+		timing:     timing{allocWait: 5 * time.Second, retry: 20 * time.Millisecond, maxRetry: 200 * time.Millisecond},
+		procRoot:   "fingerprint/testdata/x86",
+	}
+}
+
+func startClient(t *testing.T, cfg *Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Shutdown() })
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mockAlloc is a sysbatch allocation of one mock task "t" on nodeID.
+func mockAlloc(nodeID string, config map[string]any) *api.Allocation {
+	return &api.Allocation{
+		ID:            uuid.NewString(),
+		Namespace:     "default",
+		Name:          "job.g[0]",
+		NodeID:        nodeID,
+		JobID:         "job",
+		TaskGroup:     "g",
+		DesiredStatus: "run",
+		ClientStatus:  "pending",
+		Job: &api.Job{
+			ID: ptr("job"), Name: ptr("job"), Type: ptr("sysbatch"), Datacenters: []string{"dc2"},
+			TaskGroups: []*api.TaskGroup{{
+				Name:  ptr("g"),
+				Tasks: []*api.Task{{Name: "t", Driver: "mock", Config: config}},
+			}},
+		},
+	}
+}
+
+func waitRegistered(t *testing.T, c *Client) {
+	t.Helper()
+	select {
+	case <-c.registered:
+	case <-time.After(waitFor):
+		t.Fatal("client did not register")
+	}
+}
+
+func TestRegister_SendsNode(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+
+	n := srv.lastRegistration()
+	require.NotNil(t, n)
+	require.Equal(t, c.NodeID(), n.ID)
+	require.Equal(t, "node-1", n.Name)
+	require.Equal(t, "dc2", n.Datacenter)
+	require.Equal(t, "workers", n.NodeClass)
+	require.Equal(t, "pool-a", n.NodePool)
+	require.Equal(t, "127.0.0.1:4646", n.HTTPAddr)
+	require.Equal(t, "ready", n.Status)
+	require.Equal(t, "eligible", n.SchedulingEligibility)
+	require.Equal(t, map[string]string{"rack": "r1"}, n.Meta)
+
+	require.NotNil(t, n.NodeResources)
+	require.Equal(t, int64(10000), n.NodeResources.Cpu.CpuShares)
+	require.Equal(t, uint16(4), n.NodeResources.Cpu.TotalCpuCores)
+	require.Equal(t, int64(8048576/1024), n.NodeResources.Memory.MemoryMB)
+	require.Positive(t, n.NodeResources.Disk.DiskMB)
+	require.NotNil(t, n.ReservedResources)
+	require.EqualValues(t, 100, n.ReservedResources.Cpu.CpuShares)
+	require.EqualValues(t, 256, n.ReservedResources.Memory.MemoryMB)
+
+	a := n.Attributes
+	require.Equal(t, runtime.GOOS, a["kernel.name"])
+	require.Equal(t, "6.8.0-45-generic", a["kernel.version"])
+	require.Equal(t, "ubuntu", a["os.name"])
+	require.Equal(t, "24.04", a["os.version"])
+	require.Equal(t, runtime.GOARCH, a["cpu.arch"])
+	require.Equal(t, "4", a["cpu.numcores"])
+	require.Equal(t, "10000", a["cpu.totalcompute"])
+	require.Equal(t, "8241741824", a["memory.totalbytes"])
+	require.NotEmpty(t, a["unique.hostname"])
+	require.Equal(t, "127.0.0.1", a["unique.network.ip-address"])
+	require.Equal(t, version.Version, a["nomad.version"])
+	require.Equal(t, "1", a["driver.mock"])
+
+	require.Contains(t, n.Drivers, "mock")
+	require.True(t, n.Drivers["mock"].Healthy)
+	require.True(t, n.Drivers["mock"].Detected)
+	require.Contains(t, n.Drivers, "raw_exec")
+
+	srv.mu.Lock()
+	require.Equal(t, srv.secrets[n.ID], c.secretID)
+	require.Zero(t, srv.badTokens, "every call carries the node secret")
+	srv.mu.Unlock()
+	require.Equal(t, c.secretID, c.Node().SecretID)
+}
+
+func TestHeartbeats_AndReregisterOn404(t *testing.T) {
+	srv := newFakeServer(t) // TTL 200ms
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+	require.Eventually(t, func() bool { _, hb := srv.counts(); return hb >= 3 }, waitFor, tick)
+	regs, _ := srv.counts()
+	require.Equal(t, 1, regs)
+
+	srv.forgetNodes() // the server lost its state: heartbeats get 404
+	require.Eventually(t, func() bool { r, _ := srv.counts(); return r == 2 }, waitFor, tick)
+	require.Equal(t, c.NodeID(), srv.lastRegistration().ID, "the node keeps its ID")
+}
+
+func TestServersRotateOnFailure(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close() // nothing listens there any more
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.Servers = []string{deadAddr, srv.addr()}
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+	require.Eventually(t, func() bool { _, hb := srv.counts(); return hb >= 1 }, waitFor, tick)
+}
+
+func TestAllocRunsToComplete(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond // observe the short running phase
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	a := mockAlloc(c.NodeID(), map[string]any{"run_for": "100ms"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "complete" }, waitFor, tick)
+	reported := srv.reported(a.ID)
+	require.Contains(t, reported, "running")
+	require.Equal(t, "complete", reported[len(reported)-1])
+	ts := srv.taskState(a.ID, "t")
+	require.NotNil(t, ts)
+	require.Equal(t, "dead", ts.State)
+	require.False(t, ts.Failed)
+}
+
+func TestAllocDesiredStopStopsIt(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+
+	a := mockAlloc(c.NodeID(), map[string]any{}) // runs until stopped
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+
+	srv.stopAlloc(a.ID)
+	require.Eventually(t, func() bool {
+		ts := srv.taskState(a.ID, "t")
+		return ts != nil && ts.State == "dead" && srv.clientStatus(a.ID) != "running"
+	}, waitFor, tick)
+	require.NotEqual(t, "failed", srv.clientStatus(a.ID))
+}
+
+func TestAllocCollectedIsDestroyed(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+
+	a := mockAlloc(c.NodeID(), map[string]any{"run_for": "50ms"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "complete" }, waitFor, tick)
+	stored, err := c.db.Alloc(a.ID)
+	require.NoError(t, err)
+	require.NotNil(t, stored)
+
+	srv.deleteAlloc(a.ID)
+	require.Eventually(t, func() bool { return !c.tracks(a.ID) }, waitFor, tick)
+	require.Eventually(t, func() bool {
+		ids, err := c.db.AllocIDs()
+		return err == nil && len(ids) == 0
+	}, waitFor, tick, "the runner's Destroy deletes the alloc's state")
+}
+
+func TestStatusUpdatesAreBatched(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir())) // 200ms flush interval
+	waitRegistered(t, c)
+
+	var ids []string
+	for range 5 {
+		a := mockAlloc(c.NodeID(), map[string]any{"run_for": "100ms"})
+		ids = append(ids, a.ID)
+		srv.upsertAlloc(a)
+	}
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if srv.clientStatus(id) != "complete" {
+				return false
+			}
+		}
+		return true
+	}, waitFor, tick)
+
+	batches := srv.batchesCopy()
+	multi := false
+	for i, b := range batches {
+		seen := map[string]bool{}
+		for _, a := range b.allocs {
+			require.False(t, seen[a.ID], "updates are coalesced by alloc ID within a batch")
+			seen[a.ID] = true
+		}
+		multi = multi || len(b.allocs) > 1
+		if i > 0 {
+			require.GreaterOrEqual(t, b.at.Sub(batches[i-1].at), 150*time.Millisecond, "flushes are at least ~200ms apart")
+		}
+	}
+	require.True(t, multi, "several allocations share a batch")
+}
+
+func TestStatusUpdatesRetriedWithoutLoss(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+	srv.mu.Lock()
+	srv.failUpdates = 3
+	srv.mu.Unlock()
+
+	a := mockAlloc(c.NodeID(), map[string]any{"run_for": "50ms"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "complete" }, waitFor, tick)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Zero(t, srv.failUpdates)
+}
+
+func TestDriverChangeReregisters(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.driverInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	require.NoError(t, c.drivers["mock"].(*mock.Driver).SetConfig(map[string]any{"enabled": false}))
+	require.Eventually(t, func() bool {
+		n := srv.lastRegistration()
+		return n.Drivers["mock"] != nil && !n.Drivers["mock"].Healthy
+	}, waitFor, tick)
+	n := srv.lastRegistration()
+	require.NotContains(t, n.Attributes, "driver.mock")
+	require.False(t, c.Node().Drivers["mock"].Healthy)
+}
+
+func TestRestart_KeepsNodeAndReattachesTasks(t *testing.T) {
+	srv := newFakeServer(t)
+	dataDir := t.TempDir()
+	c1, err := New(testConfig(srv, dataDir))
+	require.NoError(t, err)
+	waitRegistered(t, c1)
+	nodeID := c1.NodeID()
+
+	a := mockAlloc(nodeID, map[string]any{"run_for": "1h", "stdout_string": "hello\n"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+	before := srv.taskState(a.ID, "t")
+	logPath, err := c1.runner(a.ID).LogPath("t", "stdout")
+	require.NoError(t, err)
+	require.NoError(t, c1.Shutdown())
+
+	srv.resetBatches()
+	c2 := startClient(t, testConfig(srv, dataDir))
+	require.Equal(t, nodeID, c2.NodeID(), "a restarted client keeps its node ID")
+	require.NotNil(t, c2.runner(a.ID), "the allocation is restored before any server contact")
+	waitRegistered(t, c2)
+	require.Eventually(t, func() bool {
+		r := srv.reported(a.ID)
+		return len(r) > 0 && r[len(r)-1] == "running"
+	}, waitFor, tick, "the restored allocation reports running")
+
+	// StartTask writes stdout_string; RecoverTask does not. One copy means
+	// the task was reattached, not started again.
+	out, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, "hello\n", string(out))
+	after := srv.taskState(a.ID, "t")
+	require.Equal(t, "running", after.State)
+	require.True(t, before.StartedAt.Equal(after.StartedAt), "the task was not restarted")
+	require.Equal(t, countEvents(before, "Started"), countEvents(after, "Started"))
+	regs, _ := srv.counts()
+	require.Equal(t, 2, regs)
+}
+
+func countEvents(ts *api.TaskState, typ string) int {
+	n := 0
+	for _, e := range ts.Events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRestart_FinishedAllocIsNotRunAgain(t *testing.T) {
+	srv := newFakeServer(t)
+	dataDir := t.TempDir()
+	c1, err := New(testConfig(srv, dataDir))
+	require.NoError(t, err)
+	waitRegistered(t, c1)
+	a := mockAlloc(c1.NodeID(), map[string]any{"run_for": "20ms", "stdout_string": "once\n"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "complete" }, waitFor, tick)
+	logPath, err := c1.runner(a.ID).LogPath("t", "stdout")
+	require.NoError(t, err)
+	require.NoError(t, c1.Shutdown())
+
+	c2 := startClient(t, testConfig(srv, dataDir))
+	waitRegistered(t, c2)
+	require.True(t, c2.tracks(a.ID))
+	require.Nil(t, c2.runner(a.ID))
+	require.Eventually(t, func() bool {
+		r := srv.reported(a.ID)
+		return len(r) > 0 && r[len(r)-1] == "complete"
+	}, waitFor, tick)
+	// A finished allocation gets no runner, so nothing can start it again.
+	require.Nil(t, c2.runner(a.ID))
+	out, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, "once\n", string(out))
+	require.Equal(t, "complete", srv.clientStatus(a.ID))
+}
+
+func TestNew_InvalidConfig(t *testing.T) {
+	_, err := New(&Config{})
+	require.ErrorContains(t, err, "data_dir is required")
+	require.ErrorContains(t, err, "servers must list")
+	_, err = New(&Config{DataDir: t.TempDir(), Servers: []string{"x:1"}, Options: map[string]string{OptionReservedCPU: "lots"}})
+	require.ErrorContains(t, err, `option "reserved.cpu" must be a non-negative integer`)
+}
+
+func TestNodeIsACopy(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	n := c.Node()
+	n.Attributes["kernel.name"] = "plan9"
+	n.Drivers["mock"].Healthy = false
+	require.Equal(t, runtime.GOOS, c.Node().Attributes["kernel.name"])
+	require.True(t, c.Node().Drivers["mock"].Healthy)
+	require.FileExists(t, filepath.Join(c.cfg.StateDir(), "state.db"))
+}
+
+func getJSON(t *testing.T, h http.Handler, path string, out any) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if out != nil && rec.Code == http.StatusOK {
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), out))
+	}
+	return rec.Code
+}
+
+func getBody(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(body)
+}
+
+// TestReplacementPreparesBeforeThePreviousStops: a destructive update stops
+// the old allocation and places its replacement at once; the client keeps
+// the old one running until the replacement is prepared.
+func TestReplacementPreparesBeforeThePreviousStops(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	old := mockAlloc(c.NodeID(), map[string]any{})
+	srv.upsertAlloc(old)
+	require.Eventually(t, func() bool { return srv.clientStatus(old.ID) == "running" }, waitFor, tick)
+
+	repl := mockAlloc(c.NodeID(), map[string]any{"prepare_for": "300ms", "run_for": "1h"})
+	began := time.Now()
+	srv.replaceAlloc(old.ID, repl)
+	require.Eventually(t, func() bool { return srv.clientStatus(repl.ID) == "running" }, waitFor, tick)
+	require.Eventually(t, func() bool { return srv.clientStatus(old.ID) == "complete" }, waitFor, tick)
+	oldState := srv.taskState(old.ID, "t")
+	require.GreaterOrEqual(t, oldState.FinishedAt.Sub(began), 250*time.Millisecond,
+		"the old allocation ran until the replacement was prepared")
+	require.LessOrEqual(t, oldState.FinishedAt, srv.taskState(repl.ID, "t").StartedAt)
+}
+
+// TestFailedPrepareLeavesThePreviousRunning: the old allocation survives a
+// replacement whose prepare fails, until the server stops the replacement.
+func TestFailedPrepareLeavesThePreviousRunning(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	old := mockAlloc(c.NodeID(), map[string]any{})
+	srv.upsertAlloc(old)
+	require.Eventually(t, func() bool { return srv.clientStatus(old.ID) == "running" }, waitFor, tick)
+
+	repl := mockAlloc(c.NodeID(), map[string]any{"prepare_error": "manifest unknown"})
+	srv.replaceAlloc(old.ID, repl)
+	require.Eventually(t, func() bool { return srv.clientStatus(repl.ID) == "failed" }, waitFor, tick)
+	require.Equal(t, "running", srv.clientStatus(old.ID))
+	require.Equal(t, "running", c.runner(old.ID).Alloc().ClientStatus)
+
+	srv.setDesired(repl.ID, "stop") // e.g. the deployment failed and reverted
+	require.Eventually(t, func() bool { return srv.clientStatus(old.ID) == "complete" }, waitFor, tick,
+		"with no replacement waiting, the held stop is delivered")
+}

@@ -1,0 +1,49 @@
+// Package client is the Drover client agent: it turns a machine into a node
+// that runs the allocations the servers place on it.
+//
+// New loads (or creates) the node identity from <data_dir>/client/state.db,
+// fingerprints the host and drivers (package client/fingerprint), recreates
+// the alloc runners of the allocations it ran before a restart (reattaching
+// to running tasks, not restarting them), then runs four loops:
+//
+//   - nodeLoop registers the node (PUT /v1/internal/node/register) and
+//     heartbeats it (PUT /v1/internal/node/{id}/heartbeat) at about half the
+//     TTL the server returns, registering again on 404 or when a driver's
+//     fingerprint changed;
+//   - watchAllocs long-polls GET /v1/internal/node/{id}/allocs and diffs the
+//     list by ID and AllocModifyIndex (computeAllocDiff): new allocations
+//     get an alloc runner, changed ones are handed to theirs, allocations the
+//     server no longer lists (collected) are destroyed. A desired stop is
+//     held back while a replacement of the allocation (PreviousAllocation)
+//     prepares on this node: the replacement's runner stops it once
+//     prepared ("prefetch before kill", computeStopHolds), and a failed
+//     prepare leaves it running;
+//   - flushLoop batches the runners' status updates, coalesced by
+//     allocation, into PUT /v1/internal/node/{id}/allocs at most every
+//     200ms, retrying failures without losing updates;
+//   - driverLoop fingerprints the drivers every 30s.
+//
+// Every internal call carries the node's secret in X-Nomad-Token; a server
+// that cannot be reached is skipped for the next one in Config.Servers.
+//
+// Node lifecycle as seen from the client:
+//
+//	New ──> unregistered ──register──> registered ──heartbeat──> registered
+//	             ^                        │
+//	             └──── 404 / drivers changed
+//	Shutdown: loops stop, alloc runners stop supervising (tasks keep
+//	running), pending updates get one last flush, the database closes.
+//
+// Handler serves what servers proxy to the client: task logs
+// (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats and host
+// stats.
+//
+// Local state (package client/state) keeps, per allocation, the allocation
+// itself, task handles and task states, so a restarted client can restore
+// its runners without a server.
+//
+// Importers: the agent (command/agent) and tests. It imports
+// client/allocrunner, client/state, client/fingerprint, drivers (with the
+// built-in drivers linked), nomad/structs, command/agent/convert and the
+// nomad/api wire types.
+package client

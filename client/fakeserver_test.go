@@ -1,0 +1,324 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// fakeServer implements the four internal endpoints a client calls, backed
+// by maps, with a blocking allocs query woken by every change.
+type fakeServer struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu            sync.Mutex
+	ttl           time.Duration
+	index         uint64
+	nodes         map[string]*api.Node
+	secrets       map[string]string
+	registrations []*api.Node // every registration, in order
+	heartbeats    int
+	allocs        map[string]*api.Allocation
+	batches       []updateBatch // every alloc update call, in order
+	failUpdates   int           // answer the next n update calls with 500
+	badTokens     int           // calls with a wrong X-Nomad-Token
+	wake          chan struct{} // closed and replaced on every change
+}
+
+type updateBatch struct {
+	at     time.Time
+	allocs []*api.Allocation
+}
+
+func newFakeServer(t *testing.T) *fakeServer {
+	s := &fakeServer{t: t, ttl: 200 * time.Millisecond, nodes: map[string]*api.Node{}, secrets: map[string]string{},
+		allocs: map[string]*api.Allocation{}, wake: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /v1/internal/node/register", s.register)
+	mux.HandleFunc("PUT /v1/internal/node/{id}/heartbeat", s.heartbeat)
+	mux.HandleFunc("GET /v1/internal/node/{id}/allocs", s.getAllocs)
+	mux.HandleFunc("PUT /v1/internal/node/{id}/allocs", s.updateAllocs)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// addr is the server's "host:port".
+func (s *fakeServer) addr() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+
+// bumpLocked advances the index and wakes blocked queries.
+func (s *fakeServer) bumpLocked() uint64 {
+	s.index++
+	close(s.wake)
+	s.wake = make(chan struct{})
+	return s.index
+}
+
+func writeJSONT(w http.ResponseWriter, index uint64, v any) {
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// authLocked checks the token of a call about node id.
+func (s *fakeServer) authLocked(w http.ResponseWriter, r *http.Request, id string) bool {
+	if _, ok := s.nodes[id]; !ok {
+		http.Error(w, "node not found", http.StatusNotFound)
+		return false
+	}
+	if r.Header.Get("X-Nomad-Token") != s.secrets[id] {
+		s.badTokens++
+		http.Error(w, "Permission denied", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+func (s *fakeServer) register(w http.ResponseWriter, r *http.Request) {
+	var req registerRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Node == nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.Header.Get("X-Nomad-Token") != req.SecretID {
+		s.badTokens++
+	}
+	if old, ok := s.secrets[req.Node.ID]; ok && old != req.SecretID {
+		http.Error(w, "node secret mismatch", http.StatusForbidden)
+		return
+	}
+	s.nodes[req.Node.ID] = req.Node
+	s.secrets[req.Node.ID] = req.SecretID
+	s.registrations = append(s.registrations, req.Node)
+	idx := s.bumpLocked()
+	writeJSONT(w, idx, map[string]any{"EvalIDs": []string{}, "Index": idx, "HeartbeatTTL": s.ttl})
+}
+
+func (s *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
+	var req heartbeatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Status != "ready" {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authLocked(w, r, r.PathValue("id")) {
+		return
+	}
+	s.heartbeats++
+	writeJSONT(w, s.index, map[string]any{"HeartbeatTTL": s.ttl, "Index": s.index})
+}
+
+func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	minIndex, _ := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64)
+	wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
+	if err != nil {
+		http.Error(w, "bad wait", http.StatusBadRequest)
+		return
+	}
+	timeout := time.After(wait)
+	s.mu.Lock()
+	if !s.authLocked(w, r, id) {
+		s.mu.Unlock()
+		return
+	}
+	for s.index <= minIndex {
+		ch := s.wake
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout:
+		case <-r.Context().Done():
+			return
+		}
+		s.mu.Lock()
+		if ch == s.wake { // timed out without a change
+			break
+		}
+	}
+	out := []*api.Allocation{}
+	for _, a := range s.allocs {
+		if a.NodeID == id {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	raw, _ := json.Marshal(out) // snapshot under the lock
+	idx := s.index
+	s.mu.Unlock()
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
+	_, _ = w.Write(raw)
+}
+
+func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
+	var req allocUpdateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authLocked(w, r, r.PathValue("id")) {
+		return
+	}
+	if s.failUpdates > 0 {
+		s.failUpdates--
+		http.Error(w, "injected failure", http.StatusInternalServerError)
+		return
+	}
+	s.batches = append(s.batches, updateBatch{at: time.Now(), allocs: req.Allocs})
+	idx := s.bumpLocked()
+	for _, u := range req.Allocs {
+		a, ok := s.allocs[u.ID]
+		if !ok {
+			continue
+		}
+		// Client updates change ModifyIndex, not AllocModifyIndex.
+		a.ClientStatus, a.ClientDescription, a.TaskStates = u.ClientStatus, u.ClientDescription, u.TaskStates
+		a.DeploymentStatus = u.DeploymentStatus
+		a.ModifyIndex = idx
+	}
+	writeJSONT(w, idx, map[string]any{"Index": idx})
+}
+
+// upsertAlloc stores a (a server-side change: AllocModifyIndex advances).
+func (s *fakeServer) upsertAlloc(a *api.Allocation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := s.bumpLocked()
+	if old, ok := s.allocs[a.ID]; ok {
+		a.CreateIndex = old.CreateIndex
+	} else {
+		a.CreateIndex = idx
+	}
+	a.ModifyIndex, a.AllocModifyIndex = idx, idx
+	s.allocs[a.ID] = a
+}
+
+// stopAlloc sets the allocation's desired status to stop.
+func (s *fakeServer) stopAlloc(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := s.bumpLocked()
+	a := s.allocs[id]
+	a.DesiredStatus, a.DesiredDescription = "stop", "alloc is being stopped"
+	a.ModifyIndex, a.AllocModifyIndex = idx, idx
+}
+
+// deleteAlloc removes the allocation (garbage collection).
+func (s *fakeServer) deleteAlloc(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.allocs, id)
+	s.bumpLocked()
+}
+
+// forgetNodes drops every node, as a server that lost its state would.
+func (s *fakeServer) forgetNodes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes, s.secrets = map[string]*api.Node{}, map[string]string{}
+}
+
+// clientStatus returns the reported client status of alloc id.
+func (s *fakeServer) clientStatus(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.allocs[id]; a != nil {
+		return a.ClientStatus
+	}
+	return ""
+}
+
+// taskState returns a copy of the reported state of task of alloc id.
+func (s *fakeServer) taskState(id, task string) *api.TaskState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.allocs[id]
+	if a == nil || a.TaskStates[task] == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(a.TaskStates[task])
+	var out api.TaskState
+	_ = json.Unmarshal(raw, &out)
+	return &out
+}
+
+// reported lists, in order, the client statuses received for alloc id.
+func (s *fakeServer) reported(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, b := range s.batches {
+		for _, a := range b.allocs {
+			if a.ID == id {
+				out = append(out, a.ClientStatus)
+			}
+		}
+	}
+	return out
+}
+
+func (s *fakeServer) counts() (registrations, heartbeats int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.registrations), s.heartbeats
+}
+
+func (s *fakeServer) lastRegistration() *api.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.registrations) == 0 {
+		return nil
+	}
+	return s.registrations[len(s.registrations)-1]
+}
+
+func (s *fakeServer) batchesCopy() []updateBatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]updateBatch(nil), s.batches...)
+}
+
+func (s *fakeServer) resetBatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches = nil
+}
+
+// replaceAlloc stops old and places repl as its replacement on the same
+// node, in one change (as one plan would).
+func (s *fakeServer) replaceAlloc(oldID string, repl *api.Allocation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := s.bumpLocked()
+	old := s.allocs[oldID]
+	old.DesiredStatus, old.DesiredDescription = "stop", "alloc is being updated due to job update"
+	old.ModifyIndex, old.AllocModifyIndex = idx, idx
+	old.NextAllocation = repl.ID
+	repl.PreviousAllocation = oldID
+	repl.CreateIndex, repl.ModifyIndex, repl.AllocModifyIndex = idx, idx, idx
+	s.allocs[repl.ID] = repl
+}
+
+// setDesired changes the desired status of alloc id.
+func (s *fakeServer) setDesired(id, desired string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := s.bumpLocked()
+	a := s.allocs[id]
+	a.DesiredStatus = desired
+	a.ModifyIndex, a.AllocModifyIndex = idx, idx
+}
