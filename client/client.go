@@ -194,6 +194,9 @@ func (c *Client) restoreAllocs() {
 			c.logger.Error("failed to read task states", "alloc_id", a.ID, "error", err)
 		}
 		if final, ok := finalStatus(a, states); ok {
+			if final.DeploymentStatus, err = allocrunner.FinalHealth(c.db, a, states, c.cfg.Now()); err != nil {
+				c.logger.Error("failed to read or record deployment health", "alloc_id", a.ID, "error", err)
+			}
 			c.allocs[a.ID] = &allocEntry{modifyIndex: a.AllocModifyIndex}
 			c.updates.add(final)
 			continue
@@ -234,7 +237,8 @@ func (c *Client) forgetOrphans(allocs []*structs.Allocation) {
 }
 
 // finalStatus returns the client update of an allocation whose tasks are
-// all dead, and false when some task may still run (or never started).
+// all dead, and false when some task may still run (or never started). It
+// leaves DeploymentStatus nil (see allocrunner.FinalHealth).
 func finalStatus(a *structs.Allocation, states map[string]*structs.TaskState) (*structs.Allocation, bool) {
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
 	if tg == nil || len(tg.Tasks) == 0 {
@@ -245,7 +249,7 @@ func finalStatus(a *structs.Allocation, states map[string]*structs.TaskState) (*
 			return nil, false
 		}
 	}
-	u := &structs.Allocation{ID: a.ID, TaskStates: states, DeploymentStatus: a.DeploymentStatus}
+	u := &structs.Allocation{ID: a.ID, TaskStates: states}
 	u.ClientStatus, u.ClientDescription = allocrunner.ClientStatus(states)
 	return u, true
 }

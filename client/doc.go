@@ -35,12 +35,16 @@
 //	running), pending updates get one last flush, the database closes.
 //
 // Handler serves what servers proxy to the client: task logs
-// (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats and host
-// stats.
+// (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats, the
+// allocation's service check results and host stats.
+//
+// Deployment health is decided by the alloc runners (package
+// client/allocrunner/health) and travels as the DeploymentStatus of their
+// status updates; an update without one leaves the server's unchanged.
 //
 // Local state (package client/state) keeps, per allocation, the allocation
-// itself, task handles and task states, so a restarted client can restore
-// its runners without a server.
+// itself, task handles, task states and the deployment health record, so
+// a restarted client can restore its runners without a server.
 //
 // Importers: the agent (command/agent) and tests. It imports
 // client/allocrunner, client/state, client/fingerprint, drivers (with the

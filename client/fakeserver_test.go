@@ -187,7 +187,9 @@ func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
 		}
 		// Client updates change ModifyIndex, not AllocModifyIndex.
 		a.ClientStatus, a.ClientDescription, a.TaskStates = u.ClientStatus, u.ClientDescription, u.TaskStates
-		a.DeploymentStatus = u.DeploymentStatus
+		if u.DeploymentStatus != nil { // none: the server keeps its own
+			a.DeploymentStatus = u.DeploymentStatus
+		}
 		a.ModifyIndex = idx
 	}
 	writeJSONT(w, idx, map[string]any{"Index": idx})
@@ -240,6 +242,18 @@ func (s *fakeServer) clientStatus(id string) string {
 		return a.ClientStatus
 	}
 	return ""
+}
+
+// deploymentStatus returns a copy of the deployment status of alloc id.
+func (s *fakeServer) deploymentStatus(id string) *api.AllocDeploymentStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.allocs[id]
+	if a == nil || a.DeploymentStatus == nil {
+		return nil
+	}
+	ds := *a.DeploymentStatus
+	return &ds
 }
 
 // taskState returns a copy of the reported state of task of alloc id.

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/fingerprint"
 )
 
@@ -49,11 +50,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 //
 //	GET /v1/client/fs/logs/{alloc}?task=&type=stdout|stderr&plain=&follow=&origin=start|end&offset=
 //	GET /v1/client/allocation/{id}/stats
+//	GET /v1/client/allocation/{id}/checks
 //	GET /v1/client/stats
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.handleLogs)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/stats", c.handleAllocStats)
+	mux.HandleFunc("GET /v1/client/allocation/{id}/checks", c.handleAllocChecks)
 	mux.HandleFunc("GET /v1/client/stats", c.handleHostStats)
 	return mux
 }
@@ -74,6 +77,32 @@ func (c *Client) handleAllocStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, allocStats(ar.Alloc(), c.cfg.Now().UnixNano()))
+}
+
+// handleAllocChecks answers the latest results of the allocation's
+// Nomad-native service checks, by check ID.
+func (c *Client) handleAllocChecks(w http.ResponseWriter, r *http.Request) {
+	ar, err := c.allocRunner(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, checkStatuses(ar.CheckResults()))
+}
+
+func checkStatuses(results []health.CheckResult) api.AllocCheckStatuses {
+	out := make(api.AllocCheckStatuses, len(results))
+	for _, r := range results {
+		var ts int64
+		if !r.Timestamp.IsZero() {
+			ts = r.Timestamp.Unix()
+		}
+		out[r.Def.ID] = api.AllocCheckStatus{
+			ID: r.Def.ID, Check: r.Def.Name, Group: r.Def.Group, Mode: r.Def.Mode, Output: r.Output,
+			Service: r.Def.Service, Task: r.Def.Task, Status: r.Status, StatusCode: r.StatusCode, Timestamp: ts,
+		}
+	}
+	return out
 }
 
 func (c *Client) handleHostStats(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -105,6 +106,17 @@ func (s *fakeState) AllocsByNode(_ memdb.WatchSet, nodeID string) ([]*structs.Al
 	for _, id := range ids {
 		out = append(out, s.allocs[id])
 	}
+	return out, nil
+}
+
+func (s *fakeState) JobVersionsByID(_ memdb.WatchSet, ns, id string) ([]*structs.Job, error) {
+	var out []*structs.Job
+	for _, v := range s.versions {
+		if v.Namespace == ns && v.ID == id {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version > out[j].Version })
 	return out, nil
 }
 

@@ -40,6 +40,11 @@ type ReconcileInput struct {
 	Now time.Time
 	// Feasible judges constraints and drivers; nil accepts every node.
 	Feasible FeasibleFunc
+	// RevertsToStable is set when Job's spec equals an earlier version that
+	// is stable (an auto-revert or `job revert` to a known-good version).
+	// Such a rollout gets no canaries: the spec has already proven itself,
+	// and a rollback must not wait for a manual promotion.
+	RevertsToStable bool
 }
 
 // ReconcileResult is the reconciler's decision. Every set is sorted by node

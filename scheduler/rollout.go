@@ -145,13 +145,13 @@ func isCanary(a *structs.Allocation) bool {
 // never below the canaries already running.
 //
 // Assumptions: job version 0 has nothing to compare against, so it gets no
-// canaries. The percentage is validated to 0..100 when the job is
+// canaries, nor does a rollout back to a stable spec (RevertsToStable). The percentage is validated to 0..100 when the job is
 // registered; it is clamped here so that a job stored without validation
 // cannot ask for more canaries than there are nodes.
 func (r *reconciler) desiredCanaries(g *GroupResult, p groupProgress) int {
 	u := g.Group.Update
 	pct := min(max(u.Canary, 0), 100)
-	if pct == 0 || r.job.Version == 0 {
+	if pct == 0 || r.job.Version == 0 || r.in.RevertsToStable {
 		return p.liveCanaries
 	}
 	nodes := len(g.DestructiveUpdate) + p.liveCanaries

@@ -520,3 +520,34 @@ func TestDeploymentComplete(t *testing.T) {
 	}
 	require.False(t, DeploymentComplete(nil))
 }
+
+// A rollback to a spec that already proved itself (an auto-revert or a `job
+// revert` to a stable version) gets no canaries, so it never waits for a
+// manual promotion; it still rolls in waves of max_parallel.
+func TestRollout_RevertToStableSpecSkipsCanaries(t *testing.T) {
+	f := newFleet(4, update(2, 50), nil)
+	f.deploy(structs.DeploymentStatusFailed, map[string]*structs.DeploymentState{"tg1": {DesiredTotal: 4}})
+	f.old("tg1", span(0, 4)...)
+	revert := f.v1.Copy()
+	revert.Version, revert.JobModifyIndex = 5, 50
+	in := ReconcileInput{Job: revert, Nodes: f.nodes, Allocs: f.allocs, Deployment: f.d, Now: f.now, Feasible: NewFeasibleFunc(revert)}
+
+	withCanaries := Reconcile(in)
+	require.Equal(t, uint64(2), withCanaries.DesiredTGUpdates["tg1"].Canary, "an ordinary new version canaries 50%")
+
+	in.RevertsToStable = true
+	res := Reconcile(in)
+	require.Equal(t, "place=0 destructive=2 canary=0 inplace=0 deferred=2 stop=0 | total=4 placed=2 canaries=0/0", gateSummary(res, "tg1"))
+	require.Equal(t, structs.DeploymentStatusDescriptionRunning, res.Deployment.StatusDescription)
+}
+
+func TestRevertsToStable(t *testing.T) {
+	v0 := &structs.Job{ID: "web", Version: 0, Stable: true, Priority: 50}
+	v1 := &structs.Job{ID: "web", Version: 1, Stable: false, Priority: 60}
+	revert := &structs.Job{ID: "web", Version: 2, Priority: 50}
+	require.True(t, revertsToStable(revert, []*structs.Job{revert, v1, v0}))
+	unstable := *v0
+	unstable.Stable = false
+	require.False(t, revertsToStable(revert, []*structs.Job{revert, v1, &unstable}), "only stable versions count")
+	require.False(t, revertsToStable(v1, []*structs.Job{v1, v0}), "a changed spec is no revert")
+}

@@ -20,6 +20,8 @@ type State interface {
 	// terminal ones included.
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
 	LatestDeploymentByJobID(ws memdb.WatchSet, namespace, jobID string) (*structs.Deployment, error)
+	// JobVersionsByID returns the job's stored versions, newest first.
+	JobVersionsByID(ws memdb.WatchSet, namespace, id string) ([]*structs.Job, error)
 	LatestIndex() uint64
 }
 

@@ -154,9 +154,25 @@ func (s *systemScheduler) computePlan(eval *structs.Evaluation) (planOutcome, er
 	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: s.now()}
 	if job != nil {
 		in.Feasible = NewFeasibleFunc(job)
+		versions, err := s.state.JobVersionsByID(nil, eval.Namespace, eval.JobID)
+		if err != nil {
+			return planOutcome{}, fmt.Errorf("scheduler: read versions of job %q: %w", eval.JobID, err)
+		}
+		in.RevertsToStable = revertsToStable(job, versions)
 	}
 	return buildPlan(planInput{
 		eval: eval, job: job, nodes: nodes, stored: d, result: Reconcile(in),
 		state: s.state, index: index, newID: s.newID,
 	})
+}
+
+// revertsToStable reports whether job's spec equals an earlier stable
+// version's.
+func revertsToStable(job *structs.Job, versions []*structs.Job) bool {
+	for _, v := range versions {
+		if v.Version < job.Version && v.Stable && !v.SpecChanged(job) {
+			return true
+		}
+	}
+	return false
 }

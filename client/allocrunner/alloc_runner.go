@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -29,6 +30,7 @@ type AllocRunner struct {
 	tasks          []*taskrunner.TaskRunner // in the group's order
 	leaders        map[string]bool          // leader tasks by name
 	hooks          []RunnerHook
+	healthHook     *healthHook
 	prepareTimeout time.Duration
 
 	runCtx    context.Context // cancelled on kill and shutdown; aborts prerun
@@ -50,6 +52,9 @@ type AllocRunner struct {
 	alloc      *structs.Allocation
 	runStarted bool
 	restored   bool // restored with started tasks
+	// health is the client's decided health in alloc's current deployment
+	// (see healthHook), or nil; reported as alloc's DeploymentStatus.
+	health *health.Record
 	// stopHolds counts local replacements that hold this runner's desired
 	// stop (see LocalPrevAlloc); stopDeferred records a stop they deferred.
 	stopHolds    int
@@ -97,7 +102,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
-	ar.initHooks()
+	ar.initHooks(cfg.Node)
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}
@@ -298,7 +303,8 @@ func (ar *AllocRunner) allDead() bool {
 }
 
 // taskStateChanged is every task runner's OnStateChange: it kills the
-// siblings of a failed task (or of a dead leader), then publishes.
+// siblings of a failed task (or of a dead leader), tells the hooks, then
+// publishes.
 func (ar *AllocRunner) taskStateChanged() {
 	states := ar.taskStates()
 	if reason, sibling := siblingKill(states, ar.leaders); reason != killNone {
@@ -313,6 +319,11 @@ func (ar *AllocRunner) taskStateChanged() {
 			tr.Kill(ev)
 		}
 	}
+	for _, h := range ar.hooks {
+		if w, ok := h.(TaskStateWatcher); ok {
+			w.TaskStateChanged()
+		}
+	}
 	ar.publish()
 }
 
@@ -324,26 +335,67 @@ func (ar *AllocRunner) taskStates() map[string]*structs.TaskState {
 	return states
 }
 
-// publish hands the current client state to the StateUpdater.
+// publish hands the current client state to the StateUpdater. Its
+// DeploymentStatus is the client's health decision in the allocation's
+// current deployment, or nil (the server keeps what it has): the client
+// never echoes the server's deployment status back, which could undo a
+// health set through the API, and stops sending its decision once the
+// server's version of the allocation has a health.
 func (ar *AllocRunner) publish() {
 	if ar.stateUpdater == nil {
 		return
 	}
 	ar.publishMu.Lock()
 	defer ar.publishMu.Unlock()
-	ar.stateUpdater(ar.Alloc())
+	ar.stateUpdater(ar.snapshot(true))
 }
 
 // Alloc returns a copy of the allocation (the latest server version) with
-// the current client state: ClientStatus, ClientDescription, TaskStates.
-func (ar *AllocRunner) Alloc() *structs.Allocation {
+// the current client state: ClientStatus, ClientDescription, TaskStates,
+// and the DeploymentStatus the client decided (else the server's).
+func (ar *AllocRunner) Alloc() *structs.Allocation { return ar.snapshot(false) }
+
+// snapshot is Alloc; for the server (forServer), DeploymentStatus is the
+// client's decision, or nil when there is none or the server's version
+// already has a health.
+func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 	ar.mu.Lock()
 	a := ar.alloc.Copy()
+	rec := ar.health
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	var ds *structs.AllocDeploymentStatus
+	if rec != nil && rec.DeploymentID == a.DeploymentID {
+		ds = rec.Status(a.DeploymentStatus != nil && a.DeploymentStatus.Canary)
+	}
+	switch {
+	case forServer && a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil:
+		a.DeploymentStatus = nil
+	case ds != nil || forServer:
+		a.DeploymentStatus = ds
+	}
 	return a
 }
+
+// serverAlloc returns a copy of the latest server version of the
+// allocation, without client state.
+func (ar *AllocRunner) serverAlloc() *structs.Allocation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.alloc.Copy()
+}
+
+// setHealth records the client's health decision (nil: none).
+func (ar *AllocRunner) setHealth(r *health.Record) {
+	ar.mu.Lock()
+	ar.health = r
+	ar.mu.Unlock()
+}
+
+// CheckResults returns the latest results of the allocation's
+// Nomad-native service checks, sorted by check ID; nil when it has none.
+func (ar *AllocRunner) CheckResults() []health.CheckResult { return ar.healthHook.checkResults() }
 
 // Update adopts a newer server version of the allocation. A desired stop
 // (or evict) kills the tasks (kill_timeout, kill_signal, shutdown delays),

@@ -32,7 +32,8 @@ type Config struct {
 	StateDB      StateDB             // required
 	Logger       hclog.Logger        // default: null logger
 	// StateUpdater receives the alloc's client-side state whenever it changes (ClientStatus,
-	// ClientDescription, TaskStates). Must not block for long; the client batches to the server.
+	// ClientDescription, TaskStates, and DeploymentStatus: the client's health decision, or nil
+	// to leave the server's). Must not block for long; the client batches to the server.
 	// Calls are serialized; each carries the state at the time of the call. It is called from the
 	// runner's goroutines: it must not call Destroy or Shutdown synchronously (Alloc is fine).
 	StateUpdater func(update *structs.Allocation)

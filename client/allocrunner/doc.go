@@ -6,8 +6,9 @@
 // agent creates one AllocRunner per allocation it is assigned.
 //
 // Sub-packages: taskrunner (one task), restarts (the pure restart policy),
-// taskenv (environment and ${...} interpolation), allocdir (directory
-// layout).
+// health (the pure deployment health decision and the service check
+// runner), taskenv (environment and ${...} interpolation), allocdir
+// (directory layout).
 //
 // Lifecycle:
 //
@@ -16,6 +17,7 @@
 //	                               ├─ every task "Received"
 //	                               ├─ prerun hooks, in order:
 //	                               │    alloc_dir   build <root>/<alloc>/{alloc/{logs,data,tmp},<task>/{local,secrets,tmp}}
+//	                               │    health      start service checks and deployment health tracking
 //	                               │    prepare     prepare tasks ── failure ──► task failed, previous alloc untouched
 //	                               │                PrevAlloc.Stop(); PrevAlloc.Wait()
 //	                               │                prepare tasks with prefetch = false
@@ -30,6 +32,20 @@
 //	Shutdown: Run returns, tasks keep running (the next client process Restores them).
 //	Destroy:  kill (running Run if needed), forget the tasks in their drivers, destroy hooks
 //	          (remove the alloc dir, delete the persisted state). Idempotent.
+//
+// Deployment health (hook_health.go): for an allocation of a deployment
+// whose group's update block says health_check = "checks" or
+// "task_states", and whose health the server has not set, a goroutine
+// calls health.Evaluate on every task state and check status change and at
+// the WakeAt it returns. The first decision is persisted (HealthDB) and
+// published as the allocation's DeploymentStatus (the server's canary flag
+// kept) with every later update; it is final for the deployment, also
+// across client restarts, which resume tracking with the original deadline.
+// An unhealthy decision adds an "Alloc Unhealthy" event with the reason to
+// every task. An in-place update into another deployment tracks afresh. A
+// killed or shut down runner stops tracking undecided. Published updates
+// never echo the server's DeploymentStatus: without a client decision it is
+// nil, which leaves the server's as it is.
 //
 // Client status (ClientStatus, pure): failed if a task failed, else running
 // if a task runs, else pending if a task has not started (or waits to

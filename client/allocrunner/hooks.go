@@ -63,6 +63,13 @@ type PreKillRequest struct {
 	TasksStarted bool // whether any task has started
 }
 
+// TaskStateWatcher is told after any task's state changed. It must not
+// block.
+type TaskStateWatcher interface {
+	RunnerHook
+	TaskStateChanged()
+}
+
 // Destroyer cleans up after the runner is done, when it is destroyed.
 type Destroyer interface {
 	RunnerHook
@@ -94,10 +101,13 @@ func runHooks[H RunnerHook](ar *AllocRunner, phase string, stopOnErr bool, fn fu
 	return joinErrs(errs)
 }
 
-// initHooks builds the runner's hooks, in the order they run.
-func (ar *AllocRunner) initHooks() {
+// initHooks builds the runner's hooks, in the order they run. The health
+// hook runs before prepare, so healthy_deadline counts the prepare step.
+func (ar *AllocRunner) initHooks(node *structs.Node) {
+	ar.healthHook = newHealthHook(ar, node)
 	ar.hooks = []RunnerHook{
 		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
+		ar.healthHook,
 		newPrepareHook(ar),
 		newShutdownDelayHook(ar),
 		&stateHook{db: ar.stateDB, allocID: ar.id},

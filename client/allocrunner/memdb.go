@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -17,13 +18,17 @@ type MemDB struct {
 	mu      sync.Mutex
 	handles map[string][]byte // "<alloc>/<task>" → JSON
 	states  map[string][]byte
+	health  map[string][]byte // "<alloc>/" → JSON
 }
 
-var _ StateDB = (*MemDB)(nil)
+var (
+	_ StateDB  = (*MemDB)(nil)
+	_ HealthDB = (*MemDB)(nil)
+)
 
 // NewMemDB returns an empty MemDB.
 func NewMemDB() *MemDB {
-	return &MemDB{handles: map[string][]byte{}, states: map[string][]byte{}}
+	return &MemDB{handles: map[string][]byte{}, states: map[string][]byte{}, health: map[string][]byte{}}
 }
 
 func memKey(allocID, task string) string { return allocID + "/" + task }
@@ -50,12 +55,23 @@ func (m *MemDB) GetTaskState(allocID, task string) (*structs.TaskState, error) {
 	return st, m.get(m.states, memKey(allocID, task), &st)
 }
 
+// PutDeploymentHealth stores r; nil clears it.
+func (m *MemDB) PutDeploymentHealth(allocID string, r *health.Record) error {
+	return m.put(m.health, memKey(allocID, ""), r)
+}
+
+// GetDeploymentHealth returns the stored record or nil.
+func (m *MemDB) GetDeploymentHealth(allocID string) (*health.Record, error) {
+	var r *health.Record
+	return r, m.get(m.health, memKey(allocID, ""), &r)
+}
+
 // DeleteAlloc removes everything stored for allocID.
 func (m *MemDB) DeleteAlloc(allocID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prefix := allocID + "/"
-	for _, tbl := range []map[string][]byte{m.handles, m.states} {
+	for _, tbl := range []map[string][]byte{m.handles, m.states, m.health} {
 		for k := range tbl {
 			if strings.HasPrefix(k, prefix) {
 				delete(tbl, k)
@@ -65,11 +81,11 @@ func (m *MemDB) DeleteAlloc(allocID string) error {
 	return nil
 }
 
-// Len returns how many handles and states are stored.
+// Len returns how many handles, states and health records are stored.
 func (m *MemDB) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.handles) + len(m.states)
+	return len(m.handles) + len(m.states) + len(m.health)
 }
 
 func (m *MemDB) put(tbl map[string][]byte, key string, v any) error {

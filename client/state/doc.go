@@ -8,14 +8,16 @@
 //	allocs / <allocID>         "alloc"          the structs.Allocation the client runs
 //	                           "handle/<task>"  drivers.TaskHandle
 //	                           "state/<task>"   structs.TaskState
+//	                           "health"         health.Record (deployment health)
 //
 // DB implements the alloc runner's StateDB interface (task handles and task
-// states, DeleteAlloc) and adds the node identity and the allocations
-// themselves, so that the client can recreate its alloc runners offline.
+// states, DeleteAlloc) and its HealthDB interface, and adds the node
+// identity and the allocations themselves, so that the client can recreate
+// its alloc runners offline.
 // Every method is one bbolt transaction and safe for concurrent use; values
 // are JSON so the file stays readable with any bbolt tool.
 //
 // Importers: the client agent (package client) only; alloc runners see it
-// through their own StateDB interface. It imports bbolt, drivers and
-// nomad/structs.
+// through their own StateDB interface. It imports bbolt, drivers,
+// nomad/structs and client/allocrunner/health (the record type).
 package state

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -25,6 +26,7 @@ var (
 
 	keyIdentity = []byte("identity")
 	keyAlloc    = []byte("alloc")
+	keyHealth   = []byte("health")
 )
 
 const (
@@ -331,6 +333,27 @@ func (db *DB) TaskStates(allocID string) (map[string]*structs.TaskState, error) 
 		return nil, fmt.Errorf("state: reading task states of %s: %w", allocID, err)
 	}
 	return out, nil
+}
+
+// PutDeploymentHealth stores the alloc runner's deployment health record
+// of allocID; nil deletes it.
+func (db *DB) PutDeploymentHealth(allocID string, r *health.Record) error {
+	what := "deployment health of " + allocID
+	if r == nil {
+		return db.deleteAllocKey(allocID, keyHealth, what)
+	}
+	return db.putAllocKey(allocID, keyHealth, r, what)
+}
+
+// GetDeploymentHealth returns the stored deployment health record of
+// allocID, or nil.
+func (db *DB) GetDeploymentHealth(allocID string) (*health.Record, error) {
+	r := new(health.Record)
+	found, err := db.getAllocKey(allocID, keyHealth, r, "deployment health of "+allocID)
+	if err != nil || !found {
+		return nil, err
+	}
+	return r, nil
 }
 
 // DeleteAlloc removes everything stored for allocID; a missing alloc is not

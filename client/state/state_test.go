@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -131,4 +132,37 @@ func TestClosed(t *testing.T) {
 	_, err := db.NodeIdentity()
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, db.PutTaskState("a", "t", &structs.TaskState{}), ErrClosed)
+}
+
+func TestDeploymentHealth(t *testing.T) {
+	db, path := openTemp(t)
+	r, err := db.GetDeploymentHealth("a1")
+	require.NoError(t, err)
+	require.Nil(t, r)
+
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	healthy := true
+	want := &health.Record{DeploymentID: "d1", Start: start, Healthy: &healthy, Timestamp: start.Add(time.Minute), Reason: "ok"}
+	require.NoError(t, db.PutDeploymentHealth("a1", want))
+	require.NoError(t, db.Close())
+	db, err = Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	r, err = db.GetDeploymentHealth("a1")
+	require.NoError(t, err)
+	require.Equal(t, want, r)
+	tasks, err := db.TaskStates("a1")
+	require.NoError(t, err)
+	require.Empty(t, tasks, "the record is not a task state")
+
+	require.NoError(t, db.PutDeploymentHealth("a1", nil))
+	r, err = db.GetDeploymentHealth("a1")
+	require.NoError(t, err)
+	require.Nil(t, r)
+
+	require.NoError(t, db.PutDeploymentHealth("a1", want))
+	require.NoError(t, db.DeleteAlloc("a1"))
+	r, err = db.GetDeploymentHealth("a1")
+	require.NoError(t, err)
+	require.Nil(t, r)
 }

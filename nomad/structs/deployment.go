@@ -38,6 +38,10 @@ func (d *Deployment) Copy() *Deployment {
 	c := *d
 	c.TaskGroups = make(map[string]*DeploymentState, len(d.TaskGroups))
 	for k, v := range d.TaskGroups {
+		if v == nil {
+			c.TaskGroups[k] = nil
+			continue
+		}
 		s := *v
 		s.PlacedCanaries = append([]string(nil), v.PlacedCanaries...)
 		c.TaskGroups[k] = &s

@@ -34,6 +34,7 @@ const (
 	EventLeaderDead       = "Leader Task Dead"
 	EventShutdownDelay    = "Waiting for shutdown delay"
 	EventRestoreFailed    = "Failed Restoring Task"
+	EventAllocUnhealthy   = "Alloc Unhealthy"
 )
 
 // Keys of TaskEvent.Details.
@@ -223,6 +224,14 @@ func NewSiblingFailed(now time.Time, sibling string) *structs.TaskEvent {
 // NewLeaderDead is the kill reason of a task whose group's leader task died.
 func NewLeaderDead(now time.Time) *structs.TaskEvent {
 	return newEvent(EventLeaderDead, now, "Leader Task in Group dead")
+}
+
+// NewAllocUnhealthy records why the client marked the allocation unhealthy
+// in its deployment.
+func NewAllocUnhealthy(now time.Time, reason string) *structs.TaskEvent {
+	e := newEvent(EventAllocUnhealthy, now, reason)
+	e.Message = reason
+	return e
 }
 
 func eventRestoreFailed(now time.Time, err error) *structs.TaskEvent {

@@ -303,6 +303,14 @@ func (tr *TaskRunner) Note(msg string) {
 	tr.emit(eventSetup(tr.now(), msg))
 }
 
+// AddEvent records e, an event from outside the task runner (such as
+// NewAllocUnhealthy), in the task's state.
+func (tr *TaskRunner) AddEvent(e *structs.TaskEvent) {
+	if e != nil {
+		tr.emit(e)
+	}
+}
+
 // MarkReceived records the Received event of a new task (not of a restored
 // one that already has events).
 func (tr *TaskRunner) MarkReceived() {
