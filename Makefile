@@ -32,7 +32,7 @@ fuzz:
 	$(GO) test ./command/agent -run '^$$' -fuzz '^FuzzJobRegisterDecode$$' -fuzztime 20s
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./nomad/state ./nomad/fsm
+	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./nomad ./nomad/state ./nomad/fsm ./scheduler
 
 # The demo: a dev agent and a system job rolled out with a deployment.
 demo: build

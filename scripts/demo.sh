@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Drover demo: a dev agent (server + client) and three more client agents on
 # loopback, then a system job rolled out as a deployment:
-#   1. version 1 is placed on every node; the deployment succeeds once each
-#      allocation has been healthy for min_healthy_time;
-#   2. version 2 goes to canaries (50% of the nodes) that replace the old
-#      allocation in place, waits for promotion, is promoted, then replaces
-#      the rest in health-gated waves of max_parallel = 2;
-#   3. version 3 is broken (its task exits): the deployment fails and
-#      auto_revert rolls the fleet back to version 2.
+#   1. job version 0 ("web v1") is placed on every node; the deployment
+#      succeeds once each allocation has been healthy for min_healthy_time;
+#   2. job version 1 ("web v2") goes to canaries (50% of the nodes) that
+#      replace the old allocation in place, waits for promotion, is
+#      promoted, then replaces the rest in health-gated waves of
+#      max_parallel = 2;
+#   3. job version 2 ("web v3") is broken (its task exits): the deployment
+#      fails after one wave and auto_revert rolls the fleet back to web v2
+#      (job version 3, a copy of the stable version 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/drover}
@@ -63,10 +65,10 @@ for _ in $(seq 1 100); do
 done
 "$BIN" node status
 
-say "Version 1: placed on every node, deployment gated on health"
+say "Job version 0 (web v1): placed on every node, deployment gated on health"
 "$BIN" job run -var version=1 examples/web.nomad.hcl
 
-say "Version 2: canaries on 50% of the nodes, then promotion"
+say "Job version 1 (web v2): canaries on 50% of the nodes, then promotion"
 "$BIN" job run -detach -var version=2 -var canary=50 examples/web.nomad.hcl
 for _ in $(seq 1 150); do
   "$BIN" job status web | grep -q "requires manual promotion" && break
@@ -81,7 +83,7 @@ for _ in $(seq 1 60); do
 done
 "$BIN" deployment status -monitor "$DEPLOYMENT"
 
-say "Version 3 is broken: the deployment fails and auto_revert rolls back to version 2"
+say "Job version 2 (web v3) is broken: the deployment fails and auto_revert rolls back to web v2"
 set +e
 "$BIN" job run -var version=3 -var 'command=exit 1' examples/web.nomad.hcl
 echo "(job run exited with $? as the deployment failed)"
@@ -90,7 +92,7 @@ sleep 1
 "$BIN" job history web | head -20
 "$BIN" job status web
 
-say "Done. Every node runs version 2 again:"
+say "Done. Every node runs web v2 again (job version 3):"
 for alloc in $("$BIN" job status web | awk '/^Allocations/{f=1;next} f && $5=="run" && $6=="running"{print $1}'); do
   "$BIN" alloc logs "$alloc" server | tail -1
 done
