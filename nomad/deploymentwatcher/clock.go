@@ -1,36 +1,17 @@
 package deploymentwatcher
 
-import "time"
+import (
+	"time"
 
-// Clock is the watcher's source of time and timers. The server uses
-// RealClock; tests inject a fake whose timers fire when the test advances
-// it.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has elapsed (at once
-	// when d is not positive).
-	AfterFunc(d time.Duration, f func()) Timer
-}
+	"github.com/drover-project/drover/helper/clock"
+)
+
+// Clock is the source of time and timers (see package clock).
+type Clock = clock.Clock
 
 // Timer is a timer started by Clock.AfterFunc.
-type Timer interface {
-	// Stop prevents the timer from firing and reports whether it did (false
-	// if it had already fired or been stopped). The watcher tolerates a
-	// callback that runs after Stop.
-	Stop() bool
-}
+type Timer = clock.Timer
 
-// RealClock returns a Clock backed by the time package. now, when not nil,
-// replaces time.Now for reading the time; timers always run on real time.
-func RealClock(now func() time.Time) Clock {
-	if now == nil {
-		now = time.Now
-	}
-	return realClock{now: now}
-}
-
-type realClock struct{ now func() time.Time }
-
-func (c realClock) Now() time.Time { return c.now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// RealClock returns a Clock backed by the time package; now, when not nil,
+// replaces time.Now for reading the time.
+func RealClock(now func() time.Time) Clock { return clock.Real(now) }
