@@ -100,6 +100,30 @@ func TestClientsRunSystemJobEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, regexp.MustCompile(`(?m)^web\s+0\s+0\s+3\s+0\s+0\s+0\s+0\s*$`), out, "summary: 3 running")
 
+	// alloc logs reads the task's stdout through the server.
+	for _, a := range runningAllocs(t, c, "web") {
+		code, out = drover(t, srv.httpAddr(), "alloc", "logs", a.ID[:8])
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "started")
+		break
+	}
+
+	// Draining a node stops its allocation and completes; the node stays
+	// ineligible until made eligible again, then gets its allocation back.
+	drained := nodeIDOf(t, c, clients[0].name)
+	code, out = drover(t, srv.httpAddr(), "node", "drain", "-enable", "-yes", drained[:8])
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Drain complete for node "+drained)
+	require.NotContains(t, runningAllocs(t, c, "web"), drained)
+	node, _, err := c.Nodes().Info(drained, nil)
+	require.NoError(t, err)
+	require.Equal(t, "ineligible", node.SchedulingEligibility)
+	require.False(t, node.Drain)
+	code, out = drover(t, srv.httpAddr(), "node", "eligibility", "-enable", drained[:8])
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "eligible for scheduling")
+	require.Eventually(t, func() bool { return runningAllocs(t, c, "web")[drained] != nil }, 30*time.Second, 200*time.Millisecond)
+
 	// A fourth client joining gets an allocation within seconds.
 	fourth := newClientAgent(t, "client-4", srv.httpHostPort())
 	clients = append(clients, fourth)

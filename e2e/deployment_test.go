@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -133,16 +134,21 @@ func TestSystemJobDeploymentStory(t *testing.T) {
 	time.Sleep(2 * time.Second) // give the scheduler a chance to misbehave
 	require.Equal(t, 2, liveVersions(t, c)[1], "no new-version placement before promotion")
 
-	// Pause holds the rollout even after promotion; resume continues it.
+	// Pause holds the rollout even after promotion; resume continues it in
+	// waves of at most 2.
 	code, out = drover(t, srv.httpAddr(), "deployment", "pause", d.ID)
 	require.Equal(t, 0, code, out)
 	code, out = drover(t, srv.httpAddr(), "deployment", "promote", "-detach", d.ID)
 	require.Equal(t, 0, code, out)
 	time.Sleep(2 * time.Second)
 	require.Equal(t, 2, liveVersions(t, c)[1], "a paused deployment places nothing")
+	stopSampling := make(chan struct{})
+	mostV1 := waveSampler(t, c, 1, stopSampling)
 	code, out = drover(t, srv.httpAddr(), "deployment", "resume", d.ID)
 	require.Equal(t, 0, code, out)
 	waitDeployment(t, c, 1, "successful")
+	close(stopSampling)
+	require.LessOrEqual(t, <-mostV1, 3, "waves of 2, plus the joined node's unlimited placement")
 	require.Equal(t, map[uint64]int{1: 6}, liveVersions(t, c), "after promotion every node, the new one included, runs version 1")
 
 	// Version 2 is broken: its first wave turns unhealthy, the deployment
@@ -168,6 +174,89 @@ func TestSystemJobDeploymentStory(t *testing.T) {
 		v := liveVersions(t, c)
 		return v[3] == 6 && len(v) == 1
 	}, 60*time.Second, 200*time.Millisecond, "every node back on the stable spec")
+
+	// Version 4 rolls over all six nodes in waves of at most max_parallel =
+	// 2, sampled continuously; the delay between a slot freeing (an
+	// allocation turning healthy) and the next placement is measured.
+	stop := make(chan struct{})
+	most := waveSampler(t, c, 4, stop)
+	code, out = run("-var", "version=4")
+	close(stop)
+	require.Equal(t, 0, code, out)
+	require.LessOrEqual(t, <-most, 2, "never more than max_parallel updates in flight")
+	d4 := waitDeployment(t, c, 4, "successful")
+	delays := waveDelays(t, c, d4.ID)
+	require.NotEmpty(t, delays)
+	t.Logf("wave delay (health report to next placement) over %d placements: median %s, worst %s",
+		len(delays), delays[len(delays)/2], delays[len(delays)-1])
+}
+
+// waveSampler polls the job's allocations until stop is closed and records
+// the most allocations of version that were ever placed but not yet healthy
+// at once (canaries excluded).
+func waveSampler(t *testing.T, c *api.Client, version uint64, stop <-chan struct{}) <-chan int {
+	out := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				out <- most
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			allocs, _, err := c.Jobs().Allocations("web", false, nil)
+			if err != nil {
+				continue
+			}
+			inFlight := 0
+			for _, a := range allocs {
+				if a.JobVersion != version || a.DesiredStatus != "run" || a.ClientStatus == "complete" || a.ClientStatus == "failed" {
+					continue
+				}
+				ds := a.DeploymentStatus
+				if ds != nil && ds.Canary {
+					continue
+				}
+				if ds == nil || ds.Healthy == nil || !*ds.Healthy {
+					inFlight++
+				}
+			}
+			most = max(most, inFlight)
+		}
+	}()
+	return out
+}
+
+// waveDelays returns, for each allocation of the deployment placed after the
+// first wave, the time between the latest health report before its creation
+// and its creation: how long the control plane took to start the next wave
+// once a slot freed up.
+func waveDelays(t *testing.T, c *api.Client, deploymentID string) []time.Duration {
+	t.Helper()
+	stubs, _, err := c.Deployments().Allocations(deploymentID, nil)
+	require.NoError(t, err)
+	var healthyAt []time.Time
+	for _, a := range stubs {
+		if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil && *ds.Healthy {
+			healthyAt = append(healthyAt, ds.Timestamp)
+		}
+	}
+	var delays []time.Duration
+	for _, a := range stubs {
+		created := time.Unix(0, a.CreateTime)
+		var freedAt time.Time
+		for _, h := range healthyAt {
+			if !h.After(created) && h.After(freedAt) {
+				freedAt = h
+			}
+		}
+		if !freedAt.IsZero() {
+			delays = append(delays, created.Sub(freedAt))
+		}
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	return delays
 }
 
 func mustDeployments(t *testing.T, c *api.Client) []*api.Deployment {
