@@ -1,4 +1,3 @@
-// Package version holds Drover's version, shared by the agent and the CLI.
 package version
 
 // Version is Drover's release version.

@@ -1,4 +1,3 @@
-// Command drover is the Drover orchestrator: agent and CLI in one binary.
 package main
 
 import (
