@@ -16,9 +16,17 @@ import (
 
 // probe runs c once with a short real timeout (these tests use the
 // network, so they cannot run in a synctest bubble).
+// probe runs one check with a short timeout (the slow-server case relies on
+// it).
 func probe(t *testing.T, c CheckDef) Outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	return probeWithin(t, c, 300*time.Millisecond)
+}
+
+// probeWithin runs one check that must end on its own well within d.
+func probeWithin(t *testing.T, c CheckDef, d time.Duration) Outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return Probe(ctx, c)
 }
@@ -78,7 +86,8 @@ func TestProbeHTTP(t *testing.T) {
 func TestProbeHTTPS(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	out := probe(t, CheckDef{Type: CheckHTTP, Protocol: "https", Address: hostPort(srv.URL), Path: "/"})
+	// A TLS handshake under -race on a loaded machine can outlast 300ms.
+	out := probeWithin(t, CheckDef{Type: CheckHTTP, Protocol: "https", Address: hostPort(srv.URL), Path: "/"}, 10*time.Second)
 	require.False(t, out.Passing, "the test server's certificate is not trusted")
 	require.Contains(t, out.Output, "https://")
 	require.Contains(t, out.Output, "certificate")
