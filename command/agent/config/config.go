@@ -86,7 +86,11 @@ type ServerConfig struct {
 type ClientConfig struct {
 	Enabled bool
 	// Servers lists the servers' HTTP addresses ("host:port").
-	Servers   []string
+	Servers []string
+	// MinDynamicPort and MaxDynamicPort bound the host ports the scheduler
+	// assigns to dynamic ports on this node; zero means 20000 and 32000.
+	// Agents sharing one host (or one Docker engine) need disjoint ranges.
+	MinDynamicPort, MaxDynamicPort int
 	NodeClass string
 	NodePool  string
 	Meta      map[string]string
@@ -201,6 +205,8 @@ func (c *Config) Merge(o *Config) *Config {
 	if len(o.Client.Servers) > 0 {
 		out.Client.Servers = slices.Clone(o.Client.Servers)
 	}
+	setInt(&out.Client.MinDynamicPort, o.Client.MinDynamicPort)
+	setInt(&out.Client.MaxDynamicPort, o.Client.MaxDynamicPort)
 	setString(&out.Client.NodeClass, o.Client.NodeClass)
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)

@@ -130,6 +130,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
+			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"},
 		},
 	}
 	pluginSchema = &hcl.BodySchema{
@@ -225,8 +226,10 @@ func decodeClient(body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"enabled":    &cl.Enabled,
 		"servers":    &cl.Servers,
-		"node_class": &cl.NodeClass,
-		"node_pool":  &cl.NodePool,
+		"node_class":       &cl.NodeClass,
+		"node_pool":        &cl.NodePool,
+		"min_dynamic_port": &cl.MinDynamicPort,
+		"max_dynamic_port": &cl.MaxDynamicPort,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)

@@ -284,3 +284,13 @@ func TestParseHeartbeatSettings(t *testing.T) {
 	require.ErrorContains(t, err, "hb.hcl:2")
 	require.ErrorContains(t, err, "heartbeat_grace")
 }
+
+func TestParseDynamicPortRange(t *testing.T) {
+	c, err := Parse("ports.hcl", []byte("client {\n  enabled = true\n  min_dynamic_port = 21000\n  max_dynamic_port = 21099\n}\n"))
+	require.NoError(t, err)
+	require.Equal(t, 21000, c.Client.MinDynamicPort)
+	require.Equal(t, 21099, c.Client.MaxDynamicPort)
+
+	bad := DevConfig().Merge(&Config{Client: ClientConfig{MinDynamicPort: 30000, MaxDynamicPort: 20000}})
+	require.ErrorContains(t, bad.Validate(), "client.max_dynamic_port")
+}

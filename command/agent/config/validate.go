@@ -66,6 +66,17 @@ func (c *Config) Validate() error {
 	for i, a := range c.Client.Servers {
 		checkAddr(bad, fmt.Sprintf("client.servers[%d]", i), a, false)
 	}
+	if lo, hi := c.Client.MinDynamicPort, c.Client.MaxDynamicPort; lo != 0 || hi != 0 {
+		if lo < 1 || lo > 65535 {
+			bad("client.min_dynamic_port", "must be between 1 and 65535, got %d", lo)
+		}
+		if hi < 1 || hi > 65535 {
+			bad("client.max_dynamic_port", "must be between 1 and 65535, got %d", hi)
+		}
+		if lo > hi {
+			bad("client.max_dynamic_port", "must not be below client.min_dynamic_port (%d), got %d", lo, hi)
+		}
+	}
 	switch c.Client.NodePool {
 	case "":
 		bad("client.node_pool", "must not be empty")
