@@ -91,10 +91,10 @@ type ClientConfig struct {
 	// assigns to dynamic ports on this node; zero means 20000 and 32000.
 	// Agents sharing one host (or one Docker engine) need disjoint ranges.
 	MinDynamicPort, MaxDynamicPort int
-	NodeClass string
-	NodePool  string
-	Meta      map[string]string
-	Options   map[string]string
+	NodeClass                      string
+	NodePool                       string
+	Meta                           map[string]string
+	Options                        map[string]string
 }
 
 // PluginConfig is one `plugin "NAME"` block.

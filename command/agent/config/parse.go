@@ -224,8 +224,8 @@ func decodeServer(body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 func decodeClient(body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 	content, diags := body.Content(clientSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
-		"enabled":    &cl.Enabled,
-		"servers":    &cl.Servers,
+		"enabled":          &cl.Enabled,
+		"servers":          &cl.Servers,
 		"node_class":       &cl.NodeClass,
 		"node_pool":        &cl.NodePool,
 		"min_dynamic_port": &cl.MinDynamicPort,
