@@ -162,6 +162,7 @@ func (c *Client) applyAllocs(list []*api.Allocation) {
 	for _, fn := range deliver {
 		fn()
 	}
+	c.kickImages()
 }
 
 // computeStopHolds returns the allocations whose desired stop the client
@@ -195,6 +196,7 @@ func (c *Client) removeAllocLocked(id string) {
 	go func() {
 		defer c.bg.Done()
 		e.runner.Destroy()
+		c.kickImages()
 	}()
 }
 
@@ -262,7 +264,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		Drivers:      c.drivers,
 		StateDB:      c.db,
 		Logger:       c.logger.Named("alloc_runner"),
-		StateUpdater: c.updates.add,
+		StateUpdater: c.runnerUpdated,
 		Now:          c.cfg.Now,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {

@@ -42,6 +42,9 @@ type Client struct {
 	closing  bool                   // Shutdown began; guarded by allocsMu
 
 	updates *pendingUpdates
+	// images feeds the image collector; nil without a Docker driver that
+	// offers image GC.
+	images *imageLeases
 
 	// registered is closed after the first successful registration.
 	registered     chan struct{}
@@ -85,7 +88,12 @@ func New(cfg *Config) (*Client, error) {
 	c.restoreAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	for _, loop := range []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop} {
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop}
+	if c.images != nil {
+		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
+		c.kickImages() // the restored runners' leases, before any removal
+	}
+	for _, loop := range loops {
 		c.loops.Add(1)
 		go func() {
 			defer c.loops.Done()
@@ -102,11 +110,15 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		return nil, err
 	}
 	logger := cfg.Logger.Named("client")
+	catalog := cfg.catalog
+	if catalog == nil {
+		catalog = builtin.NewCatalog(logger.Named("driver"), cfg.Plugins)
+	}
 	c := &Client{
 		cfg:        cfg,
 		logger:     logger,
 		db:         db,
-		drivers:    builtin.NewCatalog(logger.Named("driver"), cfg.Plugins),
+		drivers:    catalog,
 		rpc:        newServerConn(cfg.Servers, id.SecretID, logger.Named("rpc")),
 		secretID:   id.SecretID,
 		allocs:     map[string]*allocEntry{},
@@ -140,6 +152,9 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	if c.node.Meta == nil {
 		c.node.Meta = map[string]string{}
 	}
+	c.node.NodeResources.MinDynamicPort = cfg.MinDynamicPort
+	c.node.NodeResources.MaxDynamicPort = cfg.MaxDynamicPort
+	c.images = newImageLeases(c.drivers, db, logger)
 	logger.Info("client started", "node_id", id.ID, "node_name", cfg.NodeName, "drivers", c.drivers.Names())
 	return c, nil
 }

@@ -99,7 +99,9 @@ func waitRegistered(t *testing.T, c *Client) {
 
 func TestRegister_SendsNode(t *testing.T) {
 	srv := newFakeServer(t)
-	c := startClient(t, testConfig(srv, t.TempDir()))
+	cfg := testConfig(srv, t.TempDir())
+	cfg.MinDynamicPort, cfg.MaxDynamicPort = 21000, 21099
+	c := startClient(t, cfg)
 	waitRegistered(t, c)
 
 	n := srv.lastRegistration()
@@ -119,6 +121,8 @@ func TestRegister_SendsNode(t *testing.T) {
 	require.Equal(t, uint16(4), n.NodeResources.Cpu.TotalCpuCores)
 	require.Equal(t, int64(8048576/1024), n.NodeResources.Memory.MemoryMB)
 	require.Positive(t, n.NodeResources.Disk.DiskMB)
+	require.Equal(t, 21000, n.NodeResources.MinDynamicPort)
+	require.Equal(t, 21099, n.NodeResources.MaxDynamicPort)
 	require.NotNil(t, n.ReservedResources)
 	require.EqualValues(t, 100, n.ReservedResources.Cpu.CpuShares)
 	require.EqualValues(t, 256, n.ReservedResources.Memory.MemoryMB)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	// HTTPAddr is this client agent's advertised HTTP address ("host:port");
 	// servers proxy /v1/client/* here.
 	HTTPAddr string
+	// MinDynamicPort and MaxDynamicPort bound the host ports the scheduler
+	// assigns on this node; zero means the scheduler's defaults.
+	MinDynamicPort, MaxDynamicPort int
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
 
@@ -47,6 +51,9 @@ type Config struct {
 	timing timing
 	// procRoot is where /proc and /etc are read from; "" is "/" (tests).
 	procRoot string
+	// catalog replaces the built-in driver catalog (tests); Plugins are
+	// not applied to it.
+	catalog drivers.Catalog
 }
 
 // timing holds the client loops' intervals.

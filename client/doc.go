@@ -23,6 +23,14 @@
 //     200ms, retrying failures without losing updates;
 //   - driverLoop fingerprints the drivers every 30s.
 //
+// With a Docker driver in the catalog (and its gc { image } on), two more
+// loops garbage-collect images (images.go, package client/imagegc): the
+// lease loop recomputes, after every alloc sync and runner state update,
+// the images the alloc runners need (running and prepared allocations, and
+// the previous versions of an allocation not yet healthy in its deployment,
+// for a revert), and the collector removes the images this client leased
+// once they have been unleased for the driver's image_delay.
+//
 // Every internal call carries the node's secret in X-Nomad-Token; a server
 // that cannot be reached is skipped for the next one in Config.Servers.
 //
@@ -47,7 +55,7 @@
 // a restarted client can restore its runners without a server.
 //
 // Importers: the agent (command/agent) and tests. It imports
-// client/allocrunner, client/state, client/fingerprint, drivers (with the
-// built-in drivers linked), nomad/structs, command/agent/convert and the
-// nomad/api wire types.
+// client/allocrunner, client/state, client/fingerprint, client/imagegc,
+// drivers (with the built-in drivers linked), nomad/structs,
+// command/agent/convert and the nomad/api wire types.
 package client

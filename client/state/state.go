@@ -61,7 +61,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("state: opening %s: %w", path, err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketNode, bucketAllocs} {
+		for _, b := range [][]byte{bucketNode, bucketAllocs, bucketImages} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

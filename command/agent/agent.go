@@ -121,6 +121,7 @@ func (a *Agent) startClient() error {
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool,
 		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr,
+		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		Plugins: plugins, Logger: a.logger,
 	})
 	if err != nil {
