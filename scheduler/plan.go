@@ -189,6 +189,8 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
 		b.plan.AppendStop(p.Previous, DescUpdating)
+	} else if p.Lingering != nil {
+		a.PreviousAllocation = p.Lingering.ID
 	}
 	b.plan.AppendAlloc(&a)
 	b.proposed[p.Node.ID] = append(others, &a)

@@ -123,6 +123,12 @@ type Placement struct {
 	Node     *structs.Node
 	Previous *structs.Allocation
 	Canary   bool
+	// Lingering, on a placement without Previous, is an allocation of the
+	// group on the node that the server already stopped but whose client
+	// still runs it (its stop is held for a replacement whose prepare
+	// failed). The new allocation names it as its previous allocation so
+	// the client stops it before starting the new one.
+	Lingering *structs.Allocation
 }
 
 // AllocStop is an allocation to stop and the description it gets.
@@ -343,7 +349,7 @@ func (r *reconciler) visitReady(g *GroupResult, node *structs.Node, live, done [
 		if prev := r.finishedHere(done); prev != nil {
 			g.Ignore = append(g.Ignore, prev)
 		} else {
-			g.Place = append(g.Place, Placement{Node: node})
+			g.Place = append(g.Place, Placement{Node: node, Lingering: lingering(done)})
 		}
 	case r.isCurrent(keep):
 		g.Ignore = append(g.Ignore, keep)
@@ -511,4 +517,20 @@ func (g *GroupResult) desiredUpdates() *structs.DesiredUpdates {
 		Ignore:            uint64(len(g.Ignore)),
 		Canary:            uint64(canaries),
 	}
+}
+
+// lingering returns the newest of done (the group's terminal allocations on
+// one node) that the server stopped but the client still reports running
+// or pending, or nil.
+func lingering(done []*structs.Allocation) *structs.Allocation {
+	var out *structs.Allocation
+	for _, a := range done {
+		if !a.ServerTerminal() || a.ClientTerminal() {
+			continue
+		}
+		if out == nil || a.CreateIndex > out.CreateIndex || (a.CreateIndex == out.CreateIndex && a.ID > out.ID) {
+			out = a
+		}
+	}
+	return out
 }
