@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test test-unit test-e2e fuzz bench vet fmt-check deps clean demo
+.PHONY: all build test fuzz bench bench-prefetch vet fmt-check deps clean demo
 
 all: build
 
@@ -21,9 +21,12 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # The whole suite: formatting, vet, unit and contract tests with the race
-# detector, short fuzz runs, then the multi-process end-to-end tests.
+# detector, then the multi-process end-to-end tests on their own (they time
+# rollouts on the shared Docker engine, so nothing else runs beside them),
+# then short fuzz runs.
 test: build fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
+	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.
@@ -33,6 +36,11 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./nomad ./nomad/state ./nomad/fsm ./scheduler
+
+# Per-node downtime of a Docker rolling update, prefetch on and off (real
+# Docker engine, throttled in-process registry; about two minutes).
+bench-prefetch: build
+	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchGap -benchtime 1x -timeout 20m ./e2e/
 
 # The demo: a dev agent and a system job rolled out with a deployment.
 demo: build

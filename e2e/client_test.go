@@ -17,7 +17,7 @@ import (
 
 // runningAllocs returns the job's live allocations by node ID, once each is
 // running.
-func runningAllocs(t *testing.T, c *api.Client, jobID string) map[string]*api.AllocationListStub {
+func runningAllocs(t testing.TB, c *api.Client, jobID string) map[string]*api.AllocationListStub {
 	t.Helper()
 	allocs, _, err := c.Jobs().Allocations(jobID, false, nil)
 	require.NoError(t, err)
@@ -30,7 +30,7 @@ func runningAllocs(t *testing.T, c *api.Client, jobID string) map[string]*api.Al
 	return out
 }
 
-func waitReadyNodes(t *testing.T, c *api.Client, n int) {
+func waitReadyNodes(t testing.TB, c *api.Client, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		nodes, _, err := c.Nodes().List(nil)
@@ -47,7 +47,7 @@ func waitReadyNodes(t *testing.T, c *api.Client, n int) {
 	}, 30*time.Second, 100*time.Millisecond, "want %d ready nodes", n)
 }
 
-func nodeIDOf(t *testing.T, c *api.Client, name string) string {
+func nodeIDOf(t testing.TB, c *api.Client, name string) string {
 	t.Helper()
 	nodes, _, err := c.Nodes().List(nil)
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func nodeIDOf(t *testing.T, c *api.Client, name string) string {
 }
 
 // taskPID reads the PID the task wrote into its task dir on client p.
-func taskPID(t *testing.T, p *agentProc, allocID string) int {
+func taskPID(t testing.TB, p *agentProc, allocID string) int {
 	t.Helper()
 	var pid int
 	require.Eventually(t, func() bool {
@@ -239,7 +239,7 @@ job "cleanup" {
 }
 `
 
-func writeJobFile(t *testing.T, src string) string {
+func writeJobFile(t testing.TB, src string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "job.nomad.hcl")
 	require.NoError(t, os.WriteFile(p, []byte(src), 0o600))

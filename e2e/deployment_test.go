@@ -61,7 +61,7 @@ job "web" {
 `
 
 // liveVersions counts the job's live allocations by job version.
-func liveVersions(t *testing.T, c *api.Client) map[uint64]int {
+func liveVersions(t testing.TB, c *api.Client) map[uint64]int {
 	t.Helper()
 	allocs, _, err := c.Jobs().Allocations("web", false, nil)
 	require.NoError(t, err)
@@ -74,14 +74,14 @@ func liveVersions(t *testing.T, c *api.Client) map[uint64]int {
 	return out
 }
 
-func latestDeployment(t *testing.T, c *api.Client) *api.Deployment {
+func latestDeployment(t testing.TB, c *api.Client) *api.Deployment {
 	t.Helper()
 	d, _, err := c.Jobs().LatestDeployment("web", nil)
 	require.NoError(t, err)
 	return d
 }
 
-func waitDeployment(t *testing.T, c *api.Client, version uint64, status string) *api.Deployment {
+func waitDeployment(t testing.TB, c *api.Client, version uint64, status string) *api.Deployment {
 	t.Helper()
 	var d *api.Deployment
 	require.Eventually(t, func() bool {
@@ -194,7 +194,7 @@ func TestSystemJobDeploymentStory(t *testing.T) {
 // waveSampler polls the job's allocations until stop is closed and records
 // the most allocations of version that were ever placed but not yet healthy
 // at once (canaries excluded).
-func waveSampler(t *testing.T, c *api.Client, version uint64, stop <-chan struct{}) <-chan int {
+func waveSampler(t testing.TB, c *api.Client, version uint64, stop <-chan struct{}) <-chan int {
 	out := make(chan int, 1)
 	go func() {
 		most := 0
@@ -232,7 +232,7 @@ func waveSampler(t *testing.T, c *api.Client, version uint64, stop <-chan struct
 // first wave, the time between the latest health report before its creation
 // and its creation: how long the control plane took to start the next wave
 // once a slot freed up.
-func waveDelays(t *testing.T, c *api.Client, deploymentID string) []time.Duration {
+func waveDelays(t testing.TB, c *api.Client, deploymentID string) []time.Duration {
 	t.Helper()
 	stubs, _, err := c.Deployments().Allocations(deploymentID, nil)
 	require.NoError(t, err)
@@ -259,7 +259,7 @@ func waveDelays(t *testing.T, c *api.Client, deploymentID string) []time.Duratio
 	return delays
 }
 
-func mustDeployments(t *testing.T, c *api.Client) []*api.Deployment {
+func mustDeployments(t testing.TB, c *api.Client) []*api.Deployment {
 	t.Helper()
 	ds, _, err := c.Jobs().Deployments("web", true, nil)
 	require.NoError(t, err)

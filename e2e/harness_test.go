@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 // freePort returns a TCP port that was free a moment ago on 127.0.0.1.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -72,13 +72,13 @@ type serverSpec struct {
 }
 
 // newServer writes the agent's config file and starts it on free ports.
-func newServer(t *testing.T, spec serverSpec) *agentProc {
+func newServer(t testing.TB, spec serverSpec) *agentProc {
 	t.Helper()
 	return newServerOnPorts(t, spec, freePort(t), freePort(t))
 }
 
 // newServerOnPorts writes the agent's config file and starts it.
-func newServerOnPorts(t *testing.T, spec serverSpec, httpPort, rpcPort int) *agentProc {
+func newServerOnPorts(t testing.TB, spec serverSpec, httpPort, rpcPort int) *agentProc {
 	t.Helper()
 	dir := t.TempDir()
 	p := &agentProc{name: spec.name, dataDir: filepath.Join(dir, "data"), httpPort: httpPort, rpcPort: rpcPort}
@@ -111,7 +111,7 @@ server {
 	return p
 }
 
-func (p *agentProc) start(t *testing.T) {
+func (p *agentProc) start(t testing.TB) {
 	t.Helper()
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func (p *agentProc) start(t *testing.T) {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (p *agentProc) stop(t *testing.T) {
+func (p *agentProc) stop(t testing.TB) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -157,7 +157,7 @@ func (p *agentProc) logs() string {
 func (p *agentProc) rpcAddr() string  { return fmt.Sprintf("127.0.0.1:%d", p.rpcPort) }
 func (p *agentProc) httpAddr() string { return fmt.Sprintf("http://127.0.0.1:%d", p.httpPort) }
 
-func (p *agentProc) client(t *testing.T) *api.Client {
+func (p *agentProc) client(t testing.TB) *api.Client {
 	t.Helper()
 	c, err := api.NewClient(&api.Config{Address: p.httpAddr()})
 	require.NoError(t, err)
@@ -166,13 +166,13 @@ func (p *agentProc) client(t *testing.T) *api.Client {
 
 // waitLeader waits until every agent reports the same, non-empty leader and
 // returns its rpc address.
-func waitLeader(t *testing.T, agents ...*agentProc) string {
+func waitLeader(t testing.TB, agents ...*agentProc) string {
 	t.Helper()
 	return waitNewLeader(t, "", agents...)
 }
 
 // waitNewLeader is waitLeader for a leader other than old.
-func waitNewLeader(t *testing.T, old string, agents ...*agentProc) string {
+func waitNewLeader(t testing.TB, old string, agents ...*agentProc) string {
 	t.Helper()
 	var leader string
 	require.Eventually(t, func() bool {
@@ -191,7 +191,14 @@ func waitNewLeader(t *testing.T, old string, agents ...*agentProc) string {
 
 // newClientAgent starts a client-only agent that registers with servers
 // (their HTTP addresses) and has raw_exec enabled.
-func newClientAgent(t *testing.T, name string, servers ...string) *agentProc {
+func newClientAgent(t testing.TB, name string, servers ...string) *agentProc {
+	t.Helper()
+	return newClientAgentWith(t, name, "", "", servers...)
+}
+
+// newClientAgentWith is newClientAgent with extra lines inside the client
+// block and extra top-level configuration.
+func newClientAgentWith(t testing.TB, name, clientExtra, topExtra string, servers ...string) *agentProc {
 	t.Helper()
 	dir := t.TempDir()
 	p := &agentProc{name: name, dataDir: filepath.Join(dir, "data"), httpPort: freePort(t), rpcPort: freePort(t)}
@@ -211,13 +218,15 @@ ports {
 client {
   enabled = true
   servers = [%s]
+  %s
 }
 plugin "raw_exec" {
   config {
     enabled = true
   }
 }
-`, name, p.dataDir, p.httpPort, p.rpcPort, strings.Join(quoted, ", "))
+%s
+`, name, p.dataDir, p.httpPort, p.rpcPort, strings.Join(quoted, ", "), clientExtra, topExtra)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
 	p.start(t)
@@ -228,7 +237,7 @@ plugin "raw_exec" {
 func (p *agentProc) httpHostPort() string { return fmt.Sprintf("127.0.0.1:%d", p.httpPort) }
 
 // drover runs the CLI against addr and returns its exit code and output.
-func drover(t *testing.T, addr string, args ...string) (int, string) {
+func drover(t testing.TB, addr string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(droverBin, args...)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+addr)

@@ -24,7 +24,7 @@ func systemJob(id, version string) *api.Job {
 
 // registerNode registers a ready node through the internal client endpoint,
 // as a client agent would.
-func registerNode(t *testing.T, c *api.Client, name string) string {
+func registerNode(t testing.TB, c *api.Client, name string) string {
 	t.Helper()
 	id := uuid.NewString()
 	req := map[string]any{
@@ -45,7 +45,7 @@ func registerNode(t *testing.T, c *api.Client, name string) string {
 	return id
 }
 
-func waitEval(t *testing.T, c *api.Client, id string) {
+func waitEval(t testing.TB, c *api.Client, id string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		e, _, err := c.Evaluations().Info(id, nil)
@@ -64,7 +64,7 @@ type clusterState struct {
 }
 
 // readState reads one server's local view through its HTTP API.
-func readState(t *testing.T, c *api.Client) clusterState {
+func readState(t testing.TB, c *api.Client) clusterState {
 	t.Helper()
 	st := clusterState{Versions: map[string][]uint64{}}
 	jobs, _, err := c.Jobs().List(nil)

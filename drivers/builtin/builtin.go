@@ -1,5 +1,5 @@
-// Package builtin links Drover's built-in task drivers (raw_exec and mock)
-// so that drivers.NewCatalog finds them, and offers NewCatalog as a
+// Package builtin links Drover's built-in task drivers (docker, raw_exec and
+// mock) so that drivers.NewCatalog finds them, and offers NewCatalog as a
 // shorthand that makes the dependency explicit.
 //
 // Importers: the client agent (building its catalog), the node simulator,
@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/drivers"
+	_ "github.com/drover-project/drover/drivers/docker"  // registers "docker"
 	_ "github.com/drover-project/drover/drivers/mock"    // registers "mock"
 	_ "github.com/drover-project/drover/drivers/rawexec" // registers "raw_exec"
 )

@@ -13,21 +13,26 @@ import (
 func TestCatalog(t *testing.T) {
 	c := NewCatalog(hclog.NewNullLogger(), map[string]map[string]any{
 		"raw_exec": {"enabled": true},
-		"docker":   {"volumes": true}, // unknown here: ignored with a warning
+		"qemu":     {"enabled": true}, // unknown here: ignored with a warning
 	})
-	require.Equal(t, []string{"mock", "raw_exec"}, c.Names())
+	require.Equal(t, []string{"docker", "mock", "raw_exec"}, c.Names())
 	for _, name := range c.Names() {
 		d, err := c.Get(name)
 		require.NoError(t, err)
 		require.Equal(t, name, d.Name())
+		if name == "docker" {
+			continue // healthy only where a Docker engine answers; tested in drivers/docker
+		}
 		fp := d.Fingerprint(context.Background())
 		require.True(t, fp.Detected)
 		require.True(t, fp.Healthy, name)
 	}
 	_, err := c.Get("qemu")
 	require.ErrorIs(t, err, drivers.ErrDriverNotFound)
-	_, ok := c["mock"].(drivers.Preparer)
-	require.True(t, ok, "mock implements Preparer")
+	for _, name := range []string{"mock", "docker"} {
+		_, ok := c[name].(drivers.Preparer)
+		require.True(t, ok, "%s implements Preparer", name)
+	}
 
 	// raw_exec is disabled by default, as in Nomad.
 	c = NewCatalog(nil, nil)
@@ -36,9 +41,13 @@ func TestCatalog(t *testing.T) {
 }
 
 func TestCatalogRejectsBadPluginConfig(t *testing.T) {
-	plugins := map[string]map[string]any{"raw_exec": {"enabled": "perhaps"}}
+	plugins := map[string]map[string]any{
+		"raw_exec": {"enabled": "perhaps"},
+		"docker":   {"image_delay": "soon"},
+	}
 	c, err := BuildCatalog(nil, plugins)
 	require.ErrorContains(t, err, `plugin "raw_exec": enabled must be a bool`)
+	require.ErrorContains(t, err, `plugin "docker": image_delay must be a duration`)
 	require.Equal(t, []string{"mock"}, c.Names())
 	require.Equal(t, []string{"mock"}, NewCatalog(hclog.NewNullLogger(), plugins).Names())
 }

@@ -1,0 +1,216 @@
+package docker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/drover-project/drover/drivers"
+)
+
+// Labels the driver sets on every container it creates.
+const (
+	LabelAllocID   = "drover.alloc_id"
+	LabelTaskName  = "drover.task_name"
+	LabelJobName   = "drover.job_name"
+	LabelNamespace = "drover.namespace"
+)
+
+var reservedLabels = []string{LabelAllocID, LabelTaskName, LabelJobName, LabelNamespace}
+
+// Paths inside the container of the task's directories.
+const (
+	containerAllocDir   = "/alloc"
+	containerLocalDir   = "/local"
+	containerSecretsDir = "/secrets"
+)
+
+// containerName returns "<task>-<alloc>", with characters docker does not
+// accept in names replaced by '_'.
+func containerName(cfg *drivers.TaskConfig) string {
+	name := cfg.TaskName + "-" + cfg.AllocID
+	if cfg.TaskName == "" && cfg.AllocID == "" {
+		name = cfg.ID
+	}
+	b := []byte(name)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		if !ok || (i == 0 && (c == '_' || c == '.' || c == '-')) {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 0 && b[0] == '_' {
+		b[0] = 'x'
+	}
+	return string(b)
+}
+
+// cleanKey turns a port label into its env var suffix, as the task
+// environment does (characters other than letters, digits and '_' become
+// '_').
+func cleanKey(key string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			return r
+		}
+		return '_'
+	}, key)
+}
+
+// containerSpec builds the create request of a task's container.
+func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, image string) (*container.Config, *container.HostConfig, error) {
+	labels := map[string]string{}
+	for k, v := range tc.Labels {
+		labels[k] = v
+	}
+	labels[LabelAllocID] = cfg.AllocID
+	labels[LabelTaskName] = cfg.TaskName
+	labels[LabelJobName] = cfg.JobName
+	labels[LabelNamespace] = cfg.Namespace
+
+	cc := &container.Config{
+		Image:      image,
+		Env:        containerEnv(cfg.Env),
+		Labels:     labels,
+		User:       cfg.User,
+		WorkingDir: tc.WorkDir,
+	}
+	if len(tc.Entrypoint) > 0 {
+		cc.Entrypoint = append([]string(nil), tc.Entrypoint...)
+	}
+	switch {
+	case tc.Command != "":
+		cc.Cmd = append([]string{tc.Command}, tc.Args...)
+	case len(tc.Args) > 0:
+		cc.Cmd = append([]string(nil), tc.Args...)
+	}
+
+	hc := &container.HostConfig{NetworkMode: container.NetworkMode(tc.NetworkMode)}
+	if cfg.MemoryMB > 0 {
+		hc.Memory = int64(cfg.MemoryMB) << 20
+	}
+	if cfg.CPU > 0 {
+		hc.CPUShares = int64(max(cfg.CPU, 2)) // docker's least share is 2
+	}
+
+	mounts, err := taskMounts(cfg, tc)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc.Mounts = mounts
+
+	if len(tc.Ports) > 0 && !hc.NetworkMode.IsHost() {
+		exposed, bindings, err := portBindings(tc.Ports, cfg.Env)
+		if err != nil {
+			return nil, nil, err
+		}
+		cc.ExposedPorts, hc.PortBindings = exposed, bindings
+	}
+	return cc, hc, nil
+}
+
+// containerEnv renders the task's environment for the container; the
+// directory variables point at the container paths of the directories.
+func containerEnv(env map[string]string) []string {
+	m := make(map[string]string, len(env)+3)
+	for k, v := range env {
+		m[k] = v
+	}
+	m["NOMAD_ALLOC_DIR"] = containerAllocDir
+	m["NOMAD_TASK_DIR"] = containerLocalDir
+	m["NOMAD_SECRETS_DIR"] = containerSecretsDir
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// portBindings publishes each labelled port: container port NOMAD_PORT_<l>
+// (the port's "to", or its host port), host NOMAD_IP_<l>:NOMAD_HOST_PORT_<l>,
+// for TCP and UDP.
+func portBindings(labels []string, env map[string]string) (nat.PortSet, nat.PortMap, error) {
+	exposed := nat.PortSet{}
+	bindings := nat.PortMap{}
+	for _, label := range labels {
+		key := cleanKey(label)
+		to, host, ip := env["NOMAD_PORT_"+key], env["NOMAD_HOST_PORT_"+key], env["NOMAD_IP_"+key]
+		if to == "" || host == "" {
+			return nil, nil, &drivers.FieldError{Field: "ports", Rule: fmt.Sprintf("names port %q, which is not a port of the group's network block", label)}
+		}
+		if _, err := strconv.ParseUint(to, 10, 16); err != nil {
+			return nil, nil, fmt.Errorf("port %q: bad container port %q", label, to)
+		}
+		if _, err := strconv.ParseUint(host, 10, 16); err != nil {
+			return nil, nil, fmt.Errorf("port %q: bad host port %q", label, host)
+		}
+		if ip == "" {
+			ip = "127.0.0.1"
+		}
+		for _, proto := range []string{"tcp", "udp"} {
+			p := nat.Port(to + "/" + proto)
+			exposed[p] = struct{}{}
+			bindings[p] = append(bindings[p], nat.PortBinding{HostIP: ip, HostPort: host})
+		}
+	}
+	return exposed, bindings, nil
+}
+
+// taskMounts returns the task's mounts: the alloc dir at /alloc, the task's
+// local/ and secrets/ at /local and /secrets, then volumes and mount blocks.
+// Relative host paths are taken from the task dir.
+func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig) ([]mount.Mount, error) {
+	var out []mount.Mount
+	bind := func(src, dst string, ro bool) error {
+		if err := os.MkdirAll(src, 0o777); err != nil {
+			return fmt.Errorf("creating %s: %w", src, err)
+		}
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro})
+		return nil
+	}
+	if cfg.AllocDir != "" {
+		if err := bind(cfg.AllocDir, containerAllocDir, false); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TaskDir != "" {
+		if err := bind(filepath.Join(cfg.TaskDir, "local"), containerLocalDir, false); err != nil {
+			return nil, err
+		}
+		if err := bind(filepath.Join(cfg.TaskDir, "secrets"), containerSecretsDir, false); err != nil {
+			return nil, err
+		}
+	}
+	hostPath := func(p string) string {
+		if filepath.IsAbs(p) || cfg.TaskDir == "" {
+			return p
+		}
+		return filepath.Join(cfg.TaskDir, p)
+	}
+	for _, v := range tc.Volumes {
+		// A bare name ("data:/data") is a named docker volume; anything
+		// path-like is a bind mount of a host path.
+		if !strings.ContainsAny(v.Source, "/.") {
+			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+			continue
+		}
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: hostPath(v.Source), Target: v.Target, ReadOnly: v.ReadOnly})
+	}
+	for _, m := range tc.Mounts {
+		mm := mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}
+		if m.Type == "bind" {
+			mm.Source = hostPath(m.Source)
+		}
+		out = append(out, mm)
+	}
+	return out, nil
+}
