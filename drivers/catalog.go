@@ -44,7 +44,7 @@ func Registered() []string {
 // Catalog is the set of drivers of a client, by name.
 type Catalog map[string]Driver
 
-// NewCatalog builds every registered driver (raw_exec and mock once their
+// NewCatalog builds every registered driver (docker, raw_exec and mock once their
 // packages are linked; see drivers/builtin) and applies its plugin config
 // from plugins[name] (the agent's plugin "NAME" { config {...} } blocks).
 // A driver whose config is rejected is left out of the catalog and the error

@@ -5,8 +5,9 @@
 // allocation keeps running), and the Catalog of drivers a client offers.
 //
 // Concrete drivers live in sub-packages and register themselves with
-// Register from init: drivers/rawexec (raw_exec) and drivers/mock (mock, a
-// scriptable driver for tests and the node simulator). Importing
+// Register from init: drivers/docker (docker, whose prepare step pulls the
+// image), drivers/rawexec (raw_exec) and drivers/mock (mock, a scriptable
+// driver for tests and the node simulator). Importing
 // drivers/builtin links all of them; then NewCatalog builds each one and
 // applies the agent's plugin "NAME" { config {...} } blocks:
 //

@@ -187,26 +187,14 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if t.exited() {
 		return nil
 	}
-	if err := d.kill(t, sig); err != nil {
-		return err
+	escalated, err := drivers.StopEscalating(t.done, sig, timeout, killWait, func(s syscall.Signal) error { return d.kill(t, s) })
+	if escalated {
+		d.logger.Debug("container did not exit in time; killing", "task", taskID, "timeout", timeout)
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-t.done:
-		return nil
-	case <-timer.C:
-	}
-	d.logger.Debug("container did not exit in time; killing", "task", taskID, "timeout", timeout)
-	if err := d.kill(t, syscall.SIGKILL); err != nil {
-		return err
-	}
-	select {
-	case <-t.done:
-		return nil
-	case <-time.After(killWait):
+	if errors.Is(err, drivers.ErrStillRunning) {
 		return fmt.Errorf("docker: task %s did not exit %s after SIGKILL", taskID, killWait)
 	}
+	return err
 }
 
 // DestroyTask removes the task's container and forgets the task; a running

@@ -268,26 +268,14 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if t.exited() {
 		return nil
 	}
-	if err := t.signalGroup(sig); err != nil {
-		return err
+	escalated, err := drivers.StopEscalating(t.done, sig, timeout, killWait, t.signalGroup)
+	if escalated {
+		d.logger.Debug("task did not exit in time; killing", "task", taskID, "timeout", timeout)
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-t.done:
-		return nil
-	case <-timer.C:
-	}
-	d.logger.Debug("task did not exit in time; killing", "task", taskID, "timeout", timeout)
-	if err := t.signalGroup(syscall.SIGKILL); err != nil {
-		return err
-	}
-	select {
-	case <-t.done:
-		return nil
-	case <-time.After(killWait):
+	if errors.Is(err, drivers.ErrStillRunning) {
 		return fmt.Errorf("raw_exec: task %s did not exit %s after SIGKILL", taskID, killWait)
 	}
+	return err
 }
 
 // DestroyTask forgets a task; a running task is an error unless force, which
