@@ -1,6 +1,6 @@
 // Package command implements the drover command-line interface: the `job`,
 // `deployment`, `alloc`, `node` and `eval` commands, built on the MPL-2.0
-// `github.com/hashicorp/nomad/api` client, plus the dispatch to the agent in
+// nomad/api client module, plus the dispatch to the agent in
 // command/agent.
 //
 // Commands mirror the flags, output layout and exit codes of Nomad's CLI so

@@ -1,5 +1,5 @@
 // Package jobspec turns a Nomad-style HCL2 jobspec (or a JSON job in api.Job
-// form) into an *api.Job from github.com/hashicorp/nomad/api.
+// form) into an *api.Job of the MPL-2.0 nomad/api module.
 //
 // It is Drover's own clean-room parser built only on upstream
 // github.com/hashicorp/hcl/v2 and github.com/zclconf/go-cty. It supports
