@@ -128,19 +128,22 @@ func TestSystemJobDeploymentStory(t *testing.T) {
 	require.Equal(t, "Deployment is running but requires manual promotion", d.StatusDescription)
 	require.Equal(t, map[uint64]int{0: 3, 1: 2}, liveVersions(t, c), "canaries replaced two nodes in place")
 
-	// A node joining while canaries await promotion gets no new version.
+	// A node joining while canaries await promotion gets no new version:
+	// once the evaluation its registration created has run, nothing moved.
+	before := evalCount(t, c)
 	newClientAgent(t, "client-6", srv.httpHostPort())
 	waitReadyNodes(t, c, 6)
-	time.Sleep(2 * time.Second) // give the scheduler a chance to misbehave
+	waitEvalsSettled(t, c, before)
 	require.Equal(t, 2, liveVersions(t, c)[1], "no new-version placement before promotion")
 
 	// Pause holds the rollout even after promotion; resume continues it in
 	// waves of at most 2.
 	code, out = drover(t, srv.httpAddr(), "deployment", "pause", d.ID)
 	require.Equal(t, 0, code, out)
+	before = evalCount(t, c)
 	code, out = drover(t, srv.httpAddr(), "deployment", "promote", "-detach", d.ID)
 	require.Equal(t, 0, code, out)
-	time.Sleep(2 * time.Second)
+	waitEvalsSettled(t, c, before) // the promotion's evaluation ran
 	require.Equal(t, 2, liveVersions(t, c)[1], "a paused deployment places nothing")
 	stopSampling := make(chan struct{})
 	mostV1 := waveSampler(t, c, 1, stopSampling)
@@ -257,6 +260,32 @@ func waveDelays(t testing.TB, c *api.Client, deploymentID string) []time.Duratio
 	}
 	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
 	return delays
+}
+
+// evalCount returns how many evaluations the job has.
+func evalCount(t testing.TB, c *api.Client) int {
+	t.Helper()
+	evals, _, err := c.Jobs().Evaluations("web", nil)
+	require.NoError(t, err)
+	return len(evals)
+}
+
+// waitEvalsSettled waits until the job has more than before evaluations and
+// none of them is still pending: the scheduler has acted on what happened.
+func waitEvalsSettled(t testing.TB, c *api.Client, before int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		evals, _, err := c.Jobs().Evaluations("web", nil)
+		if err != nil || len(evals) <= before {
+			return false
+		}
+		for _, e := range evals {
+			if e.Status == "pending" || e.Status == "blocked" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "evaluations settle")
 }
 
 func mustDeployments(t testing.TB, c *api.Client) []*api.Deployment {

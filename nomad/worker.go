@@ -2,7 +2,6 @@ package nomad
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -135,5 +134,3 @@ func (s *Server) waitForIndex(ctx context.Context, index uint64) error {
 	}
 	return nil
 }
-
-var errNotLeader = errors.New("not the leader")

@@ -146,16 +146,7 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-t.done:
-			ch <- t.resultCopy()
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return drivers.WaitResult(ctx, t.done, t.resultCopy), nil
 }
 
 // kill sends sig to the container; a container that is gone or not running

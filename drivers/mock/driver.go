@@ -251,17 +251,10 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-t.done:
-			res, _ := t.snapshot()
-			ch <- res
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return drivers.WaitResult(ctx, t.done, func() *drivers.ExitResult {
+		res, _ := t.snapshot()
+		return res
+	}), nil
 }
 
 // StopTask "sends" signal: the task exits at once, or with kill_after after

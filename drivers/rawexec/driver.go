@@ -242,16 +242,7 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-t.done:
-			ch <- t.resultCopy()
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return drivers.WaitResult(ctx, t.done, t.resultCopy), nil
 }
 
 // StopTask signals the task's process group, then SIGKILLs it after timeout,

@@ -38,15 +38,6 @@ func tableIndex(txn *memdb.Txn, table string) uint64 {
 	return raw.(*IndexEntry).Value
 }
 
-// maxIndex returns the highest last-write index of the given tables.
-func maxIndex(txn *memdb.Txn, tables ...string) uint64 {
-	var m uint64
-	for _, t := range tables {
-		m = max(m, tableIndex(txn, t))
-	}
-	return m
-}
-
 // Index returns the raft index of the last write to table, or 0.
 func (r reader) Index(table string) uint64 { return tableIndex(r.txn(), table) }
 

@@ -37,8 +37,3 @@ func BadRequestf(format string, args ...any) error {
 func NotFoundf(format string, args ...any) error {
 	return &RequestError{Kind: ErrNotFound, Msg: fmt.Sprintf(format, args...)}
 }
-
-// Conflictf returns a RequestError of kind ErrConflict.
-func Conflictf(format string, args ...any) error {
-	return &RequestError{Kind: ErrConflict, Msg: fmt.Sprintf(format, args...)}
-}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
@@ -133,31 +132,4 @@ func RemoveContainerOnCleanup(t testing.TB, cli client.APIClient, id string) {
 			t.Logf("cleanup: remove container %s: %v", id, err)
 		}
 	})
-}
-
-// RemoveLabeled force-removes every container, then every image, labelled
-// drover.test=1: a sweep for TestMain or a benchmark command. It returns the
-// first error and keeps going. It also removes what other test processes
-// sharing the engine created, so call it only when nothing else runs tests
-// against this engine; tests should prefer Remove*OnCleanup.
-func RemoveLabeled(ctx context.Context, cli client.APIClient) error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil && !client.IsErrNotFound(err) {
-			first = err
-		}
-	}
-	f := filters.NewArgs(filters.Arg("label", LabelKey+"="+LabelValue))
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	keep(err)
-	for _, c := range cs {
-		keep(cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}))
-	}
-	ims, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
-	keep(err)
-	for _, im := range ims {
-		_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
-		keep(err)
-	}
-	return first
 }
