@@ -31,7 +31,7 @@ type allocEntry struct {
 // allocations.
 type allocDiff struct {
 	added   []*structs.Allocation // unknown and not terminal: start a runner
-	ignored []*structs.Allocation // unknown and terminal: remember only
+	ignored []*structs.Allocation // unknown and terminal: remember (and settle, see neverRanUpdate)
 	updated []*structs.Allocation // known, with a newer AllocModifyIndex
 	removed []string              // known, gone from the list (collected): destroy; sorted
 }
@@ -135,6 +135,9 @@ func (c *Client) applyAllocs(list []*api.Allocation) {
 	}
 	for _, a := range d.ignored {
 		c.allocs[a.ID] = &allocEntry{modifyIndex: a.AllocModifyIndex}
+		if u := neverRanUpdate(a); u != nil {
+			c.updates.add(u)
+		}
 	}
 	for _, a := range d.added {
 		c.addAllocLocked(a)
@@ -278,6 +281,21 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 	}
 	entry.runner = ar
 	return ar
+}
+
+// neverRanDescription is the client description of an allocation the
+// server stopped before this client ever ran it.
+const neverRanDescription = "allocation was stopped before the client ran it"
+
+// neverRanUpdate is the client update that settles an allocation the client
+// first sees already stopped by the server and never runs: without it the
+// server would count it as starting forever. It is nil when the allocation
+// needs no report (the server already has a final client status for it).
+func neverRanUpdate(a *structs.Allocation) *structs.Allocation {
+	if !a.ServerTerminal() || a.ClientStatus != structs.AllocClientStatusPending {
+		return nil
+	}
+	return &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusComplete, ClientDescription: neverRanDescription}
 }
 
 // failedUpdate is the client update of an allocation that could not run.

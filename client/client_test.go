@@ -466,3 +466,71 @@ func TestFailedPrepareLeavesThePreviousRunning(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.clientStatus(old.ID) == "complete" }, waitFor, tick,
 		"with no replacement waiting, the held stop is delivered")
 }
+
+// TestAllocFirstSeenStoppedIsSettled: an allocation the server stopped
+// before this client ever saw it is never run, and is reported complete so
+// the server does not count it as starting forever.
+func TestAllocFirstSeenStoppedIsSettled(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	a := mockAlloc(c.NodeID(), map[string]any{})
+	a.DesiredStatus = "stop"
+	srv.upsertAlloc(a)
+	failed := mockAlloc(c.NodeID(), map[string]any{})
+	failed.DesiredStatus, failed.ClientStatus = "stop", "failed"
+	srv.upsertAlloc(failed)
+
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "complete" }, waitFor, tick)
+	require.Equal(t, []string{"complete"}, srv.reported(a.ID), "reported once, never as running")
+	require.Nil(t, srv.taskState(a.ID, "t"), "no task ran")
+	require.Nil(t, c.runner(a.ID))
+	require.True(t, c.tracks(a.ID))
+	srv.mu.Lock()
+	desc := srv.allocs[a.ID].ClientDescription
+	srv.mu.Unlock()
+	require.Equal(t, neverRanDescription, desc)
+	require.Empty(t, srv.reported(failed.ID), "an allocation with a final client status is not reported again")
+}
+
+// TestBurstOfReplacementsSettlesEveryAllocation: versions replace each other
+// on one node faster than they can prepare (each names the one before as its
+// previous allocation, and each is stopped before it started). Every
+// allocation but the newest ends with a terminal client status; the newest
+// runs.
+func TestBurstOfReplacementsSettlesEveryAllocation(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	first := mockAlloc(c.NodeID(), map[string]any{})
+	srv.upsertAlloc(first)
+	require.Eventually(t, func() bool { return srv.clientStatus(first.ID) == "running" }, waitFor, tick)
+
+	ids := []string{first.ID}
+	prev := first.ID
+	for range 8 {
+		repl := mockAlloc(c.NodeID(), map[string]any{"prepare_for": "200ms", "run_for": "1h"})
+		srv.replaceAlloc(prev, repl)
+		ids = append(ids, repl.ID)
+		prev = repl.ID
+		time.Sleep(30 * time.Millisecond) // the client sees most versions, not only the last
+	}
+	newest := ids[len(ids)-1]
+	require.Eventually(t, func() bool { return srv.clientStatus(newest) == "running" }, waitFor, tick)
+	require.Eventually(t, func() bool {
+		for _, id := range ids[:len(ids)-1] {
+			switch srv.clientStatus(id) {
+			case "complete", "failed":
+			default:
+				return false
+			}
+		}
+		return true
+	}, waitFor, tick, "every replaced allocation settles")
+}

@@ -22,8 +22,9 @@ func (s *Server) monitorLeadership() {
 }
 
 // establishLeadership waits for the FSM to apply every committed entry, then
-// enables the broker and plan queue, re-enqueues pending evaluations and starts
-// the deployment watcher and the scheduler workers.
+// enables the broker and plan queue, starts the reaper of cancelled
+// evaluations, re-enqueues pending evaluations and starts the deployment
+// watcher and the scheduler workers.
 func (s *Server) establishLeadership() {
 	s.leaderMu.Lock()
 	defer s.leaderMu.Unlock()
@@ -42,6 +43,11 @@ func (s *Server) establishLeadership() {
 	go func() {
 		defer s.leaderDone.Done()
 		s.plans.Run(ctx)
+	}()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runEvalReaper(ctx)
 	}()
 	s.restoreEvals()
 	// The deployment watcher stops when revokeLeadership cancels ctx.

@@ -22,6 +22,7 @@ const (
 	DefaultDeliveryLimit       = 3
 	DefaultInitialNackDelay    = 1 * time.Second
 	DefaultSubsequentNackDelay = 20 * time.Second
+	DefaultRegisterSettle      = 200 * time.Millisecond
 )
 
 var (
@@ -50,6 +51,12 @@ type Config struct {
 	InitialNackDelay time.Duration
 	// SubsequentNackDelay delays the re-enqueue after later nacks (default 20s).
 	SubsequentNackDelay time.Duration
+	// RegisterSettle is the least time between the end of one job-register
+	// evaluation of a job and the start of the next (default 200ms; negative:
+	// none). A single registration never waits; a burst of registrations of
+	// one job is scheduled at most once per window, the newest version
+	// each time. Other triggers (deployment waves, node updates) never wait.
+	RegisterSettle time.Duration
 	// Now reads the time when Clock is nil (default time.Now).
 	Now func() time.Time
 	// Clock supplies time and timers (default RealClock(Now)).
@@ -83,6 +90,12 @@ type Broker struct {
 	timer   Timer     // armed for timerAt, nil when none
 	timerAt time.Time // deadline the timer is armed for
 	gen     uint64    // identifies the current timer; stale callbacks see a mismatch
+
+	// cancelled holds evaluations the core dropped in favour of a newer one
+	// of their job, until the leader takes them (TakeCancelled) to record
+	// them as cancelled. cancelledCh (buffered 1) says the list grew.
+	cancelled   []*structs.Evaluation
+	cancelledCh chan struct{}
 }
 
 // waiter is a blocked Dequeue call.
@@ -98,6 +111,7 @@ func New(cfg Config) *Broker {
 		deliveryLimit:       cfg.DeliveryLimit,
 		initialNackDelay:    max(orDefault(cfg.InitialNackDelay, DefaultInitialNackDelay), 0),
 		subsequentNackDelay: max(orDefault(cfg.SubsequentNackDelay, DefaultSubsequentNackDelay), 0),
+		registerSettle:      max(orDefault(cfg.RegisterSettle, DefaultRegisterSettle), 0),
 	}
 	if c.nackTimeout < 0 {
 		c.nackTimeout = DefaultNackTimeout
@@ -114,11 +128,12 @@ func New(cfg Config) *Broker {
 		logger = hclog.NewNullLogger()
 	}
 	return &Broker{
-		clock:   clock,
-		logger:  logger.Named("eval_broker"),
-		core:    c,
-		state:   newQueueState(c),
-		waiters: make(map[*waiter]struct{}),
+		clock:       clock,
+		logger:      logger.Named("eval_broker"),
+		core:        c,
+		state:       newQueueState(c),
+		waiters:     make(map[*waiter]struct{}),
+		cancelledCh: make(chan struct{}, 1),
 	}
 }
 
@@ -147,6 +162,7 @@ func (b *Broker) SetEnabled(enabled bool) {
 	}
 	b.enabled = enabled
 	b.state = newQueueState(b.core)
+	b.cancelled = nil
 	b.stopTimer()
 	if !enabled {
 		for w := range b.waiters {
@@ -276,6 +292,22 @@ func (b *Broker) IsFailed(evalID string) bool {
 	return b.state.isFailed(evalID)
 }
 
+// CancelledCh is signalled (coalesced) whenever evaluations were cancelled
+// in favour of a newer evaluation of their job; TakeCancelled returns them.
+func (b *Broker) CancelledCh() <-chan struct{} { return b.cancelledCh }
+
+// TakeCancelled returns, and forgets, the evaluations the broker cancelled
+// since the last call: pending evaluations of a job that were superseded by
+// a newer one when the job's in-flight evaluation was acked. The broker no
+// longer holds them; the caller records them as cancelled.
+func (b *Broker) TakeCancelled() []*structs.Evaluation {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.cancelled
+	b.cancelled = nil
+	return out
+}
+
 // Stats returns a snapshot of the queues.
 func (b *Broker) Stats() Stats {
 	b.mu.Lock()
@@ -303,6 +335,14 @@ func (b *Broker) apply(fx effects, now time.Time) {
 	}
 	for _, id := range fx.failed {
 		b.logger.Warn("evaluation reached delivery limit, moved to failed queue", "eval_id", id)
+	}
+	if len(fx.cancelled) > 0 {
+		b.logger.Debug("pending evaluations superseded by a newer one", "count", len(fx.cancelled), "job_id", fx.cancelled[0].JobID)
+		b.cancelled = append(b.cancelled, fx.cancelled...)
+		select {
+		case b.cancelledCh <- struct{}{}:
+		default:
+		}
 	}
 	if len(fx.wake) > 0 {
 		for w := range b.waiters {

@@ -91,10 +91,11 @@ func TestNewDefaults(t *testing.T) {
 	require.Equal(t, coreConfig{
 		nackTimeout: DefaultNackTimeout, deliveryLimit: DefaultDeliveryLimit,
 		initialNackDelay: DefaultInitialNackDelay, subsequentNackDelay: DefaultSubsequentNackDelay,
+		registerSettle: DefaultRegisterSettle,
 	}, b.core)
 	require.False(t, b.Enabled())
 
-	b = New(Config{InitialNackDelay: -1, SubsequentNackDelay: -1, DeliveryLimit: -2, NackTimeout: -1})
+	b = New(Config{InitialNackDelay: -1, SubsequentNackDelay: -1, DeliveryLimit: -2, NackTimeout: -1, RegisterSettle: -1})
 	require.Equal(t, coreConfig{nackTimeout: DefaultNackTimeout, deliveryLimit: DefaultDeliveryLimit}, b.core)
 
 	now := epoch.Add(time.Hour)
@@ -315,8 +316,10 @@ func TestRealClockInBubble(t *testing.T) {
 }
 
 // TestConcurrentWorkers runs real goroutines against the broker under -race:
-// every eval is processed exactly once (acked), and no two evals of one job
-// are ever held by workers at the same time.
+// every eval is either processed exactly once (acked) or cancelled exactly
+// once in favour of a newer one of its job, the newest eval of every job is
+// processed, and no two evals of one job are ever held by workers at the
+// same time.
 func TestConcurrentWorkers(t *testing.T) {
 	b := New(Config{InitialNackDelay: -1, SubsequentNackDelay: -1, DeliveryLimit: 100})
 	b.SetEnabled(true)
@@ -327,6 +330,7 @@ func TestConcurrentWorkers(t *testing.T) {
 	var mu sync.Mutex
 	holding := map[string]string{} // job -> eval held by a worker
 	acked := map[string]int{}
+	cancelled := map[string]int{}
 	var violations, nacks atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -349,7 +353,6 @@ func TestConcurrentWorkers(t *testing.T) {
 				if !nack {
 					acked[ev.ID]++
 				}
-				total := len(acked)
 				mu.Unlock()
 				if nack {
 					nacks.Add(1)
@@ -357,6 +360,12 @@ func TestConcurrentWorkers(t *testing.T) {
 				} else {
 					require.NoError(t, b.Ack(ev.ID, tok))
 				}
+				mu.Lock()
+				for _, c := range b.TakeCancelled() {
+					cancelled[c.ID]++
+				}
+				total := len(acked) + len(cancelled)
+				mu.Unlock()
 				if total == jobs*perJob {
 					cancel()
 				}
@@ -370,10 +379,18 @@ func TestConcurrentWorkers(t *testing.T) {
 	}
 	wg.Wait()
 	require.Zero(t, violations.Load())
-	require.Len(t, acked, jobs*perJob)
+	require.Equal(t, jobs*perJob, len(acked)+len(cancelled))
 	for id, n := range acked {
 		require.Equal(t, 1, n, id)
+		require.NotContains(t, cancelled, id)
+	}
+	for id, n := range cancelled {
+		require.Equal(t, 1, n, id)
+	}
+	for j := range jobs {
+		newest := string(rune('a'+j)) + "-" + strconv.Itoa(perJob-1)
+		require.Contains(t, acked, newest, "the newest eval of every job is processed")
 	}
 	require.Equal(t, totals{}, totalsOf(b.Stats()))
-	t.Logf("nacks: %d", nacks.Load())
+	t.Logf("nacks: %d, acked: %d, cancelled: %d", nacks.Load(), len(acked), len(cancelled))
 }

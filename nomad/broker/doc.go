@@ -11,9 +11,15 @@
 //     WaitUntil, Wait > 0) waits until then before it is enqueued for real.
 //   - At most one evaluation per job (namespace + job ID) is in flight: ready,
 //     outstanding, waiting out a nack delay, or failed and not yet acked.
-//     Others wait in a per-job pending list ordered by priority (highest
-//     first) then CreateIndex (oldest first); Ack of the in-flight one makes
-//     the next one ready.
+//     Others wait in a per-job pending list. Ack of the in-flight one makes
+//     the newest pending one (highest CreateIndex) ready and cancels the
+//     rest: every evaluation reconciles the whole job against the newest
+//     state, so the newest does the work of all, and a burst of N job
+//     versions costs a bounded number of scheduling passes, not N. The
+//     broker forgets cancelled evaluations and hands them to the leader
+//     (CancelledCh, TakeCancelled), which records them with status
+//     "canceled". Delayed evaluations (WaitUntil, Wait) join the pending
+//     list only once their time has come.
 //   - Ready evaluations are queued per scheduler type (Evaluation.Type:
 //     "system", "sysbatch", "_core") by priority, then CreateIndex, then
 //     arrival. Dequeue takes the best one among the requested types, marks

@@ -4,7 +4,7 @@ import "container/heap"
 
 // prioHeap orders evaluations for delivery: higher Priority first, then lower
 // CreateIndex (older first), then the order in which they entered the heap.
-// It backs both the per-type ready queues and the per-job pending lists.
+// It backs the per-type ready queues.
 type prioHeap []*item
 
 func prioLess(a, b *item) bool {

@@ -32,7 +32,9 @@ type brokerMachine struct {
 	live        map[string]string            // accepted, not yet acked: ID -> job
 	deliveries  map[string]int               // dequeues of live evals
 	outstanding map[string]*outstandingModel // handed out, not acked/nacked/timed out
+	createIndex map[string]uint64            // CreateIndex of live evals
 	acked       int
+	cancelled   int
 	failedSeen  int
 }
 
@@ -49,6 +51,7 @@ func newBrokerMachine() *brokerMachine {
 		live:        map[string]string{},
 		deliveries:  map[string]int{},
 		outstanding: map[string]*outstandingModel{},
+		createIndex: map[string]uint64{},
 	}
 }
 
@@ -68,6 +71,9 @@ func (m *brokerMachine) enqueue(t *rapid.T) {
 	if rapid.IntRange(0, 3).Draw(t, "delayed") == 0 {
 		ev.Wait = time.Duration(rapid.IntRange(1, 30).Draw(t, "waitSeconds")) * time.Second
 	}
+	if rapid.Bool().Draw(t, "register") {
+		ev.TriggeredBy = structs.EvalTriggerJobRegister
+	}
 	if rapid.IntRange(0, 9).Draw(t, "notPending") == 0 {
 		ev.Status = structs.EvalStatusComplete
 	}
@@ -75,6 +81,7 @@ func (m *brokerMachine) enqueue(t *rapid.T) {
 	if _, known := m.live[id]; !known && ev.Status == structs.EvalStatusPending {
 		m.live[id] = job
 		m.deliveries[id] = 0
+		m.createIndex[id] = m.nextIndex
 	}
 }
 
@@ -135,6 +142,39 @@ func (m *brokerMachine) ack(t *rapid.T) {
 	delete(m.live, id)
 	delete(m.deliveries, id)
 	m.acked++
+	m.absorbCancelled(t)
+}
+
+// absorbCancelled: the broker cancels only pending (or settling)
+// evaluations, each in favour of a newer one of the same job that now holds
+// the job's slot, and forgets them.
+func (m *brokerMachine) absorbCancelled(t *rapid.T) {
+	cancelled := m.b.TakeCancelled()
+	if len(cancelled) == 0 {
+		return
+	}
+	m.b.mu.Lock()
+	defer m.b.mu.Unlock()
+	for _, ev := range cancelled {
+		job, live := m.live[ev.ID]
+		if !live || job != ev.JobID {
+			t.Fatalf("cancelled %s is not a live eval of job %s", ev.ID, ev.JobID)
+		}
+		if _, out := m.outstanding[ev.ID]; out {
+			t.Fatalf("cancelled %s while it was outstanding", ev.ID)
+		}
+		holder, ok := m.b.state.inflight[jobKey{namespace: structs.DefaultNamespace, jobID: job}]
+		if !ok {
+			t.Fatalf("eval %s of job %s cancelled but none took the slot", ev.ID, job)
+		}
+		if m.createIndex[ev.ID] > m.createIndex[holder] {
+			t.Fatalf("cancelled %s (index %d) in favour of older %s (index %d)", ev.ID, m.createIndex[ev.ID], holder, m.createIndex[holder])
+		}
+		delete(m.live, ev.ID)
+		delete(m.deliveries, ev.ID)
+		delete(m.createIndex, ev.ID)
+		m.cancelled++
+	}
 }
 
 func (m *brokerMachine) nack(t *rapid.T) {
@@ -209,6 +249,7 @@ func (m *brokerMachine) advance(t *rapid.T) {
 
 // check runs after every action.
 func (m *brokerMachine) check(t *rapid.T) {
+	m.absorbCancelled(t)
 	m.b.mu.Lock()
 	defer m.b.mu.Unlock()
 	checkCoreInvariants(t, m.b.state)
@@ -242,6 +283,8 @@ func (m *brokerMachine) drain(t *rapid.T) {
 			t.Fatalf("drain ack %s: %v", id, err)
 		}
 		delete(m.live, id)
+		delete(m.outstanding, id)
+		m.absorbCancelled(t)
 	}
 	all := append(slices.Clone(schedTypes), FailedQueue)
 	for round := 0; len(m.live) > 0; round++ {
@@ -249,6 +292,7 @@ func (m *brokerMachine) drain(t *rapid.T) {
 			t.Fatalf("%d evals never delivered: %v (stats %+v)", len(m.live), m.live, m.b.Stats())
 		}
 		m.fc.Advance(time.Minute)
+		m.absorbCancelled(t)
 		for {
 			m.b.mu.Lock()
 			ev, tok, err := m.b.tryDequeueLocked(all)
@@ -266,6 +310,7 @@ func (m *brokerMachine) drain(t *rapid.T) {
 				t.Fatalf("drained unknown eval %s", ev.ID)
 			}
 			delete(m.live, ev.ID)
+			m.absorbCancelled(t)
 		}
 	}
 	if st := m.b.Stats(); totalsOf(st) != (totals{}) {

@@ -22,6 +22,11 @@ const (
 	phaseDelayed
 	// phaseNackWait: nacked, waiting out the re-enqueue delay; holds its job's slot.
 	phaseNackWait
+	// phaseSettling: a job-register evaluation of a job whose previous
+	// job-register evaluation was acked less than registerSettle ago; it
+	// holds its job's slot and waits out the rest of that window, so that
+	// a burst of registrations piles up behind it and coalesces.
+	phaseSettling
 )
 
 // jobKey identifies a job across namespaces.
@@ -56,6 +61,9 @@ type coreConfig struct {
 	deliveryLimit       int
 	initialNackDelay    time.Duration
 	subsequentNackDelay time.Duration
+	// registerSettle is the least time between the end of one job-register
+	// evaluation of a job and the start of the next (0: none).
+	registerSettle time.Duration
 }
 
 // effects tells the concurrency shell what a core operation changed that it
@@ -64,6 +72,10 @@ type effects struct {
 	wake     []string // ready queues that gained at least one evaluation
 	timedOut []string // eval IDs nacked because their nack timer expired
 	failed   []string // eval IDs moved to the failed queue
+	// cancelled are pending evaluations dropped in favour of a newer one of
+	// the same job (see release); the broker forgets them, and the leader
+	// records them as cancelled.
+	cancelled []*structs.Evaluation
 }
 
 // queueState is the broker's decision core. It is single-threaded and pure:
@@ -75,8 +87,12 @@ type queueState struct {
 	cfg      coreConfig
 	items    map[string]*item     // every known eval, by ID
 	ready    map[string]*prioHeap // ready queues by scheduler type (and FailedQueue)
-	pending  map[jobKey]*prioHeap // evals waiting for their job's slot
+	pending  map[jobKey][]*item   // evals waiting for their job's slot, in arrival order
 	inflight map[jobKey]string    // eval ID holding each job's slot
+	// hot holds, per job, the end of the settle window opened by the ack of
+	// its last job-register evaluation; expired entries are swept lazily.
+	hot       map[jobKey]time.Time
+	lastSweep time.Time
 	timers   timerHeap            // nack timeouts, delays, nack re-enqueue delays
 	seq      uint64               // prio heap insertion counter
 	tseq     uint64               // timer heap insertion counter
@@ -88,8 +104,9 @@ func newQueueState(cfg coreConfig) *queueState {
 		cfg:      cfg,
 		items:    make(map[string]*item),
 		ready:    make(map[string]*prioHeap),
-		pending:  make(map[jobKey]*prioHeap),
+		pending:  make(map[jobKey][]*item),
 		inflight: make(map[jobKey]string),
+		hot:      make(map[jobKey]time.Time),
 	}
 }
 
@@ -139,7 +156,7 @@ func (s *queueState) enqueue(now time.Time, ev *structs.Evaluation) effects {
 		it.phase = phaseDelayed
 		s.startTimer(it, until)
 	} else {
-		s.admit(it)
+		s.admit(it, now)
 	}
 	return s.takeEffects()
 }
@@ -184,8 +201,26 @@ func (s *queueState) ack(now time.Time, id, token string) (effects, error) {
 	}
 	s.stopTimer(it)
 	delete(s.items, id)
-	s.release(it.key, id)
+	if s.cfg.registerSettle > 0 && it.eval.TriggeredBy == structs.EvalTriggerJobRegister {
+		s.sweepHot(now)
+		s.hot[it.key] = now.Add(s.cfg.registerSettle)
+	}
+	s.release(it.key, id, now)
 	return s.takeEffects(), nil
+}
+
+// sweepHot forgets expired settle windows, at most once per window length,
+// so that the map holds only jobs registered recently.
+func (s *queueState) sweepHot(now time.Time) {
+	if now.Sub(s.lastSweep) < s.cfg.registerSettle {
+		return
+	}
+	s.lastSweep = now
+	for k, until := range s.hot {
+		if !until.After(now) {
+			delete(s.hot, k)
+		}
+	}
 }
 
 // nack gives an outstanding evaluation back: it is re-enqueued after a delay,
@@ -269,7 +304,7 @@ func (s *queueState) stats() Stats {
 			st.TotalUnacked++
 		case phasePending:
 			st.TotalPending++
-		case phaseDelayed, phaseNackWait:
+		case phaseDelayed, phaseNackWait, phaseSettling:
 			st.TotalWaiting++
 		}
 	}
@@ -300,9 +335,11 @@ func (s *queueState) fire(now time.Time) {
 			s.fx.timedOut = append(s.fx.timedOut, it.eval.ID)
 			s.requeue(it, at)
 		case phaseDelayed: // WaitUntil reached: enqueue for real
-			s.admit(it)
+			s.admit(it, at)
 		case phaseNackWait: // re-enqueue delay over; the job slot is still held
 			s.pushReady(it, it.eval.Type)
+		case phaseSettling: // settle window over: the newest of the pile runs
+			s.pushReady(s.supersede(it), it.eval.Type)
 		}
 	}
 }
@@ -329,40 +366,83 @@ func (s *queueState) requeue(it *item, at time.Time) {
 }
 
 // admit makes an item ready if its job has no evaluation in flight, and
-// parks it in the job's pending list otherwise.
-func (s *queueState) admit(it *item) {
+// parks it in the job's pending list otherwise. A job-register evaluation
+// of a job inside its settle window takes the job's slot but waits out the
+// window first (phaseSettling).
+func (s *queueState) admit(it *item, now time.Time) {
 	if holder, busy := s.inflight[it.key]; busy && holder != it.eval.ID {
 		it.phase = phasePending
-		h := s.pending[it.key]
-		if h == nil {
-			h = &prioHeap{}
-			s.pending[it.key] = h
-		}
 		s.seq++
 		it.seq = s.seq
-		h.push(it)
+		s.pending[it.key] = append(s.pending[it.key], it)
 		return
 	}
 	s.inflight[it.key] = it.eval.ID
+	if until, hot := s.hot[it.key]; hot && until.After(now) && it.eval.TriggeredBy == structs.EvalTriggerJobRegister {
+		it.phase = phaseSettling
+		s.startTimer(it, until)
+		return
+	}
 	s.pushReady(it, it.eval.Type)
 }
 
-// release frees a job's slot held by id and hands it to the best pending
-// evaluation of the job, if any.
-func (s *queueState) release(key jobKey, id string) {
+// release frees a job's slot held by id and hands it to the newest pending
+// evaluation of the job (highest CreateIndex, then latest arrival), if any.
+// The other pending evaluations of the job are cancelled: every evaluation
+// of a job reconciles the whole job against the newest state, so the newest
+// one does the work of all of them, and a burst of N job versions costs one
+// more scheduling pass, not N.
+func (s *queueState) release(key jobKey, id string, now time.Time) {
 	if s.inflight[key] != id {
 		return
 	}
 	delete(s.inflight, key)
-	h := s.pending[key]
-	if h == nil {
+	waiting := s.pending[key]
+	if len(waiting) == 0 {
 		return
 	}
-	next := h.pop()
-	if h.Len() == 0 {
-		delete(s.pending, key)
+	delete(s.pending, key)
+	newest := s.cancelAllButNewest(waiting)
+	s.admit(newest, now)
+}
+
+// supersede ends the settle window of holder, which holds its job's slot:
+// the newest of holder and the job's pending evaluations takes the slot
+// and is returned; the others are cancelled.
+func (s *queueState) supersede(holder *item) *item {
+	pile := append([]*item{holder}, s.pending[holder.key]...)
+	delete(s.pending, holder.key)
+	newest := s.cancelAllButNewest(pile)
+	s.inflight[holder.key] = newest.eval.ID
+	return newest
+}
+
+// cancelAllButNewest forgets every item of pile but the newest, reporting
+// them cancelled, and returns the newest.
+func (s *queueState) cancelAllButNewest(pile []*item) *item {
+	var newest *item
+	for _, it := range pile {
+		if newest == nil || newerThan(it, newest) {
+			newest = it
+		}
 	}
-	s.admit(next)
+	for _, it := range pile {
+		if it == newest {
+			continue
+		}
+		delete(s.items, it.eval.ID)
+		s.fx.cancelled = append(s.fx.cancelled, it.eval.Copy())
+	}
+	return newest
+}
+
+// newerThan orders a job's pending evaluations by recency: higher
+// CreateIndex first, then later arrival.
+func newerThan(a, b *item) bool {
+	if a.eval.CreateIndex != b.eval.CreateIndex {
+		return a.eval.CreateIndex > b.eval.CreateIndex
+	}
+	return a.seq > b.seq
 }
 
 // pushReady puts an item (already holding its job's slot) in a ready queue.

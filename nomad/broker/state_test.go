@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -58,7 +59,9 @@ type step struct {
 	badToken bool
 	err      error
 	wake     []string
-	stats    *totals
+	// cancelled, when non-nil, is the exact set of eval IDs the step cancels.
+	cancelled []string
+	stats     *totals
 }
 
 func enq(at time.Duration, e *structs.Evaluation) step { return step{at: at, op: "enq", eval: e} }
@@ -105,14 +108,43 @@ func TestQueueStateTable(t *testing.T) {
 			{op: "ack", id: "x1", wake: []string{"system"}, stats: &totals{ready: 1, unacked: 1}},
 			deq(0, "x2"),
 		}},
-		{"per-job pending ordered by priority then CreateIndex", []step{
+		{"ack readies the newest pending eval of the job and cancels the others", []step{
 			enq(0, mkEval("e1", "x", 50, 1)), enq(0, mkEval("e2", "x", 50, 5)),
 			enq(0, mkEval("e3", "x", 70, 6)), enq(0, mkEval("e4", "x", 50, 4)),
-			deq(0, "e1"), opOn(0, "ack", "e1", nil),
-			deq(0, "e3"), opOn(0, "ack", "e3", nil),
-			deq(0, "e4"), opOn(0, "ack", "e4", nil),
-			deq(0, "e2"), opOn(0, "ack", "e2", nil),
-			check(totals{}),
+			enq(0, mkEval("y1", "y", 50, 2)), enq(0, mkEval("y2", "y", 50, 3)),
+			check(totals{ready: 2, pending: 4}),
+			deq(0, "e1"),
+			{op: "ack", id: "e1", cancelled: []string{"e2", "e4"}, stats: &totals{ready: 2, pending: 1}},
+			deq(0, "e3"), {op: "ack", id: "e3", cancelled: []string{}},
+			deq(0, "y1"), {op: "ack", id: "y1", cancelled: []string{}},
+			deq(0, "y2"), deq(0, ""),
+		}},
+		{"equal CreateIndex: the later arrival is the newest", []step{
+			enq(0, mkEval("a", "x", 50, 1)), enq(0, mkEval("b", "x", 50, 7)), enq(0, mkEval("c", "x", 50, 7)),
+			deq(0, "a"), {op: "ack", id: "a", cancelled: []string{"b"}}, deq(0, "c"),
+		}},
+		{"a burst of versions costs two scheduling passes", []step{
+			enq(0, mkEval("v00", "x", 50, 10)), enq(0, mkEval("v01", "x", 50, 11)), enq(0, mkEval("v02", "x", 50, 12)),
+			enq(0, mkEval("v03", "x", 50, 13)), enq(0, mkEval("v04", "x", 50, 14)), enq(0, mkEval("v05", "x", 50, 15)),
+			deq(0, "v00"),
+			enq(0, mkEval("v06", "x", 50, 16)), enq(0, mkEval("v07", "x", 50, 17)),
+			check(totals{unacked: 1, pending: 7}),
+			{op: "ack", id: "v00", cancelled: []string{"v01", "v02", "v03", "v04", "v05", "v06"}, stats: &totals{ready: 1}},
+			deq(0, "v07"), {op: "ack", id: "v07", cancelled: []string{}, stats: &totals{}},
+		}},
+		{"a nacked eval keeps its job's slot; the newer ones coalesce on its ack", []step{
+			enq(0, mkEval("a", "x", 50, 1)), deq(0, "a"), opOn(0, "nack", "a", nil),
+			enq(0, mkEval("b", "x", 50, 2)), enq(0, mkEval("c", "x", 50, 3)),
+			check(totals{waiting: 1, pending: 2}),
+			deq(1*s, "a"), {at: 1 * s, op: "ack", id: "a", cancelled: []string{"b"}}, deq(1*s, "c"),
+		}},
+		{"a delayed eval joins the pending list when due and may be superseded", []step{
+			enq(0, mkEval("d", "x", 50, 1, waitUntil(5*s))), enq(0, mkEval("e", "x", 50, 2)),
+			deq(0, "e"),
+			tick(4*s, totals{unacked: 1, waiting: 1}),
+			tick(5*s, totals{unacked: 1, pending: 1}),
+			enq(5*s, mkEval("f", "x", 50, 3)),
+			{at: 5 * s, op: "ack", id: "e", cancelled: []string{"d"}}, deq(5*s, "f"),
 		}},
 		{"same job ID in two namespaces are two jobs", []step{
 			enq(0, mkEval("a", "web", 50, 1, ns("a"))), enq(0, mkEval("b", "web", 50, 2, ns("b"))),
@@ -220,9 +252,63 @@ func TestQueueStateTable(t *testing.T) {
 	}
 }
 
+// reg marks an evaluation as triggered by a job registration.
+func reg(e *structs.Evaluation) { e.TriggeredBy = structs.EvalTriggerJobRegister }
+
+func TestQueueStateRegisterSettle(t *testing.T) {
+	const ms = time.Millisecond
+	cfg := testCore
+	cfg.registerSettle = 200 * ms
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"a single registration never waits", []step{
+			enq(0, mkEval("a", "x", 50, 1, reg)), deq(0, "a"),
+		}},
+		{"the next registration waits out the window after the last one's ack", []step{
+			enq(0, mkEval("a", "x", 50, 1, reg)), deq(0, "a"), opOn(10*ms, "ack", "a", nil),
+			enq(50*ms, mkEval("b", "x", 50, 2, reg)),
+			check(totals{waiting: 1}),
+			deq(209*ms, ""), deq(210*ms, "b"),
+		}},
+		{"a burst piles up behind the settling eval and only the newest runs", []step{
+			enq(0, mkEval("a", "x", 50, 1, reg)), deq(0, "a"),
+			enq(5*ms, mkEval("b", "x", 50, 2, reg)),
+			{at: 10 * ms, op: "ack", id: "a", cancelled: []string{}, stats: &totals{waiting: 1}},
+			enq(20*ms, mkEval("c", "x", 50, 3, reg)), enq(30*ms, mkEval("d", "x", 50, 4, reg)),
+			check(totals{waiting: 1, pending: 2}),
+			{at: 210 * ms, op: "tick", cancelled: []string{"b", "c"}, stats: &totals{ready: 1}},
+			deq(210*ms, "d"),
+		}},
+		{"other triggers never wait", []step{
+			enq(0, mkEval("a", "x", 50, 1, reg)), deq(0, "a"), opOn(10*ms, "ack", "a", nil),
+			enq(20*ms, mkEval("w", "x", 50, 2)), deq(20*ms, "w"),
+		}},
+		{"the window opens only on a job-register eval's ack and per job", []step{
+			enq(0, mkEval("w", "x", 50, 1)), deq(0, "w"), opOn(10*ms, "ack", "w", nil),
+			enq(20*ms, mkEval("a", "x", 50, 2, reg)), deq(20*ms, "a"), opOn(30*ms, "ack", "a", nil),
+			enq(40*ms, mkEval("y", "y", 50, 3, reg)), deq(40*ms, "y"),
+		}},
+		{"a newer non-register eval supersedes the settling one", []step{
+			enq(0, mkEval("a", "x", 50, 1, reg)), deq(0, "a"), opOn(10*ms, "ack", "a", nil),
+			enq(20*ms, mkEval("b", "x", 50, 2, reg)), enq(30*ms, mkEval("w", "x", 50, 3)),
+			{at: 210 * ms, op: "tick", cancelled: []string{"b"}}, deq(210*ms, "w"),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { runStepsWith(t, cfg, tc.steps) })
+	}
+}
+
 func runSteps(t *testing.T, steps []step) {
 	t.Helper()
-	q := newQueueState(testCore)
+	runStepsWith(t, testCore, steps)
+}
+
+func runStepsWith(t *testing.T, cfg coreConfig, steps []step) {
+	t.Helper()
+	q := newQueueState(cfg)
 	tokens := map[string]string{}
 	var last time.Duration
 	for i, st := range steps {
@@ -282,6 +368,18 @@ func runSteps(t *testing.T, steps []step) {
 		if st.wake != nil {
 			require.Equal(t, st.wake, fx.wake, where)
 		}
+		if st.cancelled != nil {
+			got := []string{}
+			for _, e := range fx.cancelled {
+				got = append(got, e.ID)
+				require.NotContains(t, q.items, e.ID, "%s: a cancelled eval is forgotten", where)
+				require.Equal(t, structs.EvalStatusPending, e.Status, "%s: the broker hands back the eval as it was", where)
+			}
+			sort.Strings(got)
+			require.Equal(t, st.cancelled, got, where)
+		} else {
+			require.Empty(t, fx.cancelled, where)
+		}
 		if st.stats != nil {
 			require.Equal(t, *st.stats, totalsOf(q.stats()), where)
 		}
@@ -302,13 +400,13 @@ func checkCoreInvariants(t testingT, q *queueState) {
 	for id, it := range q.items {
 		require.Equal(t, id, it.eval.ID)
 		switch it.phase {
-		case phaseReady, phaseUnacked, phaseNackWait:
+		case phaseReady, phaseUnacked, phaseNackWait, phaseSettling:
 			holders[it.key]++
 			require.Equal(t, id, q.inflight[it.key], "slot holder of %v", it.key)
 		case phasePending:
 			require.NotEmpty(t, q.inflight[it.key], "pending eval %s with a free slot", id)
 		}
-		hasTimer := it.phase == phaseDelayed || it.phase == phaseNackWait ||
+		hasTimer := it.phase == phaseDelayed || it.phase == phaseNackWait || it.phase == phaseSettling ||
 			(it.phase == phaseUnacked && !it.paused)
 		require.Equal(t, hasTimer, it.timerIdx >= 0, "timer of %s (phase %d)", id, it.phase)
 	}
@@ -323,12 +421,12 @@ func checkCoreInvariants(t testingT, q *queueState) {
 		require.NotZero(t, h.Len(), "empty ready heap kept")
 		n += h.Len()
 	}
-	for _, h := range q.pending {
-		require.NotZero(t, h.Len(), "empty pending heap kept")
-		n += h.Len()
+	for _, waiting := range q.pending {
+		require.NotEmpty(t, waiting, "empty pending list kept")
+		n += len(waiting)
 	}
 	for _, it := range q.items {
-		if it.phase == phaseUnacked || it.phase == phaseDelayed || it.phase == phaseNackWait {
+		if it.phase == phaseUnacked || it.phase == phaseDelayed || it.phase == phaseNackWait || it.phase == phaseSettling {
 			n++
 		}
 	}
