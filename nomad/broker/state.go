@@ -93,10 +93,10 @@ type queueState struct {
 	// its last job-register evaluation; expired entries are swept lazily.
 	hot       map[jobKey]time.Time
 	lastSweep time.Time
-	timers   timerHeap            // nack timeouts, delays, nack re-enqueue delays
-	seq      uint64               // prio heap insertion counter
-	tseq     uint64               // timer heap insertion counter
-	fx       effects              // effects accumulated by the running operation
+	timers    timerHeap // nack timeouts, delays, nack re-enqueue delays
+	seq       uint64    // prio heap insertion counter
+	tseq      uint64    // timer heap insertion counter
+	fx        effects   // effects accumulated by the running operation
 }
 
 func newQueueState(cfg coreConfig) *queueState {
