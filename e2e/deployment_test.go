@@ -153,6 +153,11 @@ func TestSystemJobDeploymentStory(t *testing.T) {
 	close(stopSampling)
 	require.LessOrEqual(t, <-mostV1, 3, "waves of 2, plus the joined node's unlimited placement")
 	require.Equal(t, map[uint64]int{1: 6}, liveVersions(t, c), "after promotion every node, the new one included, runs version 1")
+	promotedAllocs, _, err := c.Deployments().Allocations(d.ID, nil)
+	require.NoError(t, err)
+	for _, a := range promotedAllocs {
+		require.False(t, a.DeploymentStatus != nil && a.DeploymentStatus.Canary, "allocation %s is still flagged a canary after promotion", a.ID)
+	}
 
 	// Version 2 is broken: its first wave turns unhealthy, the deployment
 	// fails, no further node gets it, and auto_revert registers version 1's

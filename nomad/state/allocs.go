@@ -168,10 +168,7 @@ func mergeExistingAlloc(a, exist *structs.Allocation) {
 	// update within the same deployment.
 	if exist.DeploymentStatus != nil && a.DeploymentID == exist.DeploymentID &&
 		(a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) {
-		ds := *exist.DeploymentStatus
-		if a.DeploymentStatus != nil {
-			ds.Canary = ds.Canary || a.DeploymentStatus.Canary
-		}
+		ds := *exist.DeploymentStatus // the canary flag included: a plan never makes an existing allocation a canary, and a stale one must not undo a promotion
 		a.DeploymentStatus = &ds
 	}
 }
@@ -191,8 +188,8 @@ func (tx *writeTxn) linkPrevious(a *structs.Allocation) error {
 // UpdateAllocsFromClient records what clients report. For every update whose
 // allocation exists (others are skipped) it sets ClientStatus,
 // ClientDescription, TaskStates (each when given) and DeploymentStatus
-// (when given; its Canary flag cannot be cleared by a client, its
-// ModifyIndex becomes index), ModifyIndex = index and ModifyTime =
+// (when given; its Canary flag stays the server's, whatever the client
+// says, and its ModifyIndex becomes index), ModifyIndex = index and ModifyTime =
 // updatedAt. AllocModifyIndex is unchanged: clients do not re-sync their own
 // reports. When health changes, the deployment's health counts are
 // recounted and the progress deadline of a group that gained a healthy
@@ -217,7 +214,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 			}
 			if u.DeploymentStatus != nil {
 				ds := *u.DeploymentStatus
-				ds.Canary = ds.Canary || (exist.DeploymentStatus != nil && exist.DeploymentStatus.Canary)
+				ds.Canary = exist.DeploymentStatus != nil && exist.DeploymentStatus.Canary // the server's to set
 				ds.ModifyIndex = tx.index
 				c.DeploymentStatus = &ds
 			}

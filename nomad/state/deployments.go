@@ -155,8 +155,10 @@ func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, up
 // or of the named groups that have canaries. A missing deployment is
 // ErrNotFound; a terminal one, or a named group the deployment does not
 // have, is ErrConflict. A description asking for promotion becomes
-// "Deployment is running", and the progress deadline of each newly promoted
-// group restarts at req.UpdatedAt (the rest of the rollout starts now).
+// "Deployment is running", the progress deadline of each newly promoted
+// group restarts at req.UpdatedAt (the rest of the rollout starts now), and
+// the promoted canaries stop being flagged as canaries, in the same
+// transaction.
 func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.DeploymentPromoteRequest) error {
 	return s.write(index, func(tx *writeTxn) error {
 		d, err := deploymentByID(tx.Txn, nil, req.DeploymentID)
@@ -188,6 +190,9 @@ func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.Deploy
 			}
 		}
 		resetProgressDeadlines(c, time.Unix(0, req.UpdatedAt), func(name string, _ *structs.DeploymentState) bool { return promoted[name] })
+		if err := tx.clearCanaryFlags(d.ID, promoted, req.UpdatedAt); err != nil {
+			return err
+		}
 		switch c.StatusDescription {
 		case structs.DeploymentStatusDescriptionRunningNeedsPromotion,
 			structs.DeploymentStatusDescriptionRunningAutoPromotion:
@@ -196,6 +201,35 @@ func (s *StateStore) UpdateDeploymentPromotion(index uint64, req *structs.Deploy
 		c.ModifyIndex, c.ModifyTime = tx.index, req.UpdatedAt
 		return tx.insert(TableDeployments, c)
 	})
+}
+
+// clearCanaryFlags ends the canary status of the allocations of deployment
+// id in the promoted groups: once promoted, a canary is an ordinary
+// allocation of the new version (the group's PlacedCanaries still lists
+// it). AllocModifyIndex is unchanged: clients need not re-sync, and the
+// server ignores the flag in their reports.
+func (tx *writeTxn) clearCanaryFlags(id string, promoted map[string]bool, updatedAt int64) error {
+	if len(promoted) == 0 {
+		return nil
+	}
+	allocs, err := list[*structs.Allocation](tx.Txn, nil, TableAllocs, indexDeploy, id)
+	if err != nil {
+		return err
+	}
+	for _, a := range allocs {
+		if !promoted[a.TaskGroup] || a.DeploymentStatus == nil || !a.DeploymentStatus.Canary {
+			continue
+		}
+		c := a.Copy()
+		c.DeploymentStatus.Canary = false
+		c.DeploymentStatus.ModifyIndex = tx.index
+		c.ModifyIndex, c.ModifyTime = tx.index, updatedAt
+		if err := tx.insert(TableAllocs, c); err != nil {
+			return err
+		}
+		tx.markJob(c.Namespace, c.JobID)
+	}
+	return nil
 }
 
 // UpdateDeploymentAllocHealth records the health of allocations of

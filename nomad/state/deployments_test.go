@@ -192,3 +192,58 @@ func TestUpdateDeploymentAllocHealth(t *testing.T) {
 	}
 	require.Equal(t, uint64(6), s.LatestIndex(), "rejected writes write nothing")
 }
+
+// TestPromotionClearsCanaryFlags: promotion ends the canary status of the
+// promoted group's allocations in the same transaction, and neither a
+// client's report nor a stale scheduler copy brings it back.
+func TestPromotionClearsCanaryFlags(t *testing.T) {
+	s := NewStateStore()
+	job := mustJob(t, s, 1, testJob("web"))
+	d := testDeployment(job)
+	d.TaskGroups["api"] = &structs.DeploymentState{DesiredCanaries: 1, DesiredTotal: 1}
+	require.NoError(t, s.UpsertDeployment(2, d))
+	canary := func(group string) *structs.Allocation {
+		a := testAlloc(job, "node-1")
+		a.TaskGroup = group
+		a.DeploymentID = d.ID
+		a.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
+		return a
+	}
+	web, api := canary("web"), canary("api")
+	plain := testAlloc(job, "node-2")
+	plain.DeploymentID = d.ID
+	require.NoError(t, s.UpsertAllocs(3, []*structs.Allocation{web, api, plain}))
+	staleWeb := mustAlloc(t, s, web.ID) // a scheduler's copy from before the promotion
+
+	require.NoError(t, s.UpdateDeploymentPromotion(4, &structs.DeploymentPromoteRequest{
+		DeploymentID: d.ID, Groups: []string{"web"}, UpdatedAt: 9,
+	}))
+	got := mustAlloc(t, s, web.ID)
+	require.False(t, got.DeploymentStatus.Canary, "the promoted canary is no longer flagged")
+	require.Equal(t, uint64(4), got.ModifyIndex)
+	require.True(t, mustAlloc(t, s, api.ID).DeploymentStatus.Canary, "a group not promoted keeps its canaries")
+	require.Nil(t, mustAlloc(t, s, plain.ID).DeploymentStatus)
+	dep, err := s.DeploymentByID(nil, d.ID)
+	require.NoError(t, err)
+	require.True(t, dep.TaskGroups["web"].Promoted)
+
+	// A client still holding the canary flag reports health.
+	require.NoError(t, s.UpdateAllocsFromClient(5, []*structs.Allocation{{
+		ID: web.ID, ClientStatus: structs.AllocClientStatusRunning,
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: new(true), Canary: true},
+	}}, 10))
+	got = mustAlloc(t, s, web.ID)
+	require.False(t, got.DeploymentStatus.Canary, "a client cannot make an allocation a canary again")
+	require.True(t, got.DeploymentStatus.IsHealthy())
+
+	// A plan built on a snapshot from before the promotion updates it.
+	staleWeb.DesiredDescription = "stale copy"
+	require.NoError(t, s.UpsertAllocs(6, []*structs.Allocation{staleWeb}))
+	require.False(t, mustAlloc(t, s, web.ID).DeploymentStatus.Canary, "a stale copy does not undo the promotion")
+
+	// A client cannot make an ordinary allocation a canary either.
+	require.NoError(t, s.UpdateAllocsFromClient(7, []*structs.Allocation{{
+		ID: plain.ID, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: new(true), Canary: true},
+	}}, 11))
+	require.False(t, mustAlloc(t, s, plain.ID).DeploymentStatus.Canary)
+}
