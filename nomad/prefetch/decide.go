@@ -15,10 +15,10 @@ const DefaultParallel = 4
 
 // Docker task config keys the decision reads.
 const (
-	dockerDriver     = "docker"
-	keyImage         = "image"
-	keyPrefetch      = "prefetch"
-	keyParallel      = "prefetch_parallel"
+	dockerDriver = "docker"
+	keyImage     = "image"
+	keyPrefetch  = "prefetch"
+	keyParallel  = "prefetch_parallel"
 )
 
 // Progress is the leader's record of one node of one deployment. The zero

@@ -119,8 +119,8 @@ func TestDecide(t *testing.T) {
 			},
 			granted: []string{"node-01", "node-02"}, dirs: []string{"node-01:pulling", "node-02:pulling"}, wake: t0.Add(10 * time.Minute)},
 		{name: "a granted node whose wave arrived keeps its grant", nodes: 2,
-			change: func(f *fixture) { f.allocs = append(f.allocs, alloc(f.v2, "node-00")) },
-			prog:   map[string]Progress{"node-00": pulling(t0)},
+			change:  func(f *fixture) { f.allocs = append(f.allocs, alloc(f.v2, "node-00")) },
+			prog:    map[string]Progress{"node-00": pulling(t0)},
 			granted: []string{"node-01"}, dirs: []string{"node-00:pulling", "node-01:pulling"}, wake: t0.Add(10 * time.Minute)},
 		{name: "same image: nothing to pull", nodes: 3,
 			change: func(f *fixture) { f.v2.TaskGroups[0].Tasks[0].Config["image"] = "web:v1" }},
@@ -141,7 +141,9 @@ func TestDecide(t *testing.T) {
 		{name: "non-docker tasks are not prefetched", nodes: 2,
 			change: func(f *fixture) { f.v2.TaskGroups[0].Tasks[0].Driver = "raw_exec" }},
 		{name: "pinned image differs from the tag it was", nodes: 1,
-			change: func(f *fixture) { f.v2.TaskGroups[0].Tasks[0].Config["image"] = "web:v1@sha256:" + fmt.Sprintf("%064d", 2) },
+			change: func(f *fixture) {
+				f.v2.TaskGroups[0].Tasks[0].Config["image"] = "web:v1@sha256:" + fmt.Sprintf("%064d", 2)
+			},
 			granted: []string{"node-00"}, dirs: []string{"node-00:pulling"}, wake: t0.Add(10 * time.Minute)},
 	}
 	for _, tc := range cases {
