@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test fuzz bench bench-prefetch vet fmt-check deps clean demo
+.PHONY: all build test fuzz bench bench-prefetch bench-prefetch-ahead vet fmt-check deps clean demo
 
 all: build
 
@@ -41,6 +41,9 @@ bench:
 # Docker engine, throttled in-process registry; about two minutes).
 bench-prefetch: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchGap -benchtime 1x -timeout 20m ./e2e/
+
+bench-prefetch-ahead: build
+	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchAhead -benchtime 1x -timeout 20m ./e2e/
 
 # The demo: a dev agent and a system job rolled out with a deployment.
 demo: build

@@ -45,6 +45,8 @@ type Client struct {
 	// images feeds the image collector; nil without a Docker driver that
 	// offers image GC.
 	images *imageLeases
+	// ahead holds the pulls ahead of the wave (prefetch.go).
+	ahead aheadPulls
 
 	// registered is closed after the first successful registration.
 	registered     chan struct{}
@@ -88,7 +90,7 @@ func New(cfg *Config) (*Client, error) {
 	c.restoreAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop}
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop}
 	if c.images != nil {
 		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
 		c.kickImages() // the restored runners' leases, before any removal

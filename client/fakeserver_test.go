@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/structs"
 )
 
 // fakeServer implements the four internal endpoints a client calls, backed
@@ -28,10 +30,12 @@ type fakeServer struct {
 	registrations []*api.Node // every registration, in order
 	heartbeats    int
 	allocs        map[string]*api.Allocation
-	batches       []updateBatch // every alloc update call, in order
-	failUpdates   int           // answer the next n update calls with 500
-	badTokens     int           // calls with a wrong X-Nomad-Token
-	wake          chan struct{} // closed and replaced on every change
+	batches       []updateBatch                           // every alloc update call, in order
+	failUpdates   int                                     // answer the next n update calls with 500
+	badTokens     int                                     // calls with a wrong X-Nomad-Token
+	wake          chan struct{}                           // closed and replaced on every change
+	prefetch      map[string][]*structs.PrefetchDirective // by node ID
+	reports       []*structs.PrefetchReport               // every prefetch report, in order
 }
 
 type updateBatch struct {
@@ -47,6 +51,8 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("PUT /v1/internal/node/{id}/heartbeat", s.heartbeat)
 	mux.HandleFunc("GET /v1/internal/node/{id}/allocs", s.getAllocs)
 	mux.HandleFunc("PUT /v1/internal/node/{id}/allocs", s.updateAllocs)
+	mux.HandleFunc("GET /v1/internal/node/{id}/prefetch", s.getPrefetch)
+	mux.HandleFunc("PUT /v1/internal/node/{id}/prefetch", s.putPrefetch)
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	return s
@@ -335,4 +341,93 @@ func (s *fakeServer) setDesired(id, desired string) {
 	a := s.allocs[id]
 	a.DesiredStatus = desired
 	a.ModifyIndex, a.AllocModifyIndex = idx, idx
+}
+
+// waitIndexLocked blocks (releasing s.mu meanwhile) until the index passes
+// minIndex, wait elapses or r ends; it reports false when r ended.
+func (s *fakeServer) waitIndexLocked(r *http.Request, minIndex uint64, wait time.Duration) bool {
+	timeout := time.After(wait)
+	for s.index <= minIndex {
+		ch := s.wake
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout:
+		case <-r.Context().Done():
+			s.mu.Lock()
+			return false
+		}
+		s.mu.Lock()
+		if ch == s.wake {
+			break
+		}
+	}
+	return true
+}
+
+func (s *fakeServer) getPrefetch(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	minIndex, _ := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64)
+	wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
+	if err != nil {
+		http.Error(w, "bad wait", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authLocked(w, r, id) || !s.waitIndexLocked(r, minIndex, wait) {
+		return
+	}
+	writeJSONT(w, s.index, &structs.PrefetchDirectives{Directives: s.prefetch[id], Index: s.index})
+}
+
+func (s *fakeServer) putPrefetch(w http.ResponseWriter, r *http.Request) {
+	var req structs.PrefetchReportRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authLocked(w, r, r.PathValue("id")) {
+		return
+	}
+	s.reports = append(s.reports, req.Reports...)
+	// As the leader does: a done directive stays listed, a failed one goes.
+	for _, rep := range req.Reports {
+		dirs := s.prefetch[r.PathValue("id")][:0]
+		for _, d := range s.prefetch[r.PathValue("id")] {
+			if d.DeploymentID == rep.DeploymentID {
+				if rep.State == structs.PrefetchStateFailed {
+					continue
+				}
+				d.State = rep.State
+			}
+			dirs = append(dirs, d)
+		}
+		s.prefetch[r.PathValue("id")] = dirs
+	}
+	writeJSONT(w, s.bumpLocked(), map[string]any{})
+}
+
+// setPrefetch replaces node's prefetch directives.
+func (s *fakeServer) setPrefetch(node string, dirs ...*structs.PrefetchDirective) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prefetch == nil {
+		s.prefetch = map[string][]*structs.PrefetchDirective{}
+	}
+	s.prefetch[node] = dirs
+	s.bumpLocked()
+}
+
+// prefetchReports returns a copy of the reports received.
+func (s *fakeServer) prefetchReports() []structs.PrefetchReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]structs.PrefetchReport, len(s.reports))
+	for i, r := range s.reports {
+		out[i] = *r
+	}
+	return out
 }

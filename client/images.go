@@ -187,6 +187,9 @@ func (c *Client) syncImageLeases(ctx context.Context) {
 		return id, id != ""
 	}
 	leases, recs := computeLeases(views, l.records, resolve)
+	for _, id := range c.aheadImages() {
+		leases[id] |= imagegc.LeaseAhead
+	}
 	if ctx.Err() != nil {
 		return
 	}

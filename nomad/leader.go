@@ -56,6 +56,11 @@ func (s *Server) establishLeadership() {
 		defer s.leaderDone.Done()
 		s.runDeploymentWatcher(ctx)
 	}()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runPrefetch(ctx)
+	}()
 	s.initializeHeartbeats()
 	s.leaderDone.Add(1)
 	go func() {

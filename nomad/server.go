@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
 	"github.com/drover-project/drover/nomad/planner"
+	"github.com/drover-project/drover/nomad/prefetch"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -57,6 +58,7 @@ type Server struct {
 	handler atomic.Pointer[http.Handler]
 
 	heartbeats heartbeats
+	prefetch   *prefetch.Coordinator
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads
@@ -88,6 +90,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)
+	s.prefetch = prefetch.NewCoordinator(s.State(), s.logger, cfg.Now, 0)
 	s.plans = planner.NewQueue(s.logger, func() planner.Snapshot { return s.State().Snapshot() },
 		s.commitPlan, func() int64 { return s.config.Now().UnixNano() })
 

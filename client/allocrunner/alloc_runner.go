@@ -537,3 +537,15 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 func joinErrs(errs []error) error { return errors.Join(errs...) }
+
+// EmitDriverEvent appends a Driver event with msg to task's state; it
+// reports whether the allocation has that task.
+func (ar *AllocRunner) EmitDriverEvent(task, msg string) bool {
+	for _, tr := range ar.tasks {
+		if tr.Name() == task {
+			tr.EmitDriverEvent(msg)
+			return true
+		}
+	}
+	return false
+}

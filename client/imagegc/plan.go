@@ -22,16 +22,20 @@ const (
 	// LeasePrevious: used by a previous version of an allocation whose
 	// deployment is unfinished, kept so that a revert never pulls again.
 	LeasePrevious
+	// LeaseAhead: pulled ahead of the node's wave for a deployment that is
+	// still running (nomad/prefetch); held while the server lists the
+	// node's prefetch directive, that is until the deployment ends.
+	LeaseAhead
 )
 
-// String renders the set as "running+prepared+previous" (in that order),
+// String renders the set as "running+prepared+previous+ahead" (in that order),
 // or "none".
 func (r LeaseReasons) String() string {
 	var parts []string
 	for _, f := range []struct {
 		bit  LeaseReasons
 		name string
-	}{{LeaseRunning, "running"}, {LeasePrepared, "prepared"}, {LeasePrevious, "previous"}} {
+	}{{LeaseRunning, "running"}, {LeasePrepared, "prepared"}, {LeasePrevious, "previous"}, {LeaseAhead, "ahead"}} {
 		if r&f.bit != 0 {
 			parts = append(parts, f.name)
 		}

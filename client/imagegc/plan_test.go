@@ -131,4 +131,5 @@ func TestLeaseReasonsString(t *testing.T) {
 	require.Equal(t, "none", LeaseReasons(0).String())
 	require.Equal(t, "running", LeaseRunning.String())
 	require.Equal(t, "running+prepared+previous", (LeasePrevious | LeaseRunning | LeasePrepared).String())
+	require.Equal(t, "prepared+ahead", (LeaseAhead | LeasePrepared).String())
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/helper/metrics"
@@ -19,6 +20,8 @@ type agentMetrics struct {
 	brokerReady *metrics.Gauge
 	brokerUnack *metrics.Gauge
 	objects     *metrics.Gauge
+	prefetch    *metrics.Counter
+	prefetchMu  sync.Mutex // serialises the catch-up of prefetch
 }
 
 func newAgentMetrics() *agentMetrics {
@@ -32,6 +35,8 @@ func newAgentMetrics() *agentMetrics {
 		brokerReady: r.Gauge("drover_broker_total_ready", "Evaluations ready to be scheduled."),
 		brokerUnack: r.Gauge("drover_broker_total_unacked", "Evaluations being scheduled."),
 		objects:     r.Gauge("drover_state_objects", "Objects in the state store.", "table"),
+		prefetch: r.Counter("drover_prefetch_ahead_pulls_total",
+			"Pulls ahead of the wave granted by this server as leader, by outcome: started, finished, failed, cancelled.", "outcome"),
 	}
 }
 
@@ -54,6 +59,15 @@ func (m *agentMetrics) refresh(srv *nomad.Server) {
 	_, b := srv.Stats()
 	m.brokerReady.Set(float64(b.TotalReady))
 	m.brokerUnack.Set(float64(b.TotalUnacked))
+	ps := srv.PrefetchStats()
+	m.prefetchMu.Lock()
+	defer m.prefetchMu.Unlock()
+	for outcome, v := range map[string]int64{"started": ps.Started, "finished": ps.Finished, "failed": ps.Failed, "cancelled": ps.Cancelled} {
+		c := m.prefetch.WithLabels(outcome)
+		if d := float64(v) - c.Value(); d > 0 {
+			c.Add(d)
+		}
+	}
 	snap := st.Snapshot()
 	if jobs, err := snap.Jobs(nil, "*"); err == nil {
 		m.objects.WithLabels(state.TableJobs).Set(float64(len(jobs)))

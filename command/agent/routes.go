@@ -66,6 +66,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
 	get("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
 	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
+	m.HandleFunc("GET /v1/internal/node/{id}/prefetch", h.write(h.internalNodePrefetch)) // leader memory: forwarded
+	put("/v1/internal/node/{id}/prefetch", h.internalNodePrefetchReport)
 
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Invalid URL path: "+r.URL.Path, http.StatusNotFound)

@@ -64,6 +64,7 @@ type authConfig struct {
 var taskFields = []string{
 	"image", "command", "args", "entrypoint", "work_dir", "ports", "labels", "volumes", "mount",
 	"network_mode", "force_pull", "auth", "image_pull_timeout", "pull_activity_timeout", "prefetch",
+	"prefetch_parallel",
 }
 
 var (
@@ -115,6 +116,13 @@ func parseTaskConfig(m map[string]any, pc pluginConfig) (*taskConfig, error) {
 	add(err)
 	_, _, err = drivers.ConfigBool(m, "prefetch") // consumed by the task runner
 	add(err)
+	// prefetch_parallel is read by the server (nomad/prefetch): how many
+	// nodes may pull the image ahead of their wave at once; 0 is off.
+	if n, ok, err := drivers.ConfigInt(m, "prefetch_parallel"); err != nil {
+		add(err)
+	} else if ok && n < 0 {
+		add(&drivers.FieldError{Field: "prefetch_parallel", Rule: "must not be negative"})
+	}
 
 	tc.Ports, _, err = drivers.ConfigStringSlice(m, "ports")
 	add(err)

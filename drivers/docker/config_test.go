@@ -32,6 +32,7 @@ func TestValidateTaskConfig(t *testing.T) {
 		"image_pull_timeout":    "10m",
 		"pull_activity_timeout": "30s",
 		"prefetch":              false,
+		"prefetch_parallel":     2,
 		"work_dir":              "/srv",
 	}
 	require.NoError(t, d.ValidateTaskConfig(good))
@@ -62,6 +63,8 @@ func TestValidateTaskConfig(t *testing.T) {
 		{"auth", map[string]any{"image": "web", "auth": map[string]any{"user": "x", "password": 3}},
 			[]string{"auth: user is not a known option", "auth: password must be a string"}},
 		{"work_dir", map[string]any{"image": "web", "work_dir": "rel"}, []string{"work_dir must be an absolute path"}},
+		{"prefetch_parallel negative", map[string]any{"image": "web", "prefetch_parallel": -1}, []string{"prefetch_parallel must not be negative"}},
+		{"prefetch_parallel not a number", map[string]any{"image": "web", "prefetch_parallel": "4"}, []string{"prefetch_parallel must be an integer"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

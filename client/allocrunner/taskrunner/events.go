@@ -280,3 +280,10 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// EmitDriverEvent appends a Driver event with msg to the task's state (the
+// client's ahead-of-wave prefetch reports its pulls on the allocation that
+// keeps serving meanwhile). A dead task gets it too.
+func (tr *TaskRunner) EmitDriverEvent(msg string) {
+	tr.emit(eventDriver(tr.now(), msg))
+}
