@@ -157,26 +157,6 @@ func (r *reconciler) hasDeploymentWork() bool {
 	return false
 }
 
-// DeploymentComplete reports whether every group of d has at least
-// DesiredTotal healthy allocations and, when it had canaries, was
-// promoted. It does not look at d's status; the deployment watcher calls
-// it to decide success. A nil group state counts as complete; a nil
-// deployment is not.
-func DeploymentComplete(d *structs.Deployment) bool {
-	if d == nil {
-		return false
-	}
-	for _, st := range d.TaskGroups {
-		if st == nil {
-			continue
-		}
-		if st.HealthyAllocs < st.DesiredTotal || (st.DesiredCanaries > 0 && !st.Promoted) {
-			return false
-		}
-	}
-	return true
-}
-
 // newDeployment returns a running deployment of job without an ID.
 func newDeployment(job *structs.Job) *structs.Deployment {
 	return &structs.Deployment{

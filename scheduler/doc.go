@@ -59,7 +59,7 @@
 // CreateTime of the deployment's allocations); a held wave yields a
 // "rolling-update" evaluation with WaitUntil. The scheduler never marks a
 // deployment successful: the deployment watcher does, with
-// DeploymentComplete.
+// structs.DeploymentComplete.
 //
 // Imported by the server (nomad/...) only. Decision code here takes time as
 // a parameter and imports no server, raft or HTTP package.

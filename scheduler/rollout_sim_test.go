@@ -112,7 +112,7 @@ func (s *rolloutSim) promote() {
 // DeploymentComplete says so, as the watcher would, and reports it.
 func (s *rolloutSim) succeedIfComplete() bool {
 	d := s.deployment()
-	if d == nil || !d.Active() || !DeploymentComplete(d) {
+	if d == nil || !d.Active() || !structs.DeploymentComplete(d) {
 		return false
 	}
 	s.setDeployment(func(d *structs.Deployment) {

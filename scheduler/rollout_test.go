@@ -497,30 +497,6 @@ func TestRollout_NilGroupState(t *testing.T) {
 	require.Equal(t, "place=0 destructive=1 canary=0 inplace=0 deferred=1 stop=0 | total=2 placed=1 canaries=0/0", gateSummary(res, "tg1"))
 }
 
-func TestDeploymentComplete(t *testing.T) {
-	group := func(desired, healthy, canaries int, promoted bool) *structs.DeploymentState {
-		return &structs.DeploymentState{DesiredTotal: desired, HealthyAllocs: healthy, DesiredCanaries: canaries, Promoted: promoted}
-	}
-	cases := []struct {
-		name   string
-		groups map[string]*structs.DeploymentState
-		want   bool
-	}{
-		{"all healthy", map[string]*structs.DeploymentState{"a": group(3, 3, 0, false), "b": group(2, 4, 0, false)}, true},
-		{"one short", map[string]*structs.DeploymentState{"a": group(3, 3, 0, false), "b": group(2, 1, 0, false)}, false},
-		{"canaries not promoted", map[string]*structs.DeploymentState{"a": group(3, 3, 3, false)}, false},
-		{"canaries promoted", map[string]*structs.DeploymentState{"a": group(3, 3, 1, true)}, true},
-		{"nil state", map[string]*structs.DeploymentState{"a": nil, "b": group(1, 1, 0, false)}, true},
-		{"drained to zero", map[string]*structs.DeploymentState{"a": group(0, 0, 0, false)}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, DeploymentComplete(&structs.Deployment{TaskGroups: tc.groups}))
-		})
-	}
-	require.False(t, DeploymentComplete(nil))
-}
-
 // A rollback to a spec that already proved itself (an auto-revert or a `job
 // revert` to a stable version) gets no canaries, so it never waits for a
 // manual promotion; it still rolls in waves of max_parallel.

@@ -29,7 +29,13 @@ trap cleanup EXIT
 say() { printf '\n\033[1m### %s\033[0m\n\n' "$*"; }
 
 say "Starting a dev agent on ${NOMAD_ADDR} (logs: ${WORK}/dev.log)"
-"$BIN" agent -dev -data-dir "$WORK/dev" -node dev-node > "$WORK/dev.log" 2>&1 &
+cat > "$WORK/dev.hcl" <<HCL
+ports {
+  http = ${PORT}
+  rpc  = $((PORT + 1))
+}
+HCL
+"$BIN" agent -dev -config "$WORK/dev.hcl" -data-dir "$WORK/dev" -node dev-node > "$WORK/dev.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do
   "$BIN" node status >/dev/null 2>&1 && break

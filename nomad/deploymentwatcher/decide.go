@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/nomad/structs"
-	"github.com/drover-project/drover/scheduler"
 )
 
 // Pure decisions shared by the machine and by the server's deployment
@@ -17,8 +16,9 @@ import (
 
 // complete reports whether d has succeeded: every group has at least
 // DesiredTotal healthy allocations and, if it had canaries, is promoted.
-// The scheduler owns the rule (it gates waves on the same counts).
-var complete = scheduler.DeploymentComplete
+// The rule lives in nomad/structs, shared with the scheduler (it gates
+// waves on the same counts).
+var complete = structs.DeploymentComplete
 
 // settled reports whether group st (with healthyCanaries healthy canaries)
 // needs no more progress for now: it is complete, or all its canaries are

@@ -63,3 +63,24 @@ type DeploymentState struct {
 	HealthyAllocs     int
 	UnhealthyAllocs   int
 }
+
+// DeploymentComplete reports whether every group of d has at least
+// DesiredTotal healthy allocations and, when it had canaries, was
+// promoted. It does not look at d's status; the deployment watcher calls
+// it to decide success, and the scheduler to know a rollout has nothing
+// left to place. A nil group state counts as complete; a nil
+// deployment is not.
+func DeploymentComplete(d *Deployment) bool {
+	if d == nil {
+		return false
+	}
+	for _, st := range d.TaskGroups {
+		if st == nil {
+			continue
+		}
+		if st.HealthyAllocs < st.DesiredTotal || (st.DesiredCanaries > 0 && !st.Promoted) {
+			return false
+		}
+	}
+	return true
+}
