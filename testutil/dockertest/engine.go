@@ -32,8 +32,13 @@ type EngineOptions struct {
 
 // Engine is a private Docker engine: a dockerd (with the containerd it
 // starts and manages) of its own, with its own data, state and socket under
-// one temporary directory. It has no bridge and never touches iptables, so
-// its containers run with network_mode "host". Pulls from a registry on
+// one temporary directory, and a bridge interface of its own that no
+// container uses (it never touches iptables, so its containers run with
+// network_mode "host").
+//
+// Never start a dockerd with "--bridge none" beside the machine's engine:
+// such a dockerd deletes the host's docker0 interface at start, and the
+// machine's engine can no longer start a bridged container. Pulls from a registry on
 // 127.0.0.0/8 go over plain HTTP as on any engine.
 type Engine struct {
 	// Host is the engine's endpoint, "unix:///…/docker.sock", for
@@ -102,6 +107,10 @@ func StartEngine(t testing.TB, opts EngineOptions) *Engine {
 	if driver == "" {
 		driver = "vfs"
 	}
+	bridge, err := createBridge(root)
+	if err != nil {
+		skip("no bridge interface for the private engine: %v", err)
+	}
 	logf, err := os.Create(filepath.Join(root, "dockerd.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +123,7 @@ func StartEngine(t testing.TB, opts EngineOptions) *Engine {
 		"--pidfile", filepath.Join(root, "dockerd.pid"),
 		"--host", e.Host,
 		"--storage-driver", driver,
-		"--bridge", "none",
+		"--bridge", bridge,
 		"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--ip-masq=false",
 	)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
@@ -237,6 +246,9 @@ func cleanEngineDir(root string) error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	var errs []error
+	if err := deleteBridge(root); err != nil {
+		errs = append(errs, err)
+	}
 	for _, m := range mountsUnder(root) {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
@@ -376,4 +388,57 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// bridgeFile in an engine's Root names the engine's bridge interface.
+const bridgeFile = "bridge"
+
+// createBridge creates an up bridge interface for the engine under root,
+// with an address in 172.30.0.0/16 that no other interface has, and records
+// its name in root. dockerd needs a bridge of its own: with "--bridge none"
+// it would delete the host's docker0, the machine engine's bridge.
+func createBridge(root string) (string, error) {
+	name := "drvb" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	taken, _ := exec.Command("ip", "-4", "-o", "addr", "show").Output()
+	cidr := ""
+	for n := 1; n < 255; n++ {
+		net := fmt.Sprintf("172.30.%d.", n)
+		if !strings.Contains(string(taken), " "+net) {
+			cidr = net + "1/24"
+			break
+		}
+	}
+	if cidr == "" {
+		return "", errors.New("no free /24 in 172.30.0.0/16")
+	}
+	for _, args := range [][]string{
+		{"link", "add", name, "type", "bridge"},
+		{"addr", "add", cidr, "dev", name},
+		{"link", "set", name, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			_ = exec.Command("ip", "link", "del", name).Run()
+			return "", fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, bridgeFile), []byte(name), 0o600); err != nil {
+		_ = exec.Command("ip", "link", "del", name).Run()
+		return "", err
+	}
+	return name, nil
+}
+
+// deleteBridge deletes the bridge interface recorded in root, if any.
+func deleteBridge(root string) error {
+	b, err := os.ReadFile(filepath.Join(root, bridgeFile))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	if out, err := exec.Command("ip", "link", "del", string(b)).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find device") {
+		return fmt.Errorf("delete bridge %s: %v: %s", b, err, out)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +33,15 @@ const engineTestEnv = "DROVER_PRIVATE_ENGINES"
 func TestPrivateEngines(t *testing.T) {
 	if os.Getenv(engineTestEnv) != "1" {
 		t.Skipf("starts two extra Docker engines; set %s=1 to run", engineTestEnv)
+	}
+	// The machine engine's bridge survives private engines (a dockerd
+	// started with "--bridge none" would delete it).
+	if exec.Command("ip", "link", "show", "docker0").Run() == nil {
+		t.Cleanup(func() {
+			if err := exec.Command("ip", "link", "show", "docker0").Run(); err != nil {
+				t.Errorf("docker0 is gone after private engines ran: %v", err)
+			}
+		})
 	}
 	reg := registry.Start(t, registry.Options{})
 	img, err := images.Build(images.BuildOptions{Version: "1", PaddingBytes: 1 << 20, Seed: time.Now().UnixNano()})
