@@ -42,6 +42,9 @@ bench:
 bench-prefetch: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchGap -benchtime 1x -timeout 20m ./e2e/
 
+# Rollout time over four Docker clients in waves of one, ahead-of-wave
+# prefetch on and off; each client gets a private dockerd (needs root;
+# about two and a half minutes).
 bench-prefetch-ahead: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchAhead -benchtime 1x -timeout 20m ./e2e/
 

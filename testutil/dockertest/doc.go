@@ -5,6 +5,12 @@
 // the containers and images tests create, which carry the label
 // drover.test=1 (Labels).
 //
+// StartEngine starts a private Docker engine (a dockerd with its own
+// containerd, data, state and socket, no bridge, no iptables) and tears it
+// down with the test, for benchmarks that need one engine per client node
+// (the machine's engine shares pulled images among all its clients). It
+// needs root; only opt-in tests and benchmarks use it.
+//
 // Importers: tests and test commands only. It imports the Docker client and
 // testutil/images (for the label).
 package dockertest

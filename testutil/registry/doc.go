@@ -4,7 +4,9 @@
 // "prefetch before kill" and image auto-update need:
 //
 //   - bandwidth limit for blob downloads (SetBandwidth), shared by all
-//     concurrent downloads like a single uplink;
+//     concurrent downloads like a single uplink, and a limit for each
+//     download on its own (SetDownloadBandwidth), like clients that each
+//     sit behind their own link;
 //   - failure injection: FailBlobs (blob GETs answer 500), FailManifests
 //     (manifest GET/HEAD answer 500) and Stall (blob GETs, including ones
 //     already streaming, hang without sending bytes until released or the

@@ -38,6 +38,7 @@ type Registry struct {
 	logf  func(format string, args ...any)
 
 	lim           limiter
+	perDownload   atomic.Int64 // bytes/s for each blob download on its own; 0 = none
 	failBlobs     atomic.Bool
 	failManifests atomic.Bool
 	blobBytes     atomic.Int64
@@ -127,6 +128,16 @@ func (r *Registry) SetBandwidth(bytesPerSec int64) { r.lim.setRate(bytesPerSec) 
 
 // Bandwidth returns the current limit in bytes per second (0 = unlimited).
 func (r *Registry) Bandwidth() int64 { return r.lim.getRate() }
+
+// SetDownloadBandwidth limits each blob download on its own to bytesPerSec,
+// in addition to the shared limit of SetBandwidth; 0 (or less) removes it.
+// It models clients that each sit behind their own link: n concurrent
+// downloads take as long as one. Downloads in progress follow a change
+// from their next chunk on.
+func (r *Registry) SetDownloadBandwidth(bytesPerSec int64) { r.perDownload.Store(max(bytesPerSec, 0)) }
+
+// DownloadBandwidth returns the per-download limit (0 = none).
+func (r *Registry) DownloadBandwidth() int64 { return r.perDownload.Load() }
 
 // FailBlobs makes blob GETs answer 500 while on. Blob HEADs and uploads keep
 // working, so pushes still succeed.
@@ -307,12 +318,13 @@ func (r *Registry) sleep(req *http.Request, d time.Duration) error {
 }
 
 // throttledWriter writes a blob body in chunks, honouring Stall and the
-// bandwidth limit before each chunk and flushing after it, so the client
+// bandwidth limits (shared and per download) before each chunk and flushing after it, so the client
 // sees the bytes at the limited pace.
 type throttledWriter struct {
 	http.ResponseWriter
 	r   *Registry
 	req *http.Request
+	own limiter // this download's own link (SetDownloadBandwidth)
 }
 
 func (tw *throttledWriter) Write(p []byte) (int, error) {
@@ -321,8 +333,11 @@ func (tw *throttledWriter) Write(p []byte) (int, error) {
 		if err := tw.r.waitStall(tw.req); err != nil {
 			return written, err
 		}
-		n := min(len(p), tw.r.lim.chunkSize())
-		if err := tw.r.sleep(tw.req, tw.r.lim.reserve(n)); err != nil {
+		if rate := tw.r.perDownload.Load(); rate != tw.own.getRate() {
+			tw.own.setRate(rate)
+		}
+		n := min(len(p), tw.r.lim.chunkSize(), tw.own.chunkSize())
+		if err := tw.r.sleep(tw.req, max(tw.r.lim.reserve(n), tw.own.reserve(n))); err != nil {
 			return written, err
 		}
 		m, err := tw.ResponseWriter.Write(p[:n])

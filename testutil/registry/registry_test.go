@@ -190,6 +190,51 @@ func TestThrottleIsShared(t *testing.T) {
 	}
 }
 
+// TestDownloadThrottleIsPerDownload: with a per-download limit, two
+// concurrent downloads each get the whole rate; the shared limit still
+// applies on top.
+func TestDownloadThrottleIsPerDownload(t *testing.T) {
+	r := Start(t, Options{})
+	_, a := pushRandom(t, r, "a", "v1", 1<<20)
+	_, b := pushRandom(t, r, "b", "v1", 1<<20)
+	r.SetDownloadBandwidth(2 << 20)
+	if r.DownloadBandwidth() != 2<<20 {
+		t.Fatalf("DownloadBandwidth() = %d", r.DownloadBandwidth())
+	}
+	both := func() time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, u := range []string{blobURL(r, "a", a), blobURL(r, "b", b)} {
+			wg.Go(func() {
+				if code, body, err := get(context.Background(), u); err != nil || code != 200 || len(body) < 1<<20 {
+					t.Errorf("get %s: %d, %d bytes, %v", u, code, len(body), err)
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	// Each 1 MiB (plus tar overhead) at its own 2 MiB/s: about 0.5s.
+	el := both()
+	t.Logf("two concurrent 1 MiB pulls at 2 MiB/s each: %v", el)
+	if el < 400*time.Millisecond || el > 900*time.Millisecond {
+		t.Errorf("two concurrent 1 MiB pulls at 2 MiB/s each took %v, want about 0.5s", el)
+	}
+	// A shared 2 MiB/s on top: 2 MiB through one 2 MiB/s link, about 1s.
+	r.SetBandwidth(2 << 20)
+	el = both()
+	t.Logf("same with a shared 2 MiB/s link: %v", el)
+	if el < 900*time.Millisecond {
+		t.Errorf("with the shared limit too, took %v, want >= 0.9s", el)
+	}
+	// Off again: fast.
+	r.SetBandwidth(0)
+	r.SetDownloadBandwidth(0)
+	if el = both(); el > 700*time.Millisecond {
+		t.Errorf("unlimited pulls took %v", el)
+	}
+}
+
 func TestFailureInjection(t *testing.T) {
 	r := Start(t, Options{})
 	_, layer := pushRandom(t, r, "web", "v1", 4<<10)
