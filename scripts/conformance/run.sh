@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the test suite of the github.com/hashicorp/nomad/api module version
+# pinned in go.mod, unmodified, against bin/drover installed as `nomad` on
+# $PATH, then writes CONFORMANCE.md from the `go test -json` output.
+#
+# Usage: scripts/conformance/run.sh [-check]
+#   -check  also fail when a test named in scripts/conformance/baseline.txt
+#           did not pass (what `make test` runs).
+# Environment: CONFORMANCE_PARALLEL (default 2), CONFORMANCE_TIMEOUT
+# (default 25m), CONFORMANCE_RUN (a -run regexp, for focusing by hand).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+go=${GO:-go}
+
+mod=github.com/hashicorp/nomad/api
+version=$($go list -m -f '{{.Version}}' "$mod")
+src=$($go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+if [ -z "$src" ] || [ ! -d "$src" ]; then
+	echo "conformance: cannot find $mod@$version in the module cache" >&2
+	exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/drover-conformance.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin"
+# The module cache is read-only; the tests run in a writable copy.
+cp -R "$src" "$work/api"
+chmod -R u+w "$work/api"
+ln -s "$repo/bin/drover" "$work/bin/nomad"
+
+out="$repo/bin/conformance.json"
+start=$(date +%s)
+set +e
+(
+	cd "$work/api"
+	PATH="$work/bin:$PATH" GOFLAGS=-mod=mod NOMAD_TEST_LOG_LEVEL=${NOMAD_TEST_LOG_LEVEL:-ERROR} \
+		$go test -json -count=1 -parallel "${CONFORMANCE_PARALLEL:-2}" \
+		-timeout "${CONFORMANCE_TIMEOUT:-25m}" ${CONFORMANCE_RUN:+-run "$CONFORMANCE_RUN"} . \
+		>"$out" 2>"$repo/bin/conformance.stderr"
+)
+set -e
+end=$(date +%s)
+echo "conformance: go test ran for $((end - start))s against $mod@$version"
+
+check=()
+if [ "${1:-}" = "-check" ]; then
+	check=(-check)
+fi
+$go run ./scripts/conformance/report -in "$out" -src "$work/api" \
+	-module "$mod@$version" -seconds $((end - start)) \
+	-baseline scripts/conformance/baseline.txt -out CONFORMANCE.md "${check[@]}"
