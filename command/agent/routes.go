@@ -61,6 +61,12 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/regions", h.regions)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
+	get("/v1/operator/keyring/keys", h.keyringList)
+	put("/v1/operator/keyring/rotate", h.keyringRotate)
+	m.HandleFunc("DELETE /v1/operator/keyring/key/{id}", h.write(h.keyringDelete))
+	get("/.well-known/jwks.json", h.jwks)
+	get("/.well-known/openid-configuration", h.openIDConfiguration)
+
 	// Client agents, authenticated by the node's secret ID.
 	put("/v1/internal/node/register", h.internalNodeRegister)
 	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
