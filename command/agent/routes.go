@@ -11,6 +11,7 @@ func (h *HTTPServer) registerRoutes() {
 		m.HandleFunc("POST "+path, h.write(fn))
 	}
 	get := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.read(fn)) }
+	getLocal := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.local(fn)) }
 
 	get("/v1/jobs", h.jobsList)
 	put("/v1/jobs", h.jobsRegister)
@@ -55,22 +56,22 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/node/{id}/eligibility", h.nodeEligibility)
 	put("/v1/node/{id}/drain", h.nodeDrain)
 
-	get("/v1/agent/self", h.agentSelf)
-	get("/v1/status/leader", h.statusLeader)
-	get("/v1/status/peers", h.statusPeers)
-	get("/v1/regions", h.regions)
+	getLocal("/v1/agent/self", h.agentSelf)
+	getLocal("/v1/status/leader", h.statusLeader)
+	getLocal("/v1/status/peers", h.statusPeers)
+	getLocal("/v1/regions", h.regions)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
 	get("/v1/operator/keyring/keys", h.keyringList)
 	put("/v1/operator/keyring/rotate", h.keyringRotate)
 	m.HandleFunc("DELETE /v1/operator/keyring/key/{id}", h.write(h.keyringDelete))
-	get("/.well-known/jwks.json", h.jwks)
-	get("/.well-known/openid-configuration", h.openIDConfiguration)
+	getLocal("/.well-known/jwks.json", h.jwks)
+	getLocal("/.well-known/openid-configuration", h.openIDConfiguration)
 
 	// Client agents, authenticated by the node's secret ID.
 	put("/v1/internal/node/register", h.internalNodeRegister)
 	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
-	get("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
+	getLocal("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
 	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
 
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
