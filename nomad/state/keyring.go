@@ -26,7 +26,6 @@ func rootKeysTableSchema() *memdb.TableSchema {
 	}
 }
 
-
 // UpsertRootKey stores key at index (keeping the CreateIndex of a key
 // already stored). When key is active every other active key becomes
 // inactive in the same write.
