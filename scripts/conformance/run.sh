@@ -3,9 +3,12 @@
 # pinned in go.mod, unmodified, against bin/drover installed as `nomad` on
 # $PATH, then writes CONFORMANCE.md from the `go test -json` output.
 #
-# Usage: scripts/conformance/run.sh [-check]
-#   -check  also fail when a test named in scripts/conformance/baseline.txt
-#           did not pass (what `make test` runs).
+# Usage: scripts/conformance/run.sh [-check | -write-baseline]
+#   (none)           write CONFORMANCE.md (`make conformance`)
+#   -check           write bin/CONFORMANCE.md and fail when a test named in
+#                    scripts/conformance/baseline.txt did not pass (`make test`)
+#   -write-baseline  write CONFORMANCE.md and make the baseline the tests
+#                    that passed (`make conformance-baseline`)
 # Environment: CONFORMANCE_PARALLEL (default 2), CONFORMANCE_TIMEOUT
 # (default 25m), CONFORMANCE_RUN (a -run regexp, for focusing by hand).
 set -euo pipefail
@@ -43,10 +46,20 @@ set -e
 end=$(date +%s)
 echo "conformance: go test ran for $((end - start))s against $mod@$version"
 
-check=()
-if [ "${1:-}" = "-check" ]; then
-	check=(-check)
-fi
+report=CONFORMANCE.md
+flags=()
+case "${1:-}" in
+"") ;;
+-check)
+	report=bin/CONFORMANCE.md
+	flags=(-check)
+	;;
+-write-baseline) flags=(-write-baseline) ;;
+*)
+	echo "usage: $0 [-check | -write-baseline]" >&2
+	exit 2
+	;;
+esac
 $go run ./scripts/conformance/report -in "$out" -src "$work/api" \
 	-module "$mod@$version" -seconds $((end - start)) \
-	-baseline scripts/conformance/baseline.txt -out CONFORMANCE.md "${check[@]}"
+	-baseline scripts/conformance/baseline.txt -out "$report" "${flags[@]}"
