@@ -62,6 +62,8 @@ func (h *HTTPServer) registerRoutes() {
 	getLocal("/v1/regions", h.regions)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
+	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
+	m.HandleFunc("DELETE /v1/operator/raft/peer", h.write(h.operatorRaftRemovePeer))
 	get("/v1/operator/keyring/keys", h.keyringList)
 	put("/v1/operator/keyring/rotate", h.keyringRotate)
 	m.HandleFunc("DELETE /v1/operator/keyring/key/{id}", h.write(h.keyringDelete))

@@ -207,20 +207,30 @@ func reasonOf(t *testResult) string {
 		return "did not finish (test binary timed out or exited)"
 	}
 	for i, line := range t.output {
-		trimmed := strings.TrimSpace(line)
-		if !isLocationLine(trimmed) {
+		if !isLocationLine(strings.TrimSpace(line)) {
 			continue
 		}
-		_, msg, _ := strings.Cut(trimmed, ": ")
-		msg = strings.TrimSpace(msg)
-		// shoenig/test prints "expected no error" and the error on the next line.
-		if i+1 < len(t.output) {
-			next := strings.TrimSpace(t.output[i+1])
-			if next != "" && !isLocationLine(next) && !strings.HasPrefix(next, "---") && !strings.HasPrefix(next, "===") {
-				msg += " " + next
+		// The assertion library spreads one failure over a few indented
+		// lines ("f_test.go:33:", "f_test.go:33: expected nil error",
+		// "↪ error: ..."): join them, without the locations.
+		var parts []string
+		for _, l := range t.output[i:min(i+6, len(t.output))] {
+			trimmed := strings.TrimSpace(l)
+			if trimmed == "" || !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t") ||
+				strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "===") {
+				break
+			}
+			for isLocationLine(trimmed) {
+				_, trimmed, _ = strings.Cut(trimmed, ": ")
+				trimmed = strings.TrimSpace(trimmed)
+			}
+			if trimmed != "" {
+				parts = append(parts, trimmed)
 			}
 		}
-		return oneLine(msg)
+		if len(parts) > 0 {
+			return oneLine(strings.Join(parts, " "))
+		}
 	}
 	if p := firstMatching(t.output, func(s string) bool { return strings.Contains(s, "panic:") }); p != "" {
 		return p
