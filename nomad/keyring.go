@@ -64,21 +64,35 @@ func (s *Server) RotateRootKey() (*structs.RootKey, uint64, error) {
 		KeyID:       generateUUID(),
 		Algorithm:   structs.RootKeyAlgorithm,
 		SigningKey:  der,
-		State:       structs.RootKeyStateActive,
+		State:       structs.RootKeyStateInactive,
 		CreateTime:  now,
 		PublishTime: now,
 	}
-	resp, index, err := s.raftApply(structs.KeyringUpsertRequestType, &structs.KeyringUpsertRequest{Key: key})
-	if err == nil {
-		err, _ = resp.(error)
+	// Publish first, then activate: the key is in the JWKS (an inactive
+	// key is published) before anything is signed with it, so verifiers
+	// that fetched the JWKS in between never see an unknown "kid".
+	createIndex, err := s.applyRootKey(key)
+	if err != nil {
+		return nil, 0, err
 	}
+	key.State = structs.RootKeyStateActive
+	index, err := s.applyRootKey(key)
 	if err != nil {
 		return nil, 0, err
 	}
 	return &structs.RootKey{
 		KeyID: key.KeyID, Algorithm: key.Algorithm, State: key.State,
-		CreateTime: now, PublishTime: now, CreateIndex: index, ModifyIndex: index,
+		CreateTime: now, PublishTime: now, CreateIndex: createIndex, ModifyIndex: index,
 	}, index, nil
+}
+
+// applyRootKey upserts key through raft and returns the index.
+func (s *Server) applyRootKey(key *structs.RootKey) (uint64, error) {
+	resp, index, err := s.raftApply(structs.KeyringUpsertRequestType, &structs.KeyringUpsertRequest{Key: key})
+	if err == nil {
+		err, _ = resp.(error)
+	}
+	return index, err
 }
 
 // DeleteRootKey removes key id and returns the index of the write. The

@@ -35,13 +35,21 @@ ln -s "$repo/bin/drover" "$work/bin/nomad"
 out="$repo/bin/conformance.json"
 start=$(date +%s)
 set +e
+# The suite's agents are children of the test binary; a test that fails
+# between starting an agent and deferring its stop leaves it running. The
+# run gets its own process group (job control), killed when it ends.
+set -m
 (
 	cd "$work/api"
 	PATH="$work/bin:$PATH" GOFLAGS=-mod=mod NOMAD_TEST_LOG_LEVEL=${NOMAD_TEST_LOG_LEVEL:-ERROR} \
-		$go test -json -count=1 -parallel "${CONFORMANCE_PARALLEL:-2}" \
+		exec $go test -json -count=1 -parallel "${CONFORMANCE_PARALLEL:-2}" \
 		-timeout "${CONFORMANCE_TIMEOUT:-25m}" ${CONFORMANCE_RUN:+-run "$CONFORMANCE_RUN"} . \
 		>"$out" 2>"$repo/bin/conformance.stderr"
-)
+) &
+group=$!
+wait "$group"
+kill -TERM -- "-$group" 2>/dev/null
+set +m
 set -e
 end=$(date +%s)
 echo "conformance: go test ran for $((end - start))s against $mod@$version"
