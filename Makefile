@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test fuzz bench bench-prefetch bench-prefetch-ahead vet fmt-check deps clean demo
+.PHONY: all build test fuzz bench bench-prefetch bench-prefetch-ahead vet fmt-check deps clean demo conformance conformance-baseline
 
 all: build
 
@@ -23,11 +23,22 @@ fmt-check:
 # The whole suite: formatting, vet, unit and contract tests with the race
 # detector, then the multi-process end-to-end tests on their own (they time
 # rollouts on the shared Docker engine, so nothing else runs beside them),
-# then short fuzz runs.
+# then short fuzz runs, then the nomad/api conformance suite (a baselined
+# test that stops passing fails the build).
 test: build fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
+	./scripts/conformance/run.sh -check
+
+# The unmodified test suite of the nomad/api module version in go.mod, run
+# against bin/drover as `nomad`; writes CONFORMANCE.md.
+conformance: build
+	./scripts/conformance/run.sh
+
+# Same, and make the baseline CI checks the tests that passed in this run.
+conformance-baseline: build
+	./scripts/conformance/run.sh -write-baseline
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.
 fuzz:

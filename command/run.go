@@ -51,6 +51,13 @@ func commands() []*command {
 			{name: "eligibility", synopsis: "Toggle scheduling eligibility for a given node", run: nodeEligibility},
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
+		{name: "operator", synopsis: "Provides cluster-level tools for Drover operators", subs: []*command{
+			{name: "keyring", synopsis: "Manages the cluster's signing keys", subs: []*command{
+				{name: "list", synopsis: "Lists the signing keys", run: keyringList},
+				{name: "remove", synopsis: "Removes an inactive signing key", run: keyringRemove},
+				{name: "rotate", synopsis: "Generates a new active signing key", run: keyringRotate},
+			}},
+		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},

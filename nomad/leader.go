@@ -31,12 +31,16 @@ func (s *Server) establishLeadership() {
 	if s.leaderCancel != nil {
 		return
 	}
+	// The term is read before the barrier: if leadership is lost and won
+	// again meanwhile, the term moved on and reads stay gated.
+	term := s.cluster.Raft().CurrentTerm()
 	if err := s.cluster.Barrier(barrierTimeout); err != nil {
 		s.logger.Error("leadership barrier failed; not taking leader duties", "error", err)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.leaderCancel = cancel
+	s.readsReadyTerm.Store(term)
 	s.broker.SetEnabled(true)
 
 	s.leaderDone.Add(1)
@@ -65,6 +69,11 @@ func (s *Server) establishLeadership() {
 	s.leaderDone.Add(1)
 	go func() {
 		defer s.leaderDone.Done()
+		s.initializeKeyring(ctx)
+	}()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
 		s.runDrainer(ctx)
 	}()
 	for i := 0; i < s.config.NumSchedulers; i++ {
@@ -86,6 +95,7 @@ func (s *Server) revokeLeadership() {
 	if s.leaderCancel == nil {
 		return
 	}
+	s.readsReadyTerm.Store(0)
 	s.broker.SetEnabled(false)
 	s.heartbeats.stop()
 	s.leaderCancel()

@@ -63,6 +63,10 @@ type Server struct {
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads
 	leaderDone   sync.WaitGroup
+	// readsReadyTerm is the raft term in which this server, as leader,
+	// applied the log it inherited (see ReadyForConsistentReads); 0 when
+	// it does not lead.
+	readsReadyTerm atomic.Uint64
 
 	shutdownOnce sync.Once
 }

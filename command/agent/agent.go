@@ -31,6 +31,10 @@ type Agent struct {
 	httpLn  net.Listener
 	metrics *agentMetrics
 	tempDir string // removed on shutdown (dev mode)
+	// stopRequests cancels the context of every HTTP request, so that
+	// blocking queries (clients' long polls among them) answer at once
+	// when the agent shuts down instead of holding it up.
+	stopRequests context.CancelFunc
 }
 
 // NewAgent starts an agent from cfg: the HTTP listener, the server, then the
@@ -59,7 +63,12 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		a.cleanup()
 		return nil, err
 	}
-	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	baseCtx, stopRequests := context.WithCancel(context.Background())
+	a.stopRequests = stopRequests
+	a.http = &http.Server{
+		Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx },
+	}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "error", err)
@@ -163,14 +172,30 @@ func (a *Agent) rpcHost() string {
 	return host
 }
 
-// Shutdown stops serving HTTP, then the client (its tasks keep running),
-// then the server.
+// httpDrainTimeout bounds the wait for in-flight HTTP requests on shutdown.
+const httpDrainTimeout = time.Second
+
+// Shutdown ends in-flight blocking queries, stops the client (its tasks
+// keep running), stops serving HTTP once the remaining requests finish
+// (bounded by httpDrainTimeout), then stops the server.
 func (a *Agent) Shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	a.stopRequests()
+	var err error
+	if a.client != nil {
+		err = a.client.Shutdown()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
 	defer cancel()
-	err := a.http.Shutdown(ctx)
-	if serr := a.stopParts(); serr != nil && err == nil {
-		err = serr
+	if herr := a.http.Shutdown(ctx); herr != nil {
+		// Requests still running past the bound are cut off; that is not
+		// a failed shutdown.
+		a.logger.Warn("closing HTTP connections still busy at shutdown", "error", herr)
+		_ = a.http.Close()
+	}
+	if a.server != nil {
+		if serr := a.server.Shutdown(); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	a.cleanup()
 	return err

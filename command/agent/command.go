@@ -21,6 +21,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), Output: stderr})
+	for _, key := range cfg.Ignored {
+		logger.Warn("agent configuration key is Nomad's but Drover does not act on it; ignored", "key", key)
+	}
 	fmt.Fprintf(stdout, "==> Starting Drover agent...\n")
 	a, err := NewAgent(cfg, logger)
 	if err != nil {

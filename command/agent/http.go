@@ -50,9 +50,48 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// read wraps a read endpoint: no forwarding, headers and JSON on success.
+// read wraps a read endpoint, consistent by default as in Nomad: a
+// follower forwards the request to the leader, and the leader answers once
+// it has applied every committed entry (a new leader waits for its
+// barrier). With ?stale (empty or true) any server answers from its own
+// state. Blocking queries block wherever they are answered.
 func (h *HTTPServer) read(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !staleAllowed(r) {
+			if h.srv.Forward(w, r) {
+				return
+			}
+			if err := h.srv.WaitConsistentRead(r.Context()); err != nil {
+				if r.Context().Err() == nil {
+					h.setMeta(w, 0)
+					http.Error(w, nomad.ErrNotReadyForReads.Error(), http.StatusInternalServerError)
+				}
+				return
+			}
+		}
+		h.serve(w, r, fn)
+	}
+}
+
+// local wraps an endpoint about this agent itself (agent, status, JWKS,
+// the client agents' internal polls): answered by the server it reaches.
+func (h *HTTPServer) local(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) }
+}
+
+// staleAllowed reports whether the request asks for a possibly stale read:
+// ?stale with no value (as the api client sends it) or a true value.
+// parseQuery rejects values that are not booleans.
+func staleAllowed(r *http.Request) bool {
+	v, ok := r.URL.Query()["stale"]
+	if !ok {
+		return false
+	}
+	if len(v) == 0 || v[0] == "" {
+		return true
+	}
+	b, err := strconv.ParseBool(v[0])
+	return err == nil && b
 }
 
 // write wraps a write endpoint: a follower forwards the request to the leader.

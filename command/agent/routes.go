@@ -11,6 +11,7 @@ func (h *HTTPServer) registerRoutes() {
 		m.HandleFunc("POST "+path, h.write(fn))
 	}
 	get := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.read(fn)) }
+	getLocal := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.local(fn)) }
 
 	get("/v1/jobs", h.jobsList)
 	put("/v1/jobs", h.jobsRegister)
@@ -55,16 +56,24 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/node/{id}/eligibility", h.nodeEligibility)
 	put("/v1/node/{id}/drain", h.nodeDrain)
 
-	get("/v1/agent/self", h.agentSelf)
-	get("/v1/status/leader", h.statusLeader)
-	get("/v1/status/peers", h.statusPeers)
-	get("/v1/regions", h.regions)
+	getLocal("/v1/agent/self", h.agentSelf)
+	getLocal("/v1/status/leader", h.statusLeader)
+	getLocal("/v1/status/peers", h.statusPeers)
+	getLocal("/v1/regions", h.regions)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
+
+	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
+	m.HandleFunc("DELETE /v1/operator/raft/peer", h.write(h.operatorRaftRemovePeer))
+	get("/v1/operator/keyring/keys", h.keyringList)
+	put("/v1/operator/keyring/rotate", h.keyringRotate)
+	m.HandleFunc("DELETE /v1/operator/keyring/key/{id}", h.write(h.keyringDelete))
+	getLocal("/.well-known/jwks.json", h.jwks)
+	getLocal("/.well-known/openid-configuration", h.openIDConfiguration)
 
 	// Client agents, authenticated by the node's secret ID.
 	put("/v1/internal/node/register", h.internalNodeRegister)
 	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
-	get("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
+	getLocal("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
 	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
 	m.HandleFunc("GET /v1/internal/node/{id}/prefetch", h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put("/v1/internal/node/{id}/prefetch", h.internalNodePrefetchReport)

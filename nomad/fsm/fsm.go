@@ -110,6 +110,10 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyJobStability(index, buf)
 	case structs.AllocDesiredTransitionRequestType:
 		return f.applyAllocDesiredTransition(index, buf)
+	case structs.KeyringUpsertRequestType:
+		return f.applyKeyringUpsert(index, buf)
+	case structs.KeyringDeleteRequestType:
+		return f.applyKeyringDelete(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

@@ -36,6 +36,8 @@ const (
 	evalRecord
 	deploymentRecord
 	indexRecord
+	// rootKeyRecord: explicit value in the keyring's range (60-69).
+	rootKeyRecord recordType = 60
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -71,6 +73,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	deps, err := snap.Deployments(nil, "*")
 	enc.fail(err)
 	writeAll(enc, deploymentRecord, deps)
+	keys, err := snap.RootKeys(nil)
+	enc.fail(err)
+	writeAll(enc, rootKeyRecord, keys)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -158,6 +163,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.EvalRestore)
 	case deploymentRecord:
 		return restoreOne(dec, r.DeploymentRestore)
+	case rootKeyRecord:
+		return restoreOne(dec, r.RootKeyRestore)
 	case indexRecord:
 		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
 	default:

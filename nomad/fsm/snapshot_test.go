@@ -51,6 +51,12 @@ func populate(t *testing.T, f *FSM) {
 		DeploymentID: d.ID, HealthyAllocationIDs: []string{cur.ID}, Timestamp: 6e9,
 	})
 	mustApply(t, f, 7, structs.JobStabilityRequestType, &structs.JobStabilityRequest{Namespace: "default", JobID: "web", Version: 0, Stable: true})
+	for i, id := range []string{"key-1", "key-2"} {
+		mustApply(t, f, uint64(8+i), structs.KeyringUpsertRequestType, &structs.KeyringUpsertRequest{Key: &structs.RootKey{
+			KeyID: id, Algorithm: structs.RootKeyAlgorithm, SigningKey: []byte(id),
+			State: structs.RootKeyStateActive, CreateTime: int64(8 + i),
+		}})
+	}
 }
 
 // contents reads every table of s.
@@ -61,6 +67,7 @@ type contents struct {
 	Allocs         []*structs.Allocation
 	Evals          []*structs.Evaluation
 	Deps           []*structs.Deployment
+	Keys           []*structs.RootKey
 	Indexes        []*state.IndexEntry
 }
 
@@ -82,6 +89,8 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	require.NoError(t, err)
 	c.Deps, err = s.Deployments(nil, "*")
 	require.NoError(t, err)
+	c.Keys, err = s.RootKeys(nil)
+	require.NoError(t, err)
 	c.Indexes, err = s.Indexes()
 	require.NoError(t, err)
 	return c
@@ -92,14 +101,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	populate(t, src)
 	want := readContents(t, src.State())
 	for _, n := range []int{len(want.Jobs), len(want.Versions), len(want.Subs), len(want.Nodes),
-		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Indexes)} {
+		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Indexes)} {
 		require.NotZero(t, n, "every table populated")
 	}
 
 	snap, err := src.Snapshot()
 	require.NoError(t, err)
 	// Writes after Snapshot() are not part of it.
-	mustApply(t, src, 8, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode()})
+	mustApply(t, src, 20, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode()})
 	sink := &memSink{}
 	require.NoError(t, snap.Persist(sink))
 	snap.Release()
@@ -127,7 +136,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	gotAllocs := got.Allocs
 	want.Allocs, got.Allocs = strip(want.Allocs), strip(got.Allocs)
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(7), dst.State().LatestIndex())
+	require.Equal(t, uint64(9), dst.State().LatestIndex())
 	for _, a := range gotAllocs {
 		require.NotNil(t, a.Job, "alloc %s re-linked", a.ID)
 		require.Equal(t, a.JobVersion, a.Job.Version)

@@ -38,6 +38,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	allocsTableSchema,
 	evalsTableSchema,
 	deploymentsTableSchema,
+	rootKeysTableSchema,
 	indexTableSchema,
 }
 

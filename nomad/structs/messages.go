@@ -31,6 +31,12 @@ const (
 	AllocDesiredTransitionRequestType
 )
 
+// Keyring messages (explicit values: the range 60-69 is theirs).
+const (
+	KeyringUpsertRequestType MessageType = 60
+	KeyringDeleteRequestType MessageType = 61
+)
+
 // IgnoreUnknownTypeFlag set on a MessageType tells an older FSM to skip an
 // entry it does not know instead of failing.
 const IgnoreUnknownTypeFlag MessageType = 128

@@ -48,6 +48,12 @@ type Config struct {
 	Client    ClientConfig
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
+
+	// Ignored lists the keys of Nomad's agent configuration that the files
+	// set and Drover does not act on, as dotted paths ("vault",
+	// "server.raft_protocol"), each once, in the order found. The agent
+	// logs a warning naming each.
+	Ignored []string
 }
 
 // Ports are the TCP ports the agent listens on.
@@ -154,6 +160,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Servers = slices.Clone(c.Client.Servers)
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
+	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
 		for name, p := range c.Plugins {
@@ -212,6 +219,11 @@ func (c *Config) Merge(o *Config) *Config {
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 
+	for _, k := range o.Ignored {
+		if !slices.Contains(out.Ignored, k) {
+			out.Ignored = append(out.Ignored, k)
+		}
+	}
 	for name, p := range o.Plugins {
 		if out.Plugins == nil {
 			out.Plugins = map[string]PluginConfig{}

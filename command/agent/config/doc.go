@@ -50,7 +50,11 @@
 //	}
 //
 // Unknown arguments and blocks are errors reported as "file:line:col".
-// Files ending in ".json" use HCL's JSON syntax for the same structure.
+// Keys of Nomad's agent configuration that Drover does not act on (vault,
+// consul, acl, telemetry, tls, ports.serf, server.raft_protocol, ... see
+// nomad_keys.go) are accepted and listed in Config.Ignored; the agent logs
+// each once as a warning. A file whose content is a JSON object, whatever
+// its name, uses HCL's JSON syntax for the same structure.
 // `meta` and `options` may be written as blocks (quoted keys allowed, as in
 // Nomad) or as map attributes. A plugin's `config` body is opaque and is
 // handed to the driver as a map[string]any (see PluginConfig).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -53,16 +54,17 @@ func ParseFile(path string) (*Config, error) {
 	return out, nil
 }
 
-// Parse parses one agent configuration: HCL's JSON syntax when path ends in
-// ".json", the native HCL syntax otherwise. path names the source in error
-// messages, which read "path:line:col: summary: detail", one per line.
+// Parse parses one agent configuration: HCL's JSON syntax when the content
+// is a JSON object (whatever the file is called, as Nomad does), the native
+// HCL syntax otherwise. path names the source in error messages, which read
+// "path:line:col: summary: detail", one per line.
 func Parse(path string, src []byte) (*Config, error) {
 	var (
 		file  *hcl.File
 		diags hcl.Diagnostics
 		shift columnShift
 	)
-	if strings.HasSuffix(path, ".json") {
+	if isJSON(src) {
 		file, diags = json.Parse(src, path)
 	} else {
 		src, shift = rewriteClientMapBlocks(src, path)
@@ -77,6 +79,13 @@ func Parse(path string, src []byte) (*Config, error) {
 		return nil, diagError(diags, shift)
 	}
 	return c, nil
+}
+
+// isJSON reports whether src is a JSON object: its first non-space byte is
+// '{'. Native HCL cannot start with a brace.
+func isJSON(src []byte) bool {
+	trimmed := bytes.TrimLeft(src, " \t\r\n\ufeff")
+	return len(trimmed) > 0 && trimmed[0] == '{'
 }
 
 // diagError renders error diagnostics as "file:line:col: summary: detail".
@@ -139,7 +148,8 @@ var (
 )
 
 func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
-	content, diags := body.Content(rootSchema)
+	content, diags := body.Content(withNomadOnly(rootSchema, ""))
+	noteNomadOnly(c, content, "")
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"name":       &c.Name,
 		"data_dir":   &c.DataDir,
@@ -158,17 +168,17 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 		}
 		switch b.Type {
 		case "ports":
-			diags = append(diags, decodeBody(b.Body, portsSchema, map[string]any{
+			diags = append(diags, decodeBody(c, b.Body, portsSchema, "ports", map[string]any{
 				"http": &c.Ports.HTTP, "rpc": &c.Ports.RPC,
 			})...)
 		case "advertise":
-			diags = append(diags, decodeBody(b.Body, advertiseSchema, map[string]any{
+			diags = append(diags, decodeBody(c, b.Body, advertiseSchema, "advertise", map[string]any{
 				"http": &c.Advertise.HTTP, "rpc": &c.Advertise.RPC,
 			})...)
 		case "server":
-			diags = append(diags, decodeServer(b.Body, &c.Server)...)
+			diags = append(diags, decodeServer(c, b.Body, &c.Server)...)
 		case "client":
-			diags = append(diags, decodeClient(b.Body, &c.Client)...)
+			diags = append(diags, decodeClient(c, b.Body, &c.Client)...)
 		case "plugin":
 			if d := checkDuplicate(seen, b, "plugin "+b.Labels[0]); d != nil {
 				diags = append(diags, d)
@@ -199,8 +209,9 @@ func checkDuplicate(seen map[string]*hcl.Block, b *hcl.Block, key string) *hcl.D
 	return nil
 }
 
-func decodeServer(body hcl.Body, s *ServerConfig) hcl.Diagnostics {
-	content, diags := body.Content(serverSchema)
+func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(serverSchema, "server"))
+	noteNomadOnly(c, content, "server")
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"enabled":          &s.Enabled,
 		"bootstrap_expect": &s.BootstrapExpect,
@@ -209,20 +220,24 @@ func decodeServer(body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
 	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)
 	seen := map[string]*hcl.Block{}
-	for _, b := range content.Blocks { // only server_join
+	for _, b := range content.Blocks {
+		if b.Type != "server_join" {
+			continue // Nomad-only, noted above
+		}
 		if d := checkDuplicate(seen, b, b.Type); d != nil {
 			diags = append(diags, d)
 			continue
 		}
 		var join []string
-		diags = append(diags, decodeBody(b.Body, serverJoinSchema, map[string]any{"retry_join": &join})...)
+		diags = append(diags, decodeBody(c, b.Body, serverJoinSchema, "server.server_join", map[string]any{"retry_join": &join})...)
 		s.RetryJoin = append(s.RetryJoin, join...)
 	}
 	return diags
 }
 
-func decodeClient(body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
-	content, diags := body.Content(clientSchema)
+func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(clientSchema, "client"))
+	noteNomadOnly(c, content, "client")
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"enabled":          &cl.Enabled,
 		"servers":          &cl.Servers,
@@ -260,9 +275,11 @@ func decodePlugin(body hcl.Body) (PluginConfig, hcl.Diagnostics) {
 	return p, diags
 }
 
-// decodeBody checks body against schema and decodes its attributes.
-func decodeBody(body hcl.Body, schema *hcl.BodySchema, targets map[string]any) hcl.Diagnostics {
-	content, diags := body.Content(schema)
+// decodeBody checks body against schema (plus the Nomad-only keys of the
+// block at path, noted in c.Ignored) and decodes its attributes.
+func decodeBody(c *Config, body hcl.Body, schema *hcl.BodySchema, path string, targets map[string]any) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(schema, path))
+	noteNomadOnly(c, content, path)
 	return append(diags, decodeAttrs(content.Attributes, targets)...)
 }
 

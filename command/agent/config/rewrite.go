@@ -6,7 +6,7 @@ import (
 )
 
 // Nomad's agent configuration (HCL 1) lets `client { meta {...} }` and
-// `client { options {...} }` use quoted keys such as
+// `client { options {...} }` (and `chroot_env`) use quoted keys such as
 // "driver.raw_exec.enable", which HCL 2 rejects as argument names. To accept
 // those files unchanged, rewriteClientMapBlocks turns each such block header
 // `meta {` into the map attribute `meta = {`, whose object constructor does
@@ -55,7 +55,7 @@ func rewriteClientMapBlocks(src []byte, filename string) ([]byte, columnShift) {
 			continue
 		case hclsyntax.TokenOBrace:
 			if header && name != "" {
-				if !labelled && (name == "meta" || name == "options") &&
+				if !labelled && (name == "meta" || name == "options" || name == "chroot_env") &&
 					len(stack) == 1 && stack[0] == "client" {
 					inserts = append(inserts, tk.Range.Start)
 				}

@@ -1,0 +1,60 @@
+package nomad
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// RaftPeer is one server of the raft configuration.
+type RaftPeer struct {
+	ID      string // the server's node name (its raft server ID)
+	Address string // its rpc address
+	Leader  bool
+	Voter   bool
+}
+
+// RaftConfiguration returns the servers of the latest raft configuration
+// and the raft index it was written at.
+func (s *Server) RaftConfiguration() ([]RaftPeer, uint64, error) {
+	r := s.cluster.Raft()
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, 0, fmt.Errorf("raft configuration: %w", err)
+	}
+	leaderAddr, leaderID := r.LeaderWithID()
+	var out []RaftPeer
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, RaftPeer{
+			ID: string(srv.ID), Address: string(srv.Address),
+			Leader: srv.ID == leaderID && srv.Address == leaderAddr,
+			Voter:  srv.Suffrage == raft.Voter,
+		})
+	}
+	return out, f.Index(), nil
+}
+
+// RemoveRaftPeer removes the server with raft ID id, or when id is empty
+// the one at address, from the raft configuration. Call it on the leader.
+// An unknown server is a *structs.RequestError naming it.
+func (s *Server) RemoveRaftPeer(id, address string) error {
+	peers, index, err := s.RaftConfiguration()
+	if err != nil {
+		return err
+	}
+	for _, p := range peers {
+		if (id != "" && p.ID == id) || (id == "" && p.Address == address) {
+			f := s.cluster.Raft().RemoveServer(raft.ServerID(p.ID), index, raftApplyTimeout)
+			if err := f.Error(); err != nil {
+				return fmt.Errorf("remove raft peer %s: %w", p.ID, err)
+			}
+			return nil
+		}
+	}
+	if id != "" {
+		return &structs.RequestError{Kind: structs.ErrBadRequest, Msg: fmt.Sprintf("id %q was not found in the Raft configuration", id)}
+	}
+	return &structs.RequestError{Kind: structs.ErrBadRequest, Msg: fmt.Sprintf("address %q was not found in the Raft configuration", address)}
+}
