@@ -47,6 +47,10 @@ variable "prefetch" {
   type    = bool
   default = true
 }
+variable "pin_digest" {
+  type    = bool
+  default = true
+}
 job "web" {
   type        = "system"
   datacenters = ["dc1"]
@@ -74,6 +78,7 @@ job "web" {
         image              = var.image
         ports              = ["http"]
         prefetch           = var.prefetch
+        pin_digest         = var.pin_digest
         image_pull_timeout = "3m"
       }
       resources {
@@ -98,12 +103,14 @@ type dockerCluster struct {
 	// outlives test runs) never has them already and every pull is real.
 	seed   int64
 	pushed []string // image references to remove at cleanup
+	// digests maps a pushed tag reference to its manifest digest.
+	digests map[string]string
 }
 
 func newDockerCluster(t testing.TB) *dockerCluster {
 	t.Helper()
 	requireDocker(t)
-	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano()}
+	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{}}
 	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
 	waitLeader(t, dc.srv)
 	dc.api = dc.srv.client(t)
@@ -188,11 +195,16 @@ func (dc *dockerCluster) pushVersion(t testing.TB, v string, padding int64) stri
 	img, err := images.Build(images.BuildOptions{Version: v, PaddingBytes: padding, Seed: seed})
 	require.NoError(t, err)
 	ref := dc.reg.Ref("drover-e2e/web", "v"+v)
-	_, err = images.Push(img, ref)
+	digest, err := images.Push(img, ref)
 	require.NoError(t, err)
-	dc.pushed = append(dc.pushed, ref)
+	dc.digests[ref] = digest
+	dc.pushed = append(dc.pushed, ref, ref+"@"+digest)
 	return ref
 }
+
+// pinned is the reference the server pins a pushed tag reference to (the
+// one the engine pulls, and knows the image by).
+func (dc *dockerCluster) pinned(ref string) string { return ref + "@" + dc.digests[ref] }
 
 func (dc *dockerCluster) run(t testing.TB, args ...string) (int, string) {
 	t.Helper()
@@ -367,7 +379,8 @@ func TestDockerFailedPullKillsNothingAndRevertsWithoutPull(t *testing.T) {
 	// auto_revert brings version 1 back with no new pull.
 	pullsBefore := dc.reg.TotalBlobBytes()
 	rec := dc.recordGaps(t)
-	code, out = dc.run(t, "-var", "image="+dc.reg.Ref("drover-e2e/web", "no-such-tag"))
+	// (pin_digest = false: the server would refuse an unresolvable tag.)
+	code, out = dc.run(t, "-var", "pin_digest=false", "-var", "image="+dc.reg.Ref("drover-e2e/web", "no-such-tag"))
 	gaps := rec.finish()
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "Failed due to unhealthy allocations - rolling back to job version 0")
@@ -454,7 +467,7 @@ func TestDockerPreviousImageSurvivesGCUntilDeploymentIsOver(t *testing.T) {
 	code, out := dc.run(t, "-var", "image="+v1)
 	require.Equal(t, 0, code, out)
 	dc.waitAllAnswer(t, "version 1", 30*time.Second)
-	require.True(t, imagePresent(t, v1))
+	require.True(t, imagePresent(t, dc.pinned(v1)))
 
 	// While version 2 rolls out (its pull is throttled to a few seconds, and
 	// image_delay is 2s), version 1's image stays: a revert would need it.
@@ -467,14 +480,14 @@ func TestDockerPreviousImageSurvivesGCUntilDeploymentIsOver(t *testing.T) {
 		if d != nil && d.JobVersion == 1 && d.Status == "successful" {
 			break
 		}
-		require.True(t, imagePresent(t, v1), "version 1's image was collected during the rollout")
+		require.True(t, imagePresent(t, dc.pinned(v1)), "version 1's image was collected during the rollout")
 		require.True(t, time.Now().Before(deadline), "version 2 never finished rolling out")
 		time.Sleep(250 * time.Millisecond)
 	}
 	dc.reg.SetBandwidth(0)
 
 	// Once the rollout is over, the unleased image goes after image_delay.
-	require.Eventually(t, func() bool { return !imagePresent(t, v1) }, 60*time.Second, 250*time.Millisecond,
+	require.Eventually(t, func() bool { return !imagePresent(t, dc.pinned(v1)) }, 60*time.Second, 250*time.Millisecond,
 		"version 1's image is collected after its deployment is over")
-	require.True(t, imagePresent(t, v2), "the running version's image stays")
+	require.True(t, imagePresent(t, dc.pinned(v2)), "the running version's image stays")
 }

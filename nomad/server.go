@@ -17,6 +17,7 @@ import (
 	"github.com/drover-project/drover/nomad/broker"
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -41,7 +42,14 @@ type Config struct {
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
 	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
-	Logger          hclog.Logger
+	// Registry configures image tag resolution (pinning at registration
+	// and the image watcher): server-side credentials, insecure registries,
+	// the timeout of one resolution.
+	Registry imageresolve.Options
+	// RegistryBudget is the most manifest checks the image watcher sends
+	// one registry per minute; 0 means DefaultRegistryBudget.
+	RegistryBudget int
+	Logger         hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }
@@ -57,6 +65,8 @@ type Server struct {
 	handler atomic.Pointer[http.Handler]
 
 	heartbeats heartbeats
+
+	resolver *imageresolve.Resolver
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads
@@ -85,6 +95,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create data dir: %w", err)
 	}
 	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
+	s.resolver = imageresolve.New(cfg.Registry)
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)

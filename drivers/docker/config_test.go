@@ -32,6 +32,10 @@ func TestValidateTaskConfig(t *testing.T) {
 		"image_pull_timeout":    "10m",
 		"pull_activity_timeout": "30s",
 		"prefetch":              false,
+		"pin_digest":            false,
+		"auto_update":           true,
+		"auto_update_interval":  "1s",
+		"auto_update_soak":      "0s",
 		"work_dir":              "/srv",
 	}
 	require.NoError(t, d.ValidateTaskConfig(good))

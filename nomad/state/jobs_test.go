@@ -267,3 +267,21 @@ func TestUpdateJobStability(t *testing.T) {
 	err = s.UpdateJobStability(5, "", "web", 7, true)
 	require.True(t, errors.Is(err, ErrNotFound), "got %v", err)
 }
+
+func TestUpsertJob_VersionTagSurvivesUnchangedResubmission(t *testing.T) {
+	s := NewStateStore()
+	tagged := testJob("web")
+	tagged.VersionTag = &structs.JobVersionTag{Name: "auto-update", Description: "why"}
+	require.Equal(t, "auto-update", mustJob(t, s, 10, tagged).VersionTag.Name)
+
+	again := mustJob(t, s, 20, testJob("web"))
+	require.Equal(t, uint64(0), again.Version)
+	require.NotNil(t, again.VersionTag, "an unchanged resubmission keeps the version's tag")
+	require.Equal(t, "why", again.VersionTag.Description)
+
+	changed := testJob("web")
+	changed.Priority = 70
+	next := mustJob(t, s, 30, changed)
+	require.Equal(t, uint64(1), next.Version)
+	require.Nil(t, next.VersionTag, "a new version starts untagged")
+}
