@@ -14,10 +14,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/helper/metrics"
 	"github.com/drover-project/drover/nomad/broker"
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
 	"github.com/drover-project/drover/nomad/imageresolve"
+	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -49,7 +51,10 @@ type Config struct {
 	// RegistryBudget is the most manifest checks the image watcher sends
 	// one registry per minute; 0 means DefaultRegistryBudget.
 	RegistryBudget int
-	Logger         hclog.Logger
+	// Metrics is the registry the server's metrics are added to; nil means
+	// a private one.
+	Metrics *metrics.Registry
+	Logger  hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }
@@ -66,7 +71,9 @@ type Server struct {
 
 	heartbeats heartbeats
 
-	resolver *imageresolve.Resolver
+	resolver     *imageresolve.Resolver
+	imageMetrics *imagewatcher.Metrics
+	imageWatcher atomic.Pointer[imagewatcher.Watcher] // set while leading
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads
@@ -96,6 +103,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
 	s.resolver = imageresolve.New(cfg.Registry)
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewRegistry()
+		s.config.Metrics = cfg.Metrics
+	}
+	s.imageMetrics = imagewatcher.NewMetrics(cfg.Metrics)
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)

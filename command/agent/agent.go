@@ -93,6 +93,7 @@ func (a *Agent) start() error {
 				Insecure:     cfg.Server.InsecureRegistries,
 			},
 			RegistryBudget: cfg.Server.RegistryRequestBudget,
+			Metrics:        a.metrics.registry,
 			Logger:         a.logger,
 		})
 		if err != nil {

@@ -36,6 +36,9 @@ const (
 	evalRecord
 	deploymentRecord
 	indexRecord
+	// Image watcher records (range 40-49).
+	imageCheckRecord recordType = 40
+	imageWatchRecord recordType = 41
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -71,6 +74,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	deps, err := snap.Deployments(nil, "*")
 	enc.fail(err)
 	writeAll(enc, deploymentRecord, deps)
+	checks, err := snap.ImageChecks(nil)
+	enc.fail(err)
+	writeAll(enc, imageCheckRecord, checks)
+	watches, err := snap.ImageWatches(nil)
+	enc.fail(err)
+	writeAll(enc, imageWatchRecord, watches)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -160,6 +169,10 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.DeploymentRestore)
 	case indexRecord:
 		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
+	case imageCheckRecord:
+		return restoreOne(dec, r.ImageCheckRestore)
+	case imageWatchRecord:
+		return restoreOne(dec, r.ImageWatchRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}

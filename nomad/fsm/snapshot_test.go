@@ -51,6 +51,12 @@ func populate(t *testing.T, f *FSM) {
 		DeploymentID: d.ID, HealthyAllocationIDs: []string{cur.ID}, Timestamp: 6e9,
 	})
 	mustApply(t, f, 7, structs.JobStabilityRequestType, &structs.JobStabilityRequest{Namespace: "default", JobID: "web", Version: 0, Stable: true})
+	mustApply(t, f, 8, structs.ImageWatchUpdateRequestType, &structs.ImageWatchUpdateRequest{
+		Checks: []*structs.ImageCheck{{Key: "nginx:2|", Reference: "nginx:2", Registry: "docker.io",
+			LastCheck: 800, Digest: "sha256:b", DigestSince: 700, Checks: 3, Errors: 1, LastError: "HEAD: 503"}},
+		Watches: []*structs.ImageWatch{{Namespace: "default", JobID: "web", Group: "web", Task: "server", Key: "nginx:2|",
+			Bad: []string{"sha256:x"}, LastRoll: &structs.ImageRoll{From: "sha256:a", To: "sha256:b", JobVersion: 1, Time: 750}}},
+	})
 }
 
 // contents reads every table of s.
@@ -61,6 +67,8 @@ type contents struct {
 	Allocs         []*structs.Allocation
 	Evals          []*structs.Evaluation
 	Deps           []*structs.Deployment
+	Checks         []*structs.ImageCheck
+	Watches        []*structs.ImageWatch
 	Indexes        []*state.IndexEntry
 }
 
@@ -82,6 +90,10 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	require.NoError(t, err)
 	c.Deps, err = s.Deployments(nil, "*")
 	require.NoError(t, err)
+	c.Checks, err = s.ImageChecks(nil)
+	require.NoError(t, err)
+	c.Watches, err = s.ImageWatches(nil)
+	require.NoError(t, err)
 	c.Indexes, err = s.Indexes()
 	require.NoError(t, err)
 	return c
@@ -92,14 +104,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	populate(t, src)
 	want := readContents(t, src.State())
 	for _, n := range []int{len(want.Jobs), len(want.Versions), len(want.Subs), len(want.Nodes),
-		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Indexes)} {
+		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Checks), len(want.Watches), len(want.Indexes)} {
 		require.NotZero(t, n, "every table populated")
 	}
 
 	snap, err := src.Snapshot()
 	require.NoError(t, err)
 	// Writes after Snapshot() are not part of it.
-	mustApply(t, src, 8, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode()})
+	mustApply(t, src, 9, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: testNode()})
 	sink := &memSink{}
 	require.NoError(t, snap.Persist(sink))
 	snap.Release()
@@ -127,7 +139,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	gotAllocs := got.Allocs
 	want.Allocs, got.Allocs = strip(want.Allocs), strip(got.Allocs)
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(7), dst.State().LatestIndex())
+	require.Equal(t, uint64(8), dst.State().LatestIndex())
 	for _, a := range gotAllocs {
 		require.NotNil(t, a.Job, "alloc %s re-linked", a.ID)
 		require.Equal(t, a.JobVersion, a.Job.Version)

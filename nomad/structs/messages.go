@@ -31,6 +31,12 @@ const (
 	AllocDesiredTransitionRequestType
 )
 
+// Image watcher message types (range 40-49).
+const (
+	// ImageWatchUpdateRequestType carries an ImageWatchUpdateRequest.
+	ImageWatchUpdateRequestType MessageType = 40
+)
+
 // IgnoreUnknownTypeFlag set on a MessageType tells an older FSM to skip an
 // entry it does not know instead of failing.
 const IgnoreUnknownTypeFlag MessageType = 128
