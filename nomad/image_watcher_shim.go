@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/state"
@@ -63,13 +65,14 @@ func (s *Server) ImageCheckNow(ctx context.Context, namespace, jobID string) (bo
 	return w.CheckNow(ctx, namespace, jobID)
 }
 
-// ImageStatus describes the image state of job's Docker tasks.
-func (s *Server) ImageStatus(snap *state.Snapshot, job *structs.Job) ([]imagewatcher.TaskStatus, error) {
-	checks, err := snap.ImageChecks(nil)
+// ImageStatus describes the image state of job's Docker tasks, watching
+// the image watcher's records in ws (may be nil).
+func (s *Server) ImageStatus(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) ([]imagewatcher.TaskStatus, error) {
+	checks, err := snap.ImageChecks(ws)
 	if err != nil {
 		return nil, err
 	}
-	watches, err := snap.ImageWatchesByJob(nil, job.Namespace, job.ID)
+	watches, err := snap.ImageWatchesByJob(ws, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
 	}

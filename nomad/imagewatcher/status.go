@@ -8,6 +8,16 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
+// JobStatus is the body of GET /v1/job/:id/image-updates and of
+// PUT /v1/job/:id/image-updates/check: the image state of every Docker task
+// of the job's current version.
+type JobStatus struct {
+	Namespace string
+	JobID     string
+	Version   uint64
+	Tasks     []TaskStatus
+}
+
 // TaskStatus is the image state of one Docker task of a job, as
 // GET /v1/job/:id/image-updates answers it.
 type TaskStatus struct {
