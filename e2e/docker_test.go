@@ -104,20 +104,27 @@ type dockerCluster struct {
 	seed   int64
 	pushed []string // image references to remove at cleanup
 	// digests maps a pushed tag reference to its manifest digest.
-	digests map[string]string
+	digests  map[string]string
+	portBase int
 }
 
-func newDockerCluster(t testing.TB) *dockerCluster {
+func newDockerCluster(t testing.TB) *dockerCluster { return newDockerClusterN(t, 2, 21000) }
+
+// newDockerClusterN is newDockerCluster with n clients (more may join
+// later through addClient) whose dynamic port ranges start at
+// portBase+1000 (client i gets [portBase+1000*i, +99]). Suites that may run
+// at the same time on one engine use different bases.
+func newDockerClusterN(t testing.TB, n, portBase int) *dockerCluster {
 	t.Helper()
 	requireDocker(t)
-	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{}}
+	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{}, portBase: portBase}
 	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
 	waitLeader(t, dc.srv)
 	dc.api = dc.srv.client(t)
-	for i := 1; i <= 2; i++ {
-		dc.clients = append(dc.clients, newDockerClientAgent(t, fmt.Sprintf("docker-%d", i), 21000+1000*i, dc.srv.httpHostPort()))
+	for range n {
+		dc.addClient(t)
 	}
-	waitReadyNodes(t, dc.api, 2)
+	waitReadyNodes(t, dc.api, n)
 	dc.jobFile = writeJobFile(t, dockerJobHCL)
 	t.Cleanup(func() {
 		var allocIDs []string
@@ -131,6 +138,15 @@ func newDockerCluster(t testing.TB) *dockerCluster {
 		removeImages(t, dc.pushed)
 	})
 	return dc
+}
+
+// addClient starts one more Docker client agent with its own port range.
+func (dc *dockerCluster) addClient(t testing.TB) *agentProc {
+	t.Helper()
+	i := len(dc.clients) + 1
+	c := newDockerClientAgent(t, fmt.Sprintf("docker-%d", i), dc.portBase+1000*i, dc.srv.httpHostPort())
+	dc.clients = append(dc.clients, c)
+	return c
 }
 
 // removeImages removes the engine's copies of refs (left-overs of a test;
@@ -213,9 +229,12 @@ func (dc *dockerCluster) run(t testing.TB, args ...string) (int, string) {
 
 // nodeAnswers returns, for each node, the body its live allocation's web
 // server answers, or "" when nothing answers.
-func (dc *dockerCluster) nodeAnswers(t testing.TB) map[string]string {
+func (dc *dockerCluster) nodeAnswers(t testing.TB) map[string]string { return dc.jobAnswers(t, "web") }
+
+// jobAnswers is nodeAnswers for the job jobID.
+func (dc *dockerCluster) jobAnswers(t testing.TB, jobID string) map[string]string {
 	out := map[string]string{}
-	stubs, _, err := dc.api.Jobs().Allocations("web", false, nil)
+	stubs, _, err := dc.api.Jobs().Allocations(jobID, false, nil)
 	if err != nil {
 		return out
 	}
@@ -307,7 +326,7 @@ func (dc *dockerCluster) waitAllAnswer(t testing.TB, want string, timeout time.D
 	t.Helper()
 	require.Eventually(t, func() bool {
 		got := dc.nodeAnswers(t)
-		if len(got) != 2 {
+		if len(got) != len(dc.clients) {
 			return false
 		}
 		for _, body := range got {
