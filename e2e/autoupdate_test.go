@@ -100,16 +100,7 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 	file := writeJobFile(t, autoJobHCL(name, image, interval, soak))
 	code, out := drover(t, dc.srv.httpAddr(), "job", "run", file)
 	if code != 0 {
-		_, status := drover(t, dc.srv.httpAddr(), "alloc", "status", "-job", name)
-		t.Logf("allocations:\n%s", status)
-		stubs, _, _ := dc.api.Jobs().Allocations(name, true, nil)
-		for _, s := range stubs {
-			for task, ts := range s.TaskStates {
-				for _, ev := range ts.Events {
-					t.Logf("alloc %s task %s: %s %s %s", s.ID[:8], task, ev.Type, ev.DisplayMessage, ev.DriverError)
-				}
-			}
-		}
+		dc.logTaskEvents(t, name)
 	}
 	require.Equal(t, 0, code, out)
 	t.Cleanup(func() {
@@ -402,8 +393,9 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 	require.GreaterOrEqual(t, rolled.Sub(before.PendingSince), soak, "not before the soak")
 	require.Less(t, rolled.Sub(before.PendingSince), soak+3*time.Second,
 		"the soak ran from the original start, not from the election")
-	st := imageStatus(t, c, "auto")
-	require.NotNil(t, st.LastRoll)
+	var st imagewatcher.TaskStatus
+	require.Eventually(t, func() bool { st = imageStatus(t, c, "auto"); return st.LastRoll != nil },
+		5*time.Second, 50*time.Millisecond, "the roll is recorded (an entry after the registration)")
 	require.Equal(t, d1, st.LastRoll.From)
 	require.Equal(t, d2, st.LastRoll.To)
 }

@@ -224,7 +224,24 @@ func (dc *dockerCluster) pinned(ref string) string { return ref + "@" + dc.diges
 
 func (dc *dockerCluster) run(t testing.TB, args ...string) (int, string) {
 	t.Helper()
-	return drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, args...), dc.jobFile)...)
+	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, args...), dc.jobFile)...)
+	if code != 0 {
+		dc.logTaskEvents(t, "web")
+	}
+	return code, out
+}
+
+// logTaskEvents logs the task events of every allocation of job (to see
+// why a run failed).
+func (dc *dockerCluster) logTaskEvents(t testing.TB, job string) {
+	stubs, _, _ := dc.api.Jobs().Allocations(job, true, nil)
+	for _, s := range stubs {
+		for task, ts := range s.TaskStates {
+			for _, ev := range ts.Events {
+				t.Logf("alloc %s (v%d) task %s: %s: %s %s", s.ID[:8], s.JobVersion, task, ev.Type, ev.DisplayMessage, ev.DriverError)
+			}
+		}
+	}
 }
 
 // nodeAnswers returns, for each node, the body its live allocation's web
