@@ -48,6 +48,11 @@ func (f *fakeBackend) Resolve(_ context.Context, ref imageresolve.Ref, _ *imager
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.heads[ref.TagRef()]++
+	if len(f.regErrs) > 0 {
+		err := f.regErrs[0]
+		f.regErrs = f.regErrs[1:]
+		return "", err
+	}
 	if d, ok := f.tags[ref.TagRef()]; ok {
 		return d, nil
 	}
@@ -182,4 +187,35 @@ func TestWatcher_CheckNow(t *testing.T) {
 	require.False(t, ok)
 	cancel()
 	<-done
+}
+
+func TestWatcher_TooManyRequestsHoldsTheRegistryForRetryAfter(t *testing.T) {
+	b := newFakeBackend()
+	ref := "reg:5000/app:stable"
+	b.setTag(ref, dA)
+	b.regErrs = []error{&imageresolve.RegistryError{StatusCode: 429, RetryAfter: 10 * time.Second, Err: errNotFound}}
+	require.NoError(t, b.st.UpsertJob(b.next(), nil, autoJob("web", ref+"@"+dA)))
+	w := New(b, hclog.NewNullLogger(), nil, 0)
+	pass := func() {
+		for {
+			if _, worked := w.pass(context.Background(), memdb.NewWatchSet()); !worked {
+				return
+			}
+		}
+	}
+	pass()
+	require.Equal(t, 1, b.heads[ref])
+	cs, _ := b.st.ImageChecks(nil)
+	require.Len(t, cs, 1)
+	require.NotEmpty(t, cs[0].LastError, "the 429 is recorded")
+	for range 9 {
+		b.advance(time.Second)
+		pass()
+	}
+	require.Equal(t, 1, b.heads[ref], "nothing sent during Retry-After although the interval is 1s")
+	b.advance(1100 * time.Millisecond)
+	pass()
+	require.Equal(t, 2, b.heads[ref], "checked again after Retry-After")
+	cs, _ = b.st.ImageChecks(nil)
+	require.Empty(t, cs[0].LastError)
 }
