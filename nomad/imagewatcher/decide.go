@@ -76,6 +76,7 @@ type Check struct {
 // Change is one task's new pin within a Roll.
 type Change struct {
 	Group, Task string
+	Key         string // the task's check key
 	Ref         imageresolve.Ref
 	From, To    string
 }
@@ -225,7 +226,13 @@ func Decide(in Input, mem *Memory) Decision {
 			w.Key, w.Bad = k, nil // bad digests are per tag
 			changed = true
 		}
-		for _, f := range t.Failed {
+		// Only the newest maxBad failures count, so that a long history
+		// cannot make the trimmed list change on every pass.
+		failed := t.Failed
+		if len(failed) > maxBad {
+			failed = failed[len(failed)-maxBad:]
+		}
+		for _, f := range failed {
 			if !slices.Contains(w.Bad, f) {
 				if !changed {
 					w = w.Copy()
@@ -321,7 +328,7 @@ func Decide(in Input, mem *Memory) Decision {
 			rolls[jid] = r
 			order = append(order, jid)
 		}
-		r.Changes = append(r.Changes, Change{Group: t.ID.Group, Task: t.ID.Task, Ref: t.Ref, From: t.Pinned, To: c.Digest})
+		r.Changes = append(r.Changes, Change{Group: t.ID.Group, Task: t.ID.Task, Key: t.Key(), Ref: t.Ref, From: t.Pinned, To: c.Digest})
 	}
 	for _, jid := range order {
 		d.Rolls = append(d.Rolls, *rolls[jid])

@@ -112,7 +112,7 @@ func TestDecide_SoakThenRoll(t *testing.T) {
 	r := d.Rolls[0]
 	require.Equal(t, "web", r.JobID)
 	require.Equal(t, uint64(7), r.JobModifyIndex, "the job's modify index is enforced")
-	require.Equal(t, []Change{{Group: "web", Task: "server", Ref: tg.Ref, From: dA, To: dB}}, r.Changes)
+	require.Equal(t, []Change{{Group: "web", Task: "server", Key: tg.Key(), Ref: tg.Ref, From: dA, To: dB}}, r.Changes)
 
 	// A tag that moves again during the soak restarts it.
 	in.Checks[tg.Key()] = checked(tg, in.Checks[tg.Key()], dC, moved.Add(29*time.Second))
@@ -265,5 +265,22 @@ func TestFailedDigests(t *testing.T) {
 		},
 	}
 	require.Equal(t, []string{dB}, FailedDigests(id, "r/app:s", h))
+	h.Versions = append(h.Versions, ver(4, "r/app:s@"+dC), ver(5, "r/app:s@"+dB))
+	h.Deployments = append([]*structs.Deployment{{JobVersion: 5, Status: structs.DeploymentStatusFailed}},
+		append(h.Deployments, &structs.Deployment{JobVersion: 4, Status: structs.DeploymentStatusFailed})...)
+	require.Equal(t, []string{dB, dC}, FailedDigests(id, "r/app:s", h), "in version order, each once")
 	require.Empty(t, FailedDigests(id, "r/app:other", h), "per tag")
+}
+
+func TestDecide_LongFailureHistoryIsStable(t *testing.T) {
+	tg := target(t, "web", "reg:5000/app:stable@"+dA, time.Second, 0)
+	for i := range 40 {
+		tg.Failed = append(tg.Failed, fmt.Sprintf("sha256:%064d", i))
+	}
+	in := input(t0, tg)
+	d := Decide(in, &Memory{})
+	require.NotNil(t, d.Update)
+	require.Len(t, d.Update.Watches[0].Bad, maxBad)
+	in.Watches[tg.ID] = d.Update.Watches[0]
+	require.Nil(t, Decide(in, &Memory{}).Update, "nothing more to record")
 }

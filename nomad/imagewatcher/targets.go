@@ -1,6 +1,7 @@
 package imagewatcher
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/drover-project/drover/nomad/imageresolve"
@@ -57,13 +58,16 @@ func TargetsOf(job *structs.Job, h JobHistory) []Target {
 // version whose deployment failed, when that version changed the task's
 // digest (compared with the newest older version retained): a deployment
 // that failed for another reason does not make an unchanged digest bad.
+// They are in job version order, each once.
 func FailedDigests(id structs.ImageWatchID, tagRef string, h JobHistory) []string {
 	byVersion := map[uint64]*structs.Job{}
 	for _, v := range h.Versions {
 		byVersion[v.Version] = v
 	}
+	deps := append([]*structs.Deployment(nil), h.Deployments...)
+	sort.SliceStable(deps, func(i, j int) bool { return deps[i].JobVersion < deps[j].JobVersion })
 	var out []string
-	for _, d := range h.Deployments {
+	for _, d := range deps {
 		if d.Status != structs.DeploymentStatusFailed {
 			continue
 		}
@@ -86,9 +90,10 @@ func FailedDigests(id structs.ImageWatchID, tagRef string, h JobHistory) []strin
 				continue
 			}
 		}
-		out = append(out, ref.Digest)
+		if !slices.Contains(out, ref.Digest) {
+			out = append(out, ref.Digest)
+		}
 	}
-	sort.Strings(out)
 	return out
 }
 

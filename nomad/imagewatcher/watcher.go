@@ -310,7 +310,7 @@ func (w *Watcher) roll(in Input, r Roll) {
 		wt := in.Watches[id].Copy()
 		if wt == nil {
 			wt = &structs.ImageWatch{Namespace: id.Namespace, JobID: id.JobID, Group: id.Group, Task: id.Task,
-				Key: CheckKey(c.Ref.TagRef(), "")}
+				Key: c.Key}
 		}
 		wt.LastRoll = &structs.ImageRoll{From: c.From, To: c.To, JobVersion: version, Time: now.UnixNano()}
 		upd.Watches = append(upd.Watches, wt)
