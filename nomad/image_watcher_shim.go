@@ -28,8 +28,11 @@ func (b imageBackend) Resolve(ctx context.Context, ref imageresolve.Ref, auth *i
 	return b.s.resolver.Resolve(ctx, ref, auth)
 }
 
+// ApplyImageWatch commits req flagged IgnoreUnknownTypeFlag: a server of
+// an older version (during a rolling upgrade) skips the watcher's records
+// instead of stopping.
 func (b imageBackend) ApplyImageWatch(req *structs.ImageWatchUpdateRequest) error {
-	_, _, err := b.s.raftApply(structs.ImageWatchUpdateRequestType, req)
+	_, _, err := b.s.raftApply(structs.ImageWatchUpdateRequestType|structs.IgnoreUnknownTypeFlag, req)
 	return err
 }
 
