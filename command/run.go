@@ -38,6 +38,7 @@ func commands() []*command {
 		}},
 		{name: "job", synopsis: "Interact with jobs", subs: []*command{
 			{name: "history", synopsis: "Display all tracked versions of a job", run: jobHistory},
+			{name: "image-updates", synopsis: "Show and trigger image auto-updates of a job", run: jobImageUpdates},
 			{name: "inspect", synopsis: "Inspect a submitted job", run: jobInspect},
 			{name: "plan", synopsis: "Dry-run a job update to determine its effects", run: jobPlan},
 			{name: "revert", synopsis: "Revert to a prior version of the job", run: jobRevert},

@@ -47,6 +47,10 @@ variable "prefetch" {
   type    = bool
   default = true
 }
+variable "pin_digest" {
+  type    = bool
+  default = true
+}
 job "web" {
   type        = "system"
   datacenters = ["dc1"]
@@ -74,6 +78,7 @@ job "web" {
         image              = var.image
         ports              = ["http"]
         prefetch           = var.prefetch
+        pin_digest         = var.pin_digest
         image_pull_timeout = "3m"
       }
       resources {
@@ -98,19 +103,28 @@ type dockerCluster struct {
 	// outlives test runs) never has them already and every pull is real.
 	seed   int64
 	pushed []string // image references to remove at cleanup
+	// digests maps a pushed tag reference to its manifest digest.
+	digests  map[string]string
+	portBase int
 }
 
-func newDockerCluster(t testing.TB) *dockerCluster {
+func newDockerCluster(t testing.TB) *dockerCluster { return newDockerClusterN(t, 2, 21000) }
+
+// newDockerClusterN is newDockerCluster with n clients (more may join
+// later through addClient) whose dynamic port ranges start at
+// portBase+1000 (client i gets [portBase+1000*i, +99]). Suites that may run
+// at the same time on one engine use different bases.
+func newDockerClusterN(t testing.TB, n, portBase int) *dockerCluster {
 	t.Helper()
 	requireDocker(t)
-	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano()}
+	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{}, portBase: portBase}
 	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
 	waitLeader(t, dc.srv)
 	dc.api = dc.srv.client(t)
-	for i := 1; i <= 2; i++ {
-		dc.clients = append(dc.clients, newDockerClientAgent(t, fmt.Sprintf("docker-%d", i), 21000+1000*i, dc.srv.httpHostPort()))
+	for range n {
+		dc.addClient(t)
 	}
-	waitReadyNodes(t, dc.api, 2)
+	waitReadyNodes(t, dc.api, n)
 	dc.jobFile = writeJobFile(t, dockerJobHCL)
 	t.Cleanup(func() {
 		var allocIDs []string
@@ -124,6 +138,15 @@ func newDockerCluster(t testing.TB) *dockerCluster {
 		removeImages(t, dc.pushed)
 	})
 	return dc
+}
+
+// addClient starts one more Docker client agent with its own port range.
+func (dc *dockerCluster) addClient(t testing.TB) *agentProc {
+	t.Helper()
+	i := len(dc.clients) + 1
+	c := newDockerClientAgent(t, fmt.Sprintf("docker-%d", i), dc.portBase+1000*i, dc.srv.httpHostPort())
+	dc.clients = append(dc.clients, c)
+	return c
 }
 
 // removeImages removes the engine's copies of refs (left-overs of a test;
@@ -188,22 +211,47 @@ func (dc *dockerCluster) pushVersion(t testing.TB, v string, padding int64) stri
 	img, err := images.Build(images.BuildOptions{Version: v, PaddingBytes: padding, Seed: seed})
 	require.NoError(t, err)
 	ref := dc.reg.Ref("drover-e2e/web", "v"+v)
-	_, err = images.Push(img, ref)
+	digest, err := images.Push(img, ref)
 	require.NoError(t, err)
-	dc.pushed = append(dc.pushed, ref)
+	dc.digests[ref] = digest
+	dc.pushed = append(dc.pushed, ref, ref+"@"+digest)
 	return ref
 }
 
+// pinned is the reference the server pins a pushed tag reference to (the
+// one the engine pulls, and knows the image by).
+func (dc *dockerCluster) pinned(ref string) string { return ref + "@" + dc.digests[ref] }
+
 func (dc *dockerCluster) run(t testing.TB, args ...string) (int, string) {
 	t.Helper()
-	return drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, args...), dc.jobFile)...)
+	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, args...), dc.jobFile)...)
+	if code != 0 {
+		dc.logTaskEvents(t, "web")
+	}
+	return code, out
+}
+
+// logTaskEvents logs the task events of every allocation of job (to see
+// why a run failed).
+func (dc *dockerCluster) logTaskEvents(t testing.TB, job string) {
+	stubs, _, _ := dc.api.Jobs().Allocations(job, true, nil)
+	for _, s := range stubs {
+		for task, ts := range s.TaskStates {
+			for _, ev := range ts.Events {
+				t.Logf("alloc %s (v%d) task %s: %s: %s %s", s.ID[:8], s.JobVersion, task, ev.Type, ev.DisplayMessage, ev.DriverError)
+			}
+		}
+	}
 }
 
 // nodeAnswers returns, for each node, the body its live allocation's web
 // server answers, or "" when nothing answers.
-func (dc *dockerCluster) nodeAnswers(t testing.TB) map[string]string {
+func (dc *dockerCluster) nodeAnswers(t testing.TB) map[string]string { return dc.jobAnswers(t, "web") }
+
+// jobAnswers is nodeAnswers for the job jobID.
+func (dc *dockerCluster) jobAnswers(t testing.TB, jobID string) map[string]string {
 	out := map[string]string{}
-	stubs, _, err := dc.api.Jobs().Allocations("web", false, nil)
+	stubs, _, err := dc.api.Jobs().Allocations(jobID, false, nil)
 	if err != nil {
 		return out
 	}
@@ -295,7 +343,7 @@ func (dc *dockerCluster) waitAllAnswer(t testing.TB, want string, timeout time.D
 	t.Helper()
 	require.Eventually(t, func() bool {
 		got := dc.nodeAnswers(t)
-		if len(got) != 2 {
+		if len(got) != len(dc.clients) {
 			return false
 		}
 		for _, body := range got {
@@ -367,7 +415,8 @@ func TestDockerFailedPullKillsNothingAndRevertsWithoutPull(t *testing.T) {
 	// auto_revert brings version 1 back with no new pull.
 	pullsBefore := dc.reg.TotalBlobBytes()
 	rec := dc.recordGaps(t)
-	code, out = dc.run(t, "-var", "image="+dc.reg.Ref("drover-e2e/web", "no-such-tag"))
+	// (pin_digest = false: the server would refuse an unresolvable tag.)
+	code, out = dc.run(t, "-var", "pin_digest=false", "-var", "image="+dc.reg.Ref("drover-e2e/web", "no-such-tag"))
 	gaps := rec.finish()
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "Failed due to unhealthy allocations - rolling back to job version 0")
@@ -454,7 +503,7 @@ func TestDockerPreviousImageSurvivesGCUntilDeploymentIsOver(t *testing.T) {
 	code, out := dc.run(t, "-var", "image="+v1)
 	require.Equal(t, 0, code, out)
 	dc.waitAllAnswer(t, "version 1", 30*time.Second)
-	require.True(t, imagePresent(t, v1))
+	require.True(t, imagePresent(t, dc.pinned(v1)))
 
 	// While version 2 rolls out (its pull is throttled to a few seconds, and
 	// image_delay is 2s), version 1's image stays: a revert would need it.
@@ -467,14 +516,14 @@ func TestDockerPreviousImageSurvivesGCUntilDeploymentIsOver(t *testing.T) {
 		if d != nil && d.JobVersion == 1 && d.Status == "successful" {
 			break
 		}
-		require.True(t, imagePresent(t, v1), "version 1's image was collected during the rollout")
+		require.True(t, imagePresent(t, dc.pinned(v1)), "version 1's image was collected during the rollout")
 		require.True(t, time.Now().Before(deadline), "version 2 never finished rolling out")
 		time.Sleep(250 * time.Millisecond)
 	}
 	dc.reg.SetBandwidth(0)
 
 	// Once the rollout is over, the unleased image goes after image_delay.
-	require.Eventually(t, func() bool { return !imagePresent(t, v1) }, 60*time.Second, 250*time.Millisecond,
+	require.Eventually(t, func() bool { return !imagePresent(t, dc.pinned(v1)) }, 60*time.Second, 250*time.Millisecond,
 		"version 1's image is collected after its deployment is over")
-	require.True(t, imagePresent(t, v2), "the running version's image stays")
+	require.True(t, imagePresent(t, dc.pinned(v2)), "the running version's image stays")
 }

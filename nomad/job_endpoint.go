@@ -1,9 +1,12 @@
 package nomad
 
 import (
+	"context"
+
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -16,6 +19,9 @@ type JobRegisterArgs struct {
 	EnforceIndex   bool
 	JobModifyIndex uint64
 	EvalPriority   int
+	// VersionTag is recorded with the version (set by the image watcher);
+	// a VersionTag on Job itself is dropped.
+	VersionTag *structs.JobVersionTag
 }
 
 // JobRegisterReply reports a registration.
@@ -29,12 +35,18 @@ type JobRegisterReply struct {
 
 // JobRegister validates and registers a job version with an evaluation. It
 // must run on the leader. Invalid jobs are refused with every problem listed
-// and nothing is written.
+// and nothing is written. Docker images given by tag are pinned to their
+// digest first (see pinImages); a tag that cannot be resolved refuses the
+// registration.
 func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
-	job := args.Job
-	if err := job.Validate(); err != nil {
+	if err := args.Job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
+	job, err := s.pinImages(args.Job)
+	if err != nil {
+		return nil, err
+	}
+	job.VersionTag = args.VersionTag
 	current, err := s.State().JobByID(nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
@@ -132,8 +144,11 @@ func (s *Server) JobRevert(namespace, jobID string, version uint64, enforcePrior
 	if old == nil {
 		return nil, structs.NotFoundf("job %q in namespace %q at version %d not found", jobID, namespace, version)
 	}
+	// The old version is copied as stored: its pinned digests come back,
+	// never what its tags point at now.
 	revert := old.Copy()
 	revert.Stop = false
+	revert.VersionTag = nil
 	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister))
 }
 
@@ -164,4 +179,18 @@ func (s *Server) JobEvaluate(namespace, jobID string) (string, uint64, error) {
 	eval.JobModifyIndex = job.JobModifyIndex
 	_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
 	return eval.ID, index, err
+}
+
+// pinImages returns job with its Docker images pinned to digests (a copy;
+// job itself when nothing is pinned). It talks to registries, so it runs
+// before anything is proposed to raft, bounded by the resolver's timeout.
+func (s *Server) pinImages(job *structs.Job) (*structs.Job, error) {
+	pinned, err := imageresolve.PinJob(context.Background(), s.resolver, job)
+	if err != nil {
+		return nil, err
+	}
+	if pinned == job {
+		pinned = job.Copy()
+	}
+	return pinned, nil
 }

@@ -19,9 +19,16 @@ type JobPlanReply struct {
 
 // JobPlan shows what registering job would change, without writing anything:
 // the diff against the current version and the scheduler's dry-run decision.
+//
+// Docker images are pinned as JobRegister would pin them, so the diff shows
+// the digest a registration would store.
 func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, error) {
 	if err := job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	}
+	job, err := s.pinImages(job)
+	if err != nil {
+		return nil, err
 	}
 	snap := s.State().Snapshot()
 	current, err := snap.JobByID(nil, job.Namespace, job.ID)

@@ -65,6 +65,12 @@ func (s *Server) establishLeadership() {
 		defer s.leaderDone.Done()
 		s.runPrefetch(ctx)
 	}()
+	// So does the image watcher (its state is in raft).
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runImageWatcher(ctx)
+	}()
 	s.initializeHeartbeats()
 	s.leaderDone.Add(1)
 	go func() {

@@ -14,9 +14,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/helper/metrics"
 	"github.com/drover-project/drover/nomad/broker"
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/imageresolve"
+	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/prefetch"
 	"github.com/drover-project/drover/nomad/state"
@@ -42,7 +45,17 @@ type Config struct {
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
 	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
-	Logger          hclog.Logger
+	// Registry configures image tag resolution (pinning at registration
+	// and the image watcher): server-side credentials, insecure registries,
+	// the timeout of one resolution.
+	Registry imageresolve.Options
+	// RegistryBudget is the most manifest checks the image watcher sends
+	// one registry per minute; 0 means DefaultRegistryBudget.
+	RegistryBudget int
+	// Metrics is the registry the server's metrics are added to; nil means
+	// a private one.
+	Metrics *metrics.Registry
+	Logger  hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }
@@ -59,6 +72,10 @@ type Server struct {
 
 	heartbeats heartbeats
 	prefetch   *prefetch.Coordinator
+
+	resolver     *imageresolve.Resolver
+	imageMetrics *imagewatcher.Metrics
+	imageWatcher atomic.Pointer[imagewatcher.Watcher] // set while leading
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc // non-nil while this server leads
@@ -91,6 +108,12 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create data dir: %w", err)
 	}
 	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
+	s.resolver = imageresolve.New(cfg.Registry)
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewRegistry()
+		s.config.Metrics = cfg.Metrics
+	}
+	s.imageMetrics = imagewatcher.NewMetrics(cfg.Metrics)
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/client"
 	"github.com/drover-project/drover/command/agent/config"
 	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/version"
 )
 
@@ -96,7 +97,13 @@ func (a *Agent) start() error {
 			RetryJoin:       cfg.Server.RetryJoin,
 			MinHeartbeatTTL: cfg.Server.MinHeartbeatTTL,
 			HeartbeatGrace:  cfg.Server.HeartbeatGrace,
-			Logger:          a.logger,
+			Registry: imageresolve.Options{
+				DockerConfig: cfg.Server.RegistryAuthConfig,
+				Insecure:     cfg.Server.InsecureRegistries,
+			},
+			RegistryBudget: cfg.Server.RegistryRequestBudget,
+			Metrics:        a.metrics.registry,
+			Logger:         a.logger,
 		})
 		if err != nil {
 			return err

@@ -30,6 +30,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/revert", h.jobRevert)
 	put("/v1/job/{id}/stable", h.jobStable)
 	put("/v1/job/{id}/evaluate", h.jobEvaluate)
+	get("/v1/job/{id}/image-updates", h.jobImageUpdates)
+	put("/v1/job/{id}/image-updates/check", h.jobImageCheck)
 
 	get("/v1/evaluations", h.evalsList)
 	get("/v1/evaluation/{id}", h.evalGet)

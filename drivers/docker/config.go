@@ -65,6 +65,9 @@ var taskFields = []string{
 	"image", "command", "args", "entrypoint", "work_dir", "ports", "labels", "volumes", "mount",
 	"network_mode", "force_pull", "auth", "image_pull_timeout", "pull_activity_timeout", "prefetch",
 	"prefetch_parallel",
+	// Read by the server (digest pinning and the image watcher, see
+	// nomad/imageresolve); accepted and ignored here.
+	"pin_digest", "auto_update", "auto_update_interval", "auto_update_soak",
 }
 
 var (

@@ -33,6 +33,10 @@ func TestValidateTaskConfig(t *testing.T) {
 		"pull_activity_timeout": "30s",
 		"prefetch":              false,
 		"prefetch_parallel":     2,
+		"pin_digest":            false,
+		"auto_update":           true,
+		"auto_update_interval":  "1s",
+		"auto_update_soak":      "0s",
 		"work_dir":              "/srv",
 	}
 	require.NoError(t, d.ValidateTaskConfig(good))

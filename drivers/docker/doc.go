@@ -45,6 +45,10 @@
 // force_pull, auth {username, password, email, server_address,
 // identity_token}, image_pull_timeout (default 5m), pull_activity_timeout
 // (default 2m) and prefetch (consumed by the task runner; accepted here).
+// pin_digest, auto_update, auto_update_interval and auto_update_soak are read
+// by the server (digest pinning and the image watcher, nomad/imageresolve)
+// and accepted and ignored here; a pinned image "name:tag@sha256:…" is
+// pulled by its digest.
 // Without an auth block, credentials for the image's registry are read from
 // the docker config.json (plugin auth { config = PATH }, else
 // $DOCKER_CONFIG/config.json or ~/.docker/config.json; credential helpers

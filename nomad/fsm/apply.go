@@ -254,3 +254,10 @@ func (f *FSM) applyAllocDesiredTransition(index uint64, buf []byte) error {
 	}
 	return f.upsertEvals(index, req.Evals...)
 }
+
+// applyImageWatchUpdate records the image watcher's checks and decisions.
+func (f *FSM) applyImageWatchUpdate(index uint64, buf []byte) error {
+	var req structs.ImageWatchUpdateRequest
+	decode(index, buf, &req)
+	return f.state.UpsertImageWatch(index, &req)
+}

@@ -114,6 +114,8 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyKeyringUpsert(index, buf)
 	case structs.KeyringDeleteRequestType:
 		return f.applyKeyringDelete(index, buf)
+	case structs.ImageWatchUpdateRequestType:
+		return f.applyImageWatchUpdate(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

@@ -38,6 +38,9 @@ const (
 	indexRecord
 	// rootKeyRecord: explicit value in the keyring's range (60-69).
 	rootKeyRecord recordType = 60
+	// Image watcher records (range 40-49).
+	imageCheckRecord recordType = 40
+	imageWatchRecord recordType = 41
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -76,6 +79,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	keys, err := snap.RootKeys(nil)
 	enc.fail(err)
 	writeAll(enc, rootKeyRecord, keys)
+	checks, err := snap.ImageChecks(nil)
+	enc.fail(err)
+	writeAll(enc, imageCheckRecord, checks)
+	watches, err := snap.ImageWatches(nil)
+	enc.fail(err)
+	writeAll(enc, imageWatchRecord, watches)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -167,6 +176,10 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.RootKeyRestore)
 	case indexRecord:
 		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
+	case imageCheckRecord:
+		return restoreOne(dec, r.ImageCheckRestore)
+	case imageWatchRecord:
+		return restoreOne(dec, r.ImageWatchRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}

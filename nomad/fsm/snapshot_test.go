@@ -57,6 +57,12 @@ func populate(t *testing.T, f *FSM) {
 			State: structs.RootKeyStateActive, CreateTime: int64(8 + i),
 		}})
 	}
+	mustApply(t, f, 10, structs.ImageWatchUpdateRequestType, &structs.ImageWatchUpdateRequest{
+		Checks: []*structs.ImageCheck{{Key: "nginx:2|", Reference: "nginx:2", Registry: "docker.io",
+			LastCheck: 800, Digest: "sha256:b", DigestSince: 700, Checks: 3, Errors: 1, LastError: "HEAD: 503"}},
+		Watches: []*structs.ImageWatch{{Namespace: "default", JobID: "web", Group: "web", Task: "server", Key: "nginx:2|",
+			Bad: []string{"sha256:x"}, LastRoll: &structs.ImageRoll{From: "sha256:a", To: "sha256:b", JobVersion: 1, Time: 750}}},
+	})
 }
 
 // contents reads every table of s.
@@ -68,6 +74,8 @@ type contents struct {
 	Evals          []*structs.Evaluation
 	Deps           []*structs.Deployment
 	Keys           []*structs.RootKey
+	Checks         []*structs.ImageCheck
+	Watches        []*structs.ImageWatch
 	Indexes        []*state.IndexEntry
 }
 
@@ -91,6 +99,10 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	require.NoError(t, err)
 	c.Keys, err = s.RootKeys(nil)
 	require.NoError(t, err)
+	c.Checks, err = s.ImageChecks(nil)
+	require.NoError(t, err)
+	c.Watches, err = s.ImageWatches(nil)
+	require.NoError(t, err)
 	c.Indexes, err = s.Indexes()
 	require.NoError(t, err)
 	return c
@@ -101,7 +113,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	populate(t, src)
 	want := readContents(t, src.State())
 	for _, n := range []int{len(want.Jobs), len(want.Versions), len(want.Subs), len(want.Nodes),
-		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Indexes)} {
+		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Checks), len(want.Watches), len(want.Indexes)} {
 		require.NotZero(t, n, "every table populated")
 	}
 
@@ -136,7 +148,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	gotAllocs := got.Allocs
 	want.Allocs, got.Allocs = strip(want.Allocs), strip(got.Allocs)
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(9), dst.State().LatestIndex())
+	require.Equal(t, uint64(10), dst.State().LatestIndex())
 	for _, a := range gotAllocs {
 		require.NotNil(t, a.Job, "alloc %s re-linked", a.ID)
 		require.Equal(t, a.JobVersion, a.Job.Version)

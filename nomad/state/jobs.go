@@ -109,7 +109,8 @@ func computeJobSummary(job *structs.Job, allocs []*structs.Allocation) *structs.
 // CreateIndex is kept from the existing job (index for a new one);
 // ModifyIndex and JobModifyIndex become index. The version is the existing
 // one plus one when the specification changed (a flip of Stop counts), or
-// the existing one (keeping Stable) when it did not; a new job starts at 0.
+// the existing one (keeping Stable, and VersionTag unless job sets one) when it
+// did not; a new job starts at 0.
 // The version is also recorded in the job versions table, which keeps at most
 // JobTrackedVersions per job. Status is computed from the job's allocations
 // and evaluations. job is not modified.
@@ -141,6 +142,9 @@ func (tx *writeTxn) upsertJob(sub *structs.JobSubmission, in *structs.Job) (*str
 		j.CreateIndex, j.Version, j.Stable = existing.CreateIndex, existing.Version+1, false
 	default:
 		j.CreateIndex, j.Version, j.Stable = existing.CreateIndex, existing.Version, existing.Stable
+		if j.VersionTag == nil {
+			j.VersionTag = existing.VersionTag
+		}
 	}
 	if j.Status, err = computeJobStatus(tx.Txn, j); err != nil {
 		return nil, err

@@ -267,3 +267,52 @@ func TestUpdateJobStability(t *testing.T) {
 	err = s.UpdateJobStability(5, "", "web", 7, true)
 	require.True(t, errors.Is(err, ErrNotFound), "got %v", err)
 }
+
+func TestUpsertJob_VersionTagSurvivesUnchangedResubmission(t *testing.T) {
+	s := NewStateStore()
+	tagged := testJob("web")
+	tagged.VersionTag = &structs.JobVersionTag{Name: "auto-update", Description: "why"}
+	require.Equal(t, "auto-update", mustJob(t, s, 10, tagged).VersionTag.Name)
+
+	again := mustJob(t, s, 20, testJob("web"))
+	require.Equal(t, uint64(0), again.Version)
+	require.NotNil(t, again.VersionTag, "an unchanged resubmission keeps the version's tag")
+	require.Equal(t, "why", again.VersionTag.Description)
+
+	changed := testJob("web")
+	changed.Priority = 70
+	next := mustJob(t, s, 30, changed)
+	require.Equal(t, uint64(1), next.Version)
+	require.Nil(t, next.VersionTag, "a new version starts untagged")
+}
+
+func TestUpsertImageWatch(t *testing.T) {
+	s := NewStateStore()
+	w := &structs.ImageWatch{JobID: "web", Group: "g", Task: "t", Key: "r:1|", Bad: []string{"sha256:x"}}
+	require.NoError(t, s.UpsertImageWatch(10, &structs.ImageWatchUpdateRequest{
+		Checks:  []*structs.ImageCheck{{Key: "r:1|", Digest: "sha256:a"}},
+		Watches: []*structs.ImageWatch{w},
+	}))
+	w.Bad = append(w.Bad, "sha256:y")
+	require.NoError(t, s.UpsertImageWatch(20, &structs.ImageWatchUpdateRequest{Watches: []*structs.ImageWatch{w},
+		Checks: []*structs.ImageCheck{{Key: "r:1|", Digest: "sha256:b"}}}))
+	ws, err := s.ImageWatchesByJob(nil, "", "web")
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, "default", ws[0].Namespace)
+	require.Equal(t, []string{"sha256:x", "sha256:y"}, ws[0].Bad)
+	require.Equal(t, uint64(10), ws[0].CreateIndex)
+	require.Equal(t, uint64(20), ws[0].ModifyIndex)
+	cs, err := s.ImageChecks(nil)
+	require.NoError(t, err)
+	require.Equal(t, "sha256:b", cs[0].Digest)
+	require.Equal(t, uint64(10), cs[0].CreateIndex)
+	require.Equal(t, uint64(20), s.Index(TableImageWatches))
+
+	require.NoError(t, s.UpsertImageWatch(30, &structs.ImageWatchUpdateRequest{
+		DeleteChecks: []string{"r:1|", "missing"}, DeleteWatches: []structs.ImageWatchID{ws[0].ID()}}))
+	ws, _ = s.ImageWatches(nil)
+	cs, _ = s.ImageChecks(nil)
+	require.Empty(t, ws)
+	require.Empty(t, cs)
+}

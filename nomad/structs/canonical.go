@@ -33,7 +33,7 @@ func (j *Job) Canonicalize() {
 
 // SpecChanged reports whether other differs from j in anything the user
 // submitted. Server-set fields (Status, StatusDescription, Stable, Version,
-// SubmitTime and the raft indexes) are ignored; Stop is part of the spec.
+// SubmitTime, VersionTag and the raft indexes) are ignored; Stop is part of the spec.
 //
 // Nil and empty maps and slices compare equal, and numbers inside task driver
 // configs compare by value whatever their Go type (a config decoded from JSON
@@ -60,6 +60,7 @@ func (j *Job) clearServerFields() {
 	j.CreateIndex = 0
 	j.ModifyIndex = 0
 	j.JobModifyIndex = 0
+	j.VersionTag = nil
 }
 
 // specEqual is a deep equality for job specifications: like reflect.DeepEqual

@@ -48,6 +48,7 @@ func TestSpecChanged_IgnoresServerFields(t *testing.T) {
 		"CreateIndex":       func(j *Job) { j.CreateIndex = 7 },
 		"ModifyIndex":       func(j *Job) { j.ModifyIndex = 8 },
 		"JobModifyIndex":    func(j *Job) { j.JobModifyIndex = 9 },
+		"VersionTag":        func(j *Job) { j.VersionTag = &JobVersionTag{Name: "x"} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -89,6 +89,7 @@ var jobDiffSkip = map[string]bool{
 	"ID": true, "TaskGroups": true,
 	"Status": true, "StatusDescription": true, "Stable": true, "Version": true,
 	"SubmitTime": true, "CreateIndex": true, "ModifyIndex": true, "JobModifyIndex": true,
+	"VersionTag": true,
 }
 
 var (

@@ -32,6 +32,17 @@ type Job struct {
 	CreateIndex       uint64
 	ModifyIndex       uint64
 	JobModifyIndex    uint64
+	// VersionTag names and describes this version. The server sets it (the
+	// image watcher records why it made a version); a submitted one is
+	// dropped. It is not part of the specification.
+	VersionTag *JobVersionTag
+}
+
+// JobVersionTag is a name and description attached to a job version.
+type JobVersionTag struct {
+	Name        string
+	Description string
+	TaggedTime  int64 // unix nanoseconds
 }
 
 // LookupTaskGroup returns the group named name, or nil.

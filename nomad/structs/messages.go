@@ -31,7 +31,13 @@ const (
 	AllocDesiredTransitionRequestType
 )
 
-// Keyring messages (explicit values: the range 60-69 is theirs).
+// Image watcher message types (range 40-49).
+const (
+	// ImageWatchUpdateRequestType carries an ImageWatchUpdateRequest.
+	ImageWatchUpdateRequestType MessageType = 40
+)
+
+// Keyring messages (range 60-69).
 const (
 	KeyringUpsertRequestType MessageType = 60
 	KeyringDeleteRequestType MessageType = 61

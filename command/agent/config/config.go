@@ -86,6 +86,17 @@ type ServerConfig struct {
 	// HeartbeatGrace is added to every TTL the server enforces. Zero means
 	// the default (10s).
 	HeartbeatGrace time.Duration
+	// RegistryAuthConfig (registry_auth_config) is the path of a Docker
+	// config.json whose "auths" the server uses to resolve image tags of
+	// tasks without an auth block (digest pinning and auto-update).
+	RegistryAuthConfig string
+	// InsecureRegistries (insecure_registries) lists registries ("host" or
+	// "host:port") the server talks plain HTTP to, beyond loopback ones.
+	InsecureRegistries []string
+	// RegistryRequestBudget (registry_request_budget) is the most manifest
+	// checks the image watcher sends one registry per minute; zero means
+	// the default (60).
+	RegistryRequestBudget int
 }
 
 // ClientConfig is the `client` block.
@@ -157,6 +168,7 @@ func (c *Config) Copy() *Config {
 	}
 	out := *c
 	out.Server.RetryJoin = slices.Clone(c.Server.RetryJoin)
+	out.Server.InsecureRegistries = slices.Clone(c.Server.InsecureRegistries)
 	out.Client.Servers = slices.Clone(c.Client.Servers)
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
@@ -207,6 +219,11 @@ func (c *Config) Merge(o *Config) *Config {
 	if o.Server.HeartbeatGrace > 0 {
 		out.Server.HeartbeatGrace = o.Server.HeartbeatGrace
 	}
+	setString(&out.Server.RegistryAuthConfig, o.Server.RegistryAuthConfig)
+	if len(o.Server.InsecureRegistries) > 0 {
+		out.Server.InsecureRegistries = slices.Clone(o.Server.InsecureRegistries)
+	}
+	setInt(&out.Server.RegistryRequestBudget, o.Server.RegistryRequestBudget)
 
 	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled
 	if len(o.Client.Servers) > 0 {

@@ -129,6 +129,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"},
+			{Name: "registry_auth_config"}, {Name: "insecure_registries"}, {Name: "registry_request_budget"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}},
 	}
@@ -216,6 +217,10 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 		"enabled":          &s.Enabled,
 		"bootstrap_expect": &s.BootstrapExpect,
 		"retry_join":       &s.RetryJoin,
+
+		"registry_auth_config":    &s.RegistryAuthConfig,
+		"insecure_registries":     &s.InsecureRegistries,
+		"registry_request_budget": &s.RegistryRequestBudget,
 	})...)
 	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
 	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)

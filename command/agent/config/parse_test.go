@@ -294,3 +294,20 @@ func TestParseDynamicPortRange(t *testing.T) {
 	bad := DevConfig().Merge(&Config{Client: ClientConfig{MinDynamicPort: 30000, MaxDynamicPort: 20000}})
 	require.ErrorContains(t, bad.Validate(), "client.max_dynamic_port")
 }
+
+func TestParseRegistrySettings(t *testing.T) {
+	c, err := Parse("reg.hcl", []byte(`server {
+  registry_auth_config    = "/etc/drover/docker.json"
+  insecure_registries     = ["registry.lan:5000"]
+  registry_request_budget = 30
+}
+`))
+	require.NoError(t, err)
+	merged := DefaultConfig().Merge(c)
+	require.Equal(t, "/etc/drover/docker.json", merged.Server.RegistryAuthConfig)
+	require.Equal(t, []string{"registry.lan:5000"}, merged.Server.InsecureRegistries)
+	require.Equal(t, 30, merged.Server.RegistryRequestBudget)
+
+	_, err = Parse("reg.hcl", []byte("server {\n  registry_request_budget = \"many\"\n}\n"))
+	require.ErrorContains(t, err, "registry_request_budget")
+}

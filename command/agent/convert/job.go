@@ -142,7 +142,6 @@ var ignoredAPIFields = map[string]bool{
 	"Job.Reschedule": true, "Job.Migrate": true,
 	"Job.Dispatched": true, "Job.DispatchIdempotencyToken": true, "Job.Payload": true,
 	"Job.ConsulNamespace": true, "Job.VaultNamespace": true, "Job.NomadTokenID": true,
-	"Job.VersionTag":    true,
 	"LogConfig.Enabled": true,
 }
 

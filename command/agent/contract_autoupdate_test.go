@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/testutil/registry"
+)
+
+func TestContractAutoUpdate(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	reg := registry.Start(t, registry.Options{})
+	stable := reg.Ref("app", "stable")
+	d1 := pushRandom(t, stable)
+
+	// A long interval: only "check now" (and the watcher's first check)
+	// look at the tag during the test.
+	auto := map[string]any{"auto_update": true, "auto_update_interval": "10m"}
+	_, _, err := c.Jobs().Register(dockerJob("web", stable, auto), nil)
+	require.NoError(t, err)
+
+	var st imagewatcher.JobStatus
+	require.Eventually(t, func() bool {
+		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
+		require.NoError(t, err)
+		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
+	}, 10*time.Second, 50*time.Millisecond, "the watcher checks a new auto-updated task")
+	task := st.Tasks[0]
+	require.Equal(t, stable, task.Reference)
+	require.Equal(t, d1, task.Pinned)
+	require.Equal(t, d1, task.TagDigest)
+	require.True(t, task.AutoUpdate)
+	require.Equal(t, 10*time.Minute, task.Interval)
+	require.Empty(t, task.Pending)
+
+	// The tag moves; "check now" sees it, and with no soak a new version
+	// pinning the new digest is registered, with its reason.
+	d2 := pushRandom(t, stable)
+	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	require.Equal(t, d2, st.Tasks[0].TagDigest)
+	var job *api.Job
+	require.Eventually(t, func() bool {
+		job, _, err = c.Jobs().Info("web", nil)
+		require.NoError(t, err)
+		return *job.Version == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, stable+"@"+d2, taskImage(job))
+	versions, _, _, err := c.Jobs().Versions("web", false, nil)
+	require.NoError(t, err)
+	require.NotNil(t, versions[0].VersionTag, "job history shows why the watcher made the version")
+	require.Contains(t, versions[0].VersionTag.Description, stable+" moved from "+d1+" to "+d2)
+	require.Nil(t, versions[1].VersionTag)
+
+	_, err = c.Raw().Query("/v1/job/web/image-updates", &st, nil)
+	require.NoError(t, err)
+	require.NotNil(t, st.Tasks[0].LastRoll)
+	require.EqualValues(t, 1, st.Tasks[0].LastRoll.JobVersion)
+	require.Equal(t, d1, st.Tasks[0].LastRoll.From)
+
+	// Re-running the original jobspec now pins the tag's digest: no change.
+	_, _, err = c.Jobs().Register(dockerJob("web", stable, auto), nil)
+	require.NoError(t, err)
+	job, _, _ = c.Jobs().Info("web", nil)
+	require.EqualValues(t, 1, *job.Version)
+
+	// Metrics.
+	resp, err := http.Get("http://" + ta.HTTPAddr() + "/v1/metrics?format=prometheus")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(body), `drover_image_checks_total{registry="`+reg.Addr()+`"}`)
+	require.Contains(t, string(body), "drover_image_updates_total 1")
+
+	// Errors: unknown job, job without auto-update.
+	_, err = c.Raw().Write("/v1/job/nosuch/image-updates/check", nil, &st, nil)
+	requireStatus(t, err, 404, "job not found")
+	_, _, err = c.Jobs().Register(dockerJob("plain", stable, nil), nil)
+	require.NoError(t, err)
+	_, err = c.Raw().Write("/v1/job/plain/image-updates/check", nil, &st, nil)
+	requireStatus(t, err, 400, `job "plain" has no docker task with auto_update = true`)
+	_, err = c.Raw().Query("/v1/job/plain/image-updates", &st, nil)
+	require.NoError(t, err)
+	require.False(t, st.Tasks[0].AutoUpdate)
+	require.True(t, strings.HasSuffix(st.Tasks[0].Image, d2))
+}

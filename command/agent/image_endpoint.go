@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// checkNowTimeout bounds PUT /v1/job/:id/image-updates/check.
+const checkNowTimeout = time.Minute
+
+func (h *HTTPServer) jobImageUpdates(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		return h.imageUpdates(ws, snap, job)
+	})
+}
+
+func (h *HTTPServer) imageUpdates(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+	tasks, err := h.srv.ImageStatus(ws, snap, job)
+	if err != nil {
+		return nil, 0, err
+	}
+	if tasks == nil {
+		tasks = []imagewatcher.TaskStatus{}
+	}
+	return &imagewatcher.JobStatus{Namespace: job.Namespace, JobID: job.ID, Version: job.Version, Tasks: tasks},
+		tableIndex(snap, state.TableJobs, state.TableImageChecks, state.TableImageWatches), nil
+}
+
+// jobImageCheck has the leader's image watcher check the job's
+// auto-updated images at once (a pipeline that just pushed), waits for it,
+// and answers the state after the check.
+func (h *HTTPServer) jobImageCheck(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns, id := namespace(r), r.PathValue("id")
+	job, err := h.srv.State().JobByID(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if job == nil {
+		return nil, 0, notFound("job not found")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkNowTimeout)
+	defer cancel()
+	ok, err := h.srv.ImageCheckNow(ctx, ns, id)
+	switch {
+	case errors.Is(err, nomad.ErrNotLeader):
+		return nil, 0, &httpError{code: http.StatusServiceUnavailable, msg: err.Error()}
+	case err != nil:
+		return nil, 0, err
+	case !ok:
+		return nil, 0, badRequest("job %q has no docker task with auto_update = true", id)
+	}
+	snap := h.srv.State().Snapshot()
+	job, err = snap.JobByID(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if job == nil {
+		return nil, 0, notFound("job not found")
+	}
+	return h.imageUpdates(nil, snap, job)
+}

@@ -1,0 +1,123 @@
+package command
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/imagewatcher"
+)
+
+const jobImageUpdatesHelp = `Usage: drover job image-updates [options] <job>
+
+  Image-updates shows, for every Docker task of the job, the image reference
+  it follows, the digest pinned in the current version, the last registry
+  check and its answer, a new digest waiting for its soak (and how long it
+  still waits), and digests whose deployment failed (never rolled again).
+  Tasks with auto_update = true are followed by the leader's image watcher.
+
+Image-updates Options:
+
+  -check
+    Check the job's auto-updated images now instead of waiting for the next
+    interval (the soak still applies), then show the result. A pipeline that
+    just pushed a new image calls this.
+
+  -json
+    Output the answer as JSON.`
+
+// jobImageUpdates implements `drover job image-updates`.
+func jobImageUpdates(m *Meta, args []string) int {
+	fs := m.FlagSet("job image-updates")
+	var check, jsonOut bool
+	fs.BoolVar(&check, "check", false, "")
+	fs.BoolVar(&jsonOut, "json", false, "")
+	if code, ok := m.parse(fs, args, jobImageUpdatesHelp); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return m.usageError("This command takes one argument: <job>", jobImageUpdatesHelp)
+	}
+	c, ok := m.mustClient()
+	if !ok {
+		return 1
+	}
+	stub, code := lookupJob(m, c, fs.Arg(0))
+	if stub == nil {
+		return code
+	}
+	path := "/v1/job/" + url.PathEscape(stub.ID) + "/image-updates"
+	var st imagewatcher.JobStatus
+	var err error
+	if check {
+		_, err = c.Raw().Write(path+"/check", nil, &st, &api.WriteOptions{Namespace: jobStubNamespace(stub)})
+	} else {
+		_, err = c.Raw().Query(path, &st, jobQuery(stub))
+	}
+	if err != nil {
+		m.errorf("Error querying image updates: %s", err)
+		return 1
+	}
+	if jsonOut {
+		return m.printJSON(st)
+	}
+	m.outf("%s", formatImageUpdates(&st, time.Now()))
+	return 0
+}
+
+// formatImageUpdates renders st, one block per Docker task.
+func formatImageUpdates(st *imagewatcher.JobStatus, now time.Time) string {
+	if len(st.Tasks) == 0 {
+		return fmt.Sprintf("Job %q version %d has no Docker task", st.JobID, st.Version)
+	}
+	var blocks []string
+	for _, t := range st.Tasks {
+		rows := []string{
+			fmt.Sprintf("Task|%s/%s", t.Group, t.Task),
+			"Reference|" + orDash(t.Reference),
+			"Pinned Digest|" + orDash(t.Pinned),
+			fmt.Sprintf("Auto Update|%t", t.AutoUpdate),
+		}
+		if t.AutoUpdate {
+			rows = append(rows, "Interval|"+t.Interval.String(), "Soak|"+t.Soak.String())
+		}
+		if !t.LastCheck.IsZero() {
+			result := "ok: " + t.TagDigest
+			if t.LastError != "" {
+				result = "error: " + t.LastError
+			}
+			rows = append(rows,
+				"Last Check|"+formatTime(t.LastCheck),
+				"Last Result|"+result,
+				fmt.Sprintf("Checks|%d (%d failed)", t.Checks, t.Errors))
+			if t.AutoUpdate {
+				rows = append(rows, "Next Check|"+formatTime(t.NextCheck))
+			}
+		} else if t.AutoUpdate {
+			rows = append(rows, "Last Check|never")
+		}
+		if t.Pending != "" {
+			rows = append(rows, "Pending Digest|"+t.Pending,
+				"Pending Since|"+formatTime(t.PendingSince),
+				"Soak Left|"+t.SoakLeft.Round(time.Second).String())
+		}
+		if len(t.Bad) > 0 {
+			rows = append(rows, "Bad Digests|"+strings.Join(t.Bad, ", "))
+		}
+		if r := t.LastRoll; r != nil {
+			rows = append(rows, fmt.Sprintf("Last Update|version %d: %s -> %s at %s", r.JobVersion, orDash(r.From), r.To, formatUnixNano(r.Time)))
+		}
+		blocks = append(blocks, formatKV(rows))
+	}
+	return strings.Join(blocks, "\n\n")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,32 @@
+package command
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func TestFormatImageUpdates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := &imagewatcher.JobStatus{JobID: "web", Version: 3, Tasks: []imagewatcher.TaskStatus{{
+		Group: "web", Task: "server", Reference: "reg/app:stable", Pinned: "sha256:a", AutoUpdate: true,
+		Interval: time.Minute, Soak: 5 * time.Minute, LastCheck: now, TagDigest: "sha256:b", NextCheck: now.Add(time.Minute),
+		Pending: "sha256:b", PendingSince: now.Add(-time.Minute), SoakLeft: 4 * time.Minute,
+		Bad: []string{"sha256:x"}, LastRoll: &structs.ImageRoll{From: "sha256:z", To: "sha256:a", JobVersion: 2, Time: now.UnixNano()},
+		Checks: 7, Errors: 1,
+	}, {Group: "web", Task: "side", Reference: "reg/side:1", Pinned: "sha256:s", LastCheck: now, LastError: "HEAD: 503", Checks: 1, Errors: 1}}}
+	out := formatImageUpdates(st, now)
+	for _, want := range []string{
+		"Task           = web/server", "Reference      = reg/app:stable", "Pinned Digest  = sha256:a",
+		"Last Result    = ok: sha256:b", "Pending Digest = sha256:b", "Soak Left      = 4m0s",
+		"Bad Digests    = sha256:x", "Last Update    = version 2: sha256:z -> sha256:a", "Checks         = 7 (1 failed)",
+		"Last Result   = error: HEAD: 503", "Auto Update   = false",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Contains(t, formatImageUpdates(&imagewatcher.JobStatus{JobID: "x"}, now), "has no Docker task")
+}

@@ -1,0 +1,23 @@
+// Package imageresolve turns a Docker image tag into the digest it points at
+// now, with one manifest HEAD against the registry, and pins the images of
+// a job's Docker tasks (`name:tag` becomes `name:tag@sha256:…`).
+//
+// It is the server's only registry client: the job register and plan
+// endpoints call PinJob before a job is validated and diffed, and the image
+// watcher (nomad/imagewatcher) calls Resolver.Resolve once per distinct
+// (reference, credential) per interval. Resolution never runs under raft
+// apply; every call is bounded by Options.Timeout.
+//
+// Credentials come from the task's `auth {}` block, else from a server-side
+// Docker config.json (agent option `registry_auth_config`), else the request
+// is anonymous. Registries on loopback addresses (127.0.0.0/8, ::1,
+// localhost) and the ones listed in Options.Insecure are spoken to over
+// plain HTTP; go-containerregistry also does so for RFC 1918 addresses.
+//
+// The package also parses the image settings Drover reads from a Docker
+// task's `config {}` block: pin_digest, auto_update, auto_update_interval and
+// auto_update_soak (see Settings).
+//
+// Importers: package nomad (register, plan, watcher wiring) and
+// nomad/imagewatcher. It imports nomad/structs and go-containerregistry only.
+package imageresolve

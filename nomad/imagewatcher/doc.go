@@ -1,0 +1,46 @@
+// Package imagewatcher is the leader's image auto-updater: it follows the
+// tags of Docker tasks configured with `auto_update = true` and, when a tag
+// moves to a new digest that has held for `auto_update_soak`, registers a
+// new job version pinning that digest. The version goes through the normal
+// register path, so it rolls out through the group's update block
+// (canaries, health-gated waves, auto_promote, auto_revert) like any other.
+//
+// Layers, as elsewhere in the server:
+//
+//   - Decide (decide.go) is pure: from the targets (auto-updated tasks of
+//     current job versions, targets.go), the check and watch records (in
+//     raft), in-memory pacing (Memory) and now, it returns the checks to
+//     send, the jobs to roll, what to record and when to wake. One check
+//     per distinct (reference, credential) per interval — the shortest
+//     interval of the tasks that share it — plus jitter (under 10% of the
+//     interval); at most Memory.Budget checks per registry per minute; a
+//     registry that answered 429 is left alone for its Retry-After (one
+//     minute without one). A roll needs the last check to have succeeded,
+//     so a registry that is down changes nothing.
+//   - Watcher (watcher.go) is the driver goroutine: it waits (next wake,
+//     a change of jobs or deployments, a CheckNow), reads state, calls
+//     Decide and carries it out through Backend (raft writes and
+//     JobRegister with the job's modify index enforced, so a concurrent
+//     change by a person or pipeline is never overwritten: the next pass
+//     decides again on the new version).
+//
+// Bad digests: a digest the task ran in a job version whose deployment
+// failed, when that version changed the digest, is recorded as bad for the
+// job and tag (FailedDigests) and never rolled again; a later digest of
+// the tag rolls as usual. With auto_revert, the revert copies the previous
+// version, pinned digest included.
+//
+// Every version the watcher registers carries a VersionTag (name
+// "image-update-<digest prefix>", description naming the task, the tag,
+// the old and the new digest), which `job history` shows.
+//
+// State: ImageCheck (per reference and credential: last check, its error,
+// the tag's digest and since when) and ImageWatch (per task: bad digests,
+// last roll) live in raft (nomad/state tables image_checks and
+// image_watches, raft message ImageWatchUpdateRequestType), so a new
+// leader continues where the old one stopped. The budget window and
+// Retry-After holds are in memory and restart with each leadership term.
+//
+// Importers: package nomad (leader wiring, endpoints), command (the
+// TaskStatus wire type).
+package imagewatcher

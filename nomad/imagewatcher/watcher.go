@@ -1,0 +1,360 @@
+package imagewatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/helper/metrics"
+	"github.com/drover-project/drover/nomad/imageresolve"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// maxParallelChecks bounds the checks in flight at once.
+const maxParallelChecks = 8
+
+// Backend is what the watcher needs of the server. The server implements it
+// with raft writes and its job register path.
+type Backend interface {
+	State() *state.StateStore
+	Now() time.Time
+	// Resolve resolves ref's tag once (a manifest HEAD).
+	Resolve(ctx context.Context, ref imageresolve.Ref, auth *imageresolve.Auth) (string, error)
+	// ApplyImageWatch commits an update through raft.
+	ApplyImageWatch(req *structs.ImageWatchUpdateRequest) error
+	// RegisterJob registers job through the normal register path,
+	// enforcing modifyIndex, and returns the new version.
+	RegisterJob(job *structs.Job, modifyIndex uint64, tag *structs.JobVersionTag) (uint64, error)
+}
+
+// Metrics are the watcher's counters (Prometheus names in New).
+type Metrics struct {
+	Checks, RegistryErrors, Updates, BadDigests *metrics.Counter
+}
+
+// NewMetrics registers the watcher's metrics on r.
+func NewMetrics(r *metrics.Registry) *Metrics {
+	return &Metrics{
+		Checks:         r.Counter("drover_image_checks_total", "Image tag checks (manifest HEADs) sent by the image watcher.", "registry"),
+		RegistryErrors: r.Counter("drover_image_registry_errors_total", "Image tag checks that failed (registry down, 429, unknown tag).", "registry"),
+		Updates:        r.Counter("drover_image_updates_total", "Job versions registered by the image watcher with a new pinned digest."),
+		BadDigests:     r.Counter("drover_image_bad_digests_total", "Digests marked bad after their deployment failed."),
+	}
+}
+
+// Watcher is the leader's image watcher driver: one goroutine that waits
+// (for the next wake, a change of jobs or deployments, or a "check now"),
+// calls Decide, and carries its decision out. Create one per leadership
+// term with New and run it with Run.
+type Watcher struct {
+	b       Backend
+	logger  hclog.Logger
+	metrics *Metrics
+
+	mem Memory
+
+	mu      sync.Mutex
+	forced  map[string]bool
+	waiters []*waiter
+	kick    chan struct{}
+}
+
+type waiter struct {
+	keys map[string]bool
+	done chan struct{}
+}
+
+// New returns a watcher; budget is the per-registry checks per minute (0:
+// DefaultRegistryBudget).
+func New(b Backend, logger hclog.Logger, m *Metrics, budget int) *Watcher {
+	if m == nil {
+		m = NewMetrics(metrics.NewRegistry())
+	}
+	return &Watcher{b: b, logger: logger.Named("image_watcher"), metrics: m, mem: Memory{Budget: budget},
+		forced: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// Run runs passes until ctx ends.
+func (w *Watcher) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		ws := memdb.NewWatchSet()
+		next, worked := w.pass(ctx, ws)
+		if worked {
+			continue // re-read the state the pass just changed
+		}
+		wait := time.Until(next)
+		if wait <= 0 {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		go func() {
+			select {
+			case <-w.kick:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		_ = ws.WatchCtx(wctx)
+		cancel()
+	}
+	w.mu.Lock()
+	for _, wt := range w.waiters {
+		close(wt.done)
+	}
+	w.waiters = nil
+	w.mu.Unlock()
+}
+
+// CheckNow checks the references of job's auto-updated tasks at once (the
+// soak still applies) and returns when that pass is over or ctx ends. It
+// reports false when the job has no auto-updated task.
+func (w *Watcher) CheckNow(ctx context.Context, ns, jobID string) (bool, error) {
+	job, err := w.b.State().JobByID(nil, ns, jobID)
+	if err != nil {
+		return false, err
+	}
+	keys := map[string]bool{}
+	for _, t := range TargetsOf(job, JobHistory{}) {
+		keys[t.Key()] = true
+	}
+	if len(keys) == 0 {
+		return false, nil
+	}
+	wt := &waiter{keys: keys, done: make(chan struct{})}
+	w.mu.Lock()
+	for k := range keys {
+		w.forced[k] = true
+	}
+	w.waiters = append(w.waiters, wt)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-wt.done:
+		return true, nil
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+}
+
+// gather reads the decision input from state, watching jobs and
+// deployments in ws.
+func (w *Watcher) gather(ws memdb.WatchSet, now time.Time) (Input, error) {
+	snap := w.b.State().Snapshot()
+	in := Input{Now: now, Checks: map[string]*structs.ImageCheck{},
+		Watches: map[structs.ImageWatchID]*structs.ImageWatch{}, Keep: map[structs.NamespacedID]bool{}}
+	jobs, err := snap.Jobs(ws, "*")
+	if err != nil {
+		return in, err
+	}
+	if _, err := snap.Deployments(ws, "*"); err != nil {
+		return in, err
+	}
+	for _, j := range jobs {
+		ts := TargetsOf(j, JobHistory{})
+		if len(ts) == 0 {
+			in.Keep[structs.NamespacedID{Namespace: j.Namespace, ID: j.ID}] = j.Stop
+			continue
+		}
+		h := JobHistory{}
+		if h.Versions, err = snap.JobVersionsByID(nil, j.Namespace, j.ID); err != nil {
+			return in, err
+		}
+		if h.Deployments, err = snap.DeploymentsByJobID(nil, j.Namespace, j.ID, false); err != nil {
+			return in, err
+		}
+		in.Targets = append(in.Targets, TargetsOf(j, h)...)
+	}
+	checks, err := snap.ImageChecks(nil)
+	if err != nil {
+		return in, err
+	}
+	for _, c := range checks {
+		in.Checks[c.Key] = c
+	}
+	watches, err := snap.ImageWatches(nil)
+	if err != nil {
+		return in, err
+	}
+	for _, wt := range watches {
+		in.Watches[wt.ID()] = wt
+	}
+	return in, nil
+}
+
+// pass runs one decision and carries it out. It returns the next wake and
+// whether it changed anything (then the caller runs another pass at once).
+func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool) {
+	now := w.b.Now()
+	in, err := w.gather(ws, now)
+	if err != nil {
+		w.logger.Error("reading state", "error", err)
+		return now.Add(5 * time.Second), false
+	}
+	w.mu.Lock()
+	in.Forced = w.forced
+	w.forced = map[string]bool{}
+	forced := in.Forced
+	w.mu.Unlock()
+
+	d := Decide(in, &w.mem)
+	worked := false
+	if d.Update != nil {
+		if err := w.b.ApplyImageWatch(d.Update); err != nil {
+			w.logger.Error("recording image watch state", "error", err)
+		} else {
+			worked = true
+			for _, wt := range d.Update.Watches {
+				if old := in.Watches[wt.ID()]; old != nil || len(wt.Bad) > 0 {
+					added := len(wt.Bad)
+					if old != nil && old.Key == wt.Key {
+						added -= min(len(old.Bad), added)
+					}
+					if added > 0 {
+						w.metrics.BadDigests.Add(float64(added))
+						w.logger.Warn("digest marked bad after its deployment failed", "job", wt.JobID, "task", wt.Task, "bad", wt.Bad)
+					}
+				}
+			}
+		}
+	}
+	if len(d.Checks) > 0 {
+		w.runChecks(ctx, in, d.Checks)
+		worked = true
+	}
+	for _, r := range d.Rolls {
+		w.roll(in, r)
+		worked = true
+	}
+	w.release(forced, d.Checks)
+	return d.NextWake, worked
+}
+
+// runChecks resolves the checks concurrently and records their results in
+// one raft entry.
+func (w *Watcher) runChecks(ctx context.Context, in Input, checks []Check) {
+	results := make([]*structs.ImageCheck, len(checks))
+	sem := make(chan struct{}, maxParallelChecks)
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			digest, err := w.b.Resolve(ctx, c.Ref, c.Auth)
+			now := w.b.Now()
+			w.metrics.Checks.WithLabels(c.Registry).Inc()
+			if err != nil {
+				w.metrics.RegistryErrors.WithLabels(c.Registry).Inc()
+				w.logger.Warn("image check failed; nothing changes", "image", c.Ref.TagRef(), "error", err)
+				var re *imageresolve.RegistryError
+				if errors.As(err, &re) && (re.StatusCode == 429 || re.RetryAfter > 0) {
+					w.mu.Lock()
+					w.mem.HoldRegistry(c.Registry, now, re.RetryAfter)
+					w.mu.Unlock()
+				}
+			}
+			results[i] = Observe(in.Checks[c.Key], c, digest, err, now)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return // leadership lost mid-check: record nothing
+	}
+	if err := w.b.ApplyImageWatch(&structs.ImageWatchUpdateRequest{Checks: results}); err != nil {
+		w.logger.Error("recording image checks", "error", err)
+	}
+}
+
+// roll registers a new version of the roll's job with the new pins.
+func (w *Watcher) roll(in Input, r Roll) {
+	jid := structs.NamespacedID{Namespace: r.Namespace, ID: r.JobID}
+	job, err := w.b.State().JobByID(nil, r.Namespace, r.JobID)
+	if err != nil || job == nil || job.JobModifyIndex != r.JobModifyIndex {
+		return // changed since the decision: the next pass decides again
+	}
+	next := job
+	desc := "image watcher:"
+	for i, c := range r.Changes {
+		var ok bool
+		if next, ok = imageresolve.SetImage(next, c.Group, c.Task, c.Ref.Pinned(c.To)); !ok {
+			return
+		}
+		if i > 0 {
+			desc += ";"
+		}
+		desc += fmt.Sprintf(" task %q: %s moved from %s to %s", c.Task, c.Ref.TagRef(), orNone(c.From), c.To)
+	}
+	now := w.b.Now()
+	tag := &structs.JobVersionTag{Name: "image-update-" + shortDigest(r.Changes[0].To), Description: desc, TaggedTime: now.UnixNano()}
+	version, err := w.b.RegisterJob(next, r.JobModifyIndex, tag)
+	if err != nil {
+		w.logger.Error("registering the new pinned version failed", "job", r.JobID, "error", err)
+		w.mem.HoldJob(jid, now)
+		return
+	}
+	w.metrics.Updates.Inc()
+	w.logger.Info("rolled a moved image tag", "job", r.JobID, "version", version, "reason", desc)
+	upd := &structs.ImageWatchUpdateRequest{}
+	for _, c := range r.Changes {
+		id := structs.ImageWatchID{Namespace: r.Namespace, JobID: r.JobID, Group: c.Group, Task: c.Task}
+		wt := in.Watches[id].Copy()
+		if wt == nil {
+			wt = &structs.ImageWatch{Namespace: id.Namespace, JobID: id.JobID, Group: id.Group, Task: id.Task,
+				Key: c.Key}
+		}
+		wt.LastRoll = &structs.ImageRoll{From: c.From, To: c.To, JobVersion: version, Time: now.UnixNano()}
+		upd.Watches = append(upd.Watches, wt)
+	}
+	if err := w.b.ApplyImageWatch(upd); err != nil {
+		w.logger.Error("recording the roll", "error", err)
+	}
+}
+
+// release wakes CheckNow callers whose keys were all checked (or could not
+// be: the registry is held off) in this pass.
+func (w *Watcher) release(forced map[string]bool, done []Check) {
+	if len(forced) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kept := w.waiters[:0]
+	for _, wt := range w.waiters {
+		served := true
+		for k := range wt.keys {
+			if !forced[k] {
+				served = false
+			}
+		}
+		if served {
+			close(wt.done)
+		} else {
+			kept = append(kept, wt)
+		}
+	}
+	w.waiters = kept
+}
+
+func shortDigest(d string) string {
+	if i := len("sha256:"); len(d) >= i+12 {
+		return d[i : i+12]
+	}
+	return d
+}
+
+func orNone(d string) string {
+	if d == "" {
+		return "(unpinned)"
+	}
+	return d
+}

@@ -1,0 +1,139 @@
+package state
+
+import (
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Image watcher tables.
+const (
+	TableImageChecks  = "image_checks"
+	TableImageWatches = "image_watches"
+)
+
+func init() {
+	schemaFuncs = append(schemaFuncs, imageChecksTableSchema, imageWatchesTableSchema)
+}
+
+// imageChecksTableSchema stores one *structs.ImageCheck per Key.
+func imageChecksTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{
+		Name: TableImageChecks,
+		Indexes: map[string]*memdb.IndexSchema{
+			indexID: {Name: indexID, Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Key"}},
+		},
+	}
+}
+
+// imageWatchesTableSchema stores one *structs.ImageWatch per (Namespace,
+// JobID, Group, Task); a prefix lookup on (Namespace, JobID) lists a job's.
+func imageWatchesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{
+		Name: TableImageWatches,
+		Indexes: map[string]*memdb.IndexSchema{
+			indexID: {
+				Name:   indexID,
+				Unique: true,
+				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+					nsField(),
+					&memdb.StringFieldIndex{Field: "JobID"},
+					&memdb.StringFieldIndex{Field: "Group"},
+					&memdb.StringFieldIndex{Field: "Task"},
+				}},
+			},
+		},
+	}
+}
+
+// ImageChecks returns every image check, sorted by Key.
+func (r reader) ImageChecks(ws memdb.WatchSet) ([]*structs.ImageCheck, error) {
+	return list[*structs.ImageCheck](r.txn(), ws, TableImageChecks, indexID)
+}
+
+// ImageWatches returns every image watch, sorted by namespace, job, group
+// and task.
+func (r reader) ImageWatches(ws memdb.WatchSet) ([]*structs.ImageWatch, error) {
+	return list[*structs.ImageWatch](r.txn(), ws, TableImageWatches, indexID)
+}
+
+// ImageWatchesByJob returns the image watches of job (ns, id).
+func (r reader) ImageWatchesByJob(ws memdb.WatchSet, ns, id string) ([]*structs.ImageWatch, error) {
+	all, err := list[*structs.ImageWatch](r.txn(), ws, TableImageWatches, indexIDPrefix, nsOrDefault(ns), id)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, w := range all {
+		if w.JobID == id {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// UpsertImageWatch applies an image watcher update at index: it upserts
+// (keeping CreateIndex) and deletes checks and watches. Missing records
+// to delete are ignored. Inputs are copied.
+func (s *StateStore) UpsertImageWatch(index uint64, req *structs.ImageWatchUpdateRequest) error {
+	return s.write(index, func(tx *writeTxn) error {
+		for _, c := range req.Checks {
+			n := *c
+			n.CreateIndex, n.ModifyIndex = index, index
+			if old, err := first(tx.Txn, nil, TableImageChecks, indexID, c.Key); err != nil {
+				return err
+			} else if old != nil {
+				n.CreateIndex = old.(*structs.ImageCheck).CreateIndex
+			}
+			if err := tx.insert(TableImageChecks, &n); err != nil {
+				return err
+			}
+		}
+		for _, w := range req.Watches {
+			n := w.Copy()
+			n.Namespace = nsOrDefault(n.Namespace)
+			n.CreateIndex, n.ModifyIndex = index, index
+			if old, err := first(tx.Txn, nil, TableImageWatches, indexID, n.Namespace, n.JobID, n.Group, n.Task); err != nil {
+				return err
+			} else if old != nil {
+				n.CreateIndex = old.(*structs.ImageWatch).CreateIndex
+			}
+			if err := tx.insert(TableImageWatches, n); err != nil {
+				return err
+			}
+		}
+		for _, key := range req.DeleteChecks {
+			old, err := first(tx.Txn, nil, TableImageChecks, indexID, key)
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				if err := tx.delete(TableImageChecks, old); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range req.DeleteWatches {
+			old, err := first(tx.Txn, nil, TableImageWatches, indexID, nsOrDefault(id.Namespace), id.JobID, id.Group, id.Task)
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				if err := tx.delete(TableImageWatches, old); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// ImageCheckRestore restores an image check.
+func (r *Restore) ImageCheckRestore(c *structs.ImageCheck) error {
+	return r.insert(TableImageChecks, c)
+}
+
+// ImageWatchRestore restores an image watch.
+func (r *Restore) ImageWatchRestore(w *structs.ImageWatch) error {
+	return r.insert(TableImageWatches, w)
+}
