@@ -94,15 +94,15 @@ type GenericPlacement struct {
 type unitKind int
 
 const (
-	unitCurrent       unitKind = iota // live, current version
-	unitInplace                       // live, older version, in-place updatable
-	unitDone                          // batch: completed successfully
-	unitOld                           // live, older version, destructive update
-	unitMigrate                       // live on a draining node
-	unitRescheduleNow                 // failed, replacement due
-	unitLost                          // live on a down or missing node
-	unitRescheduleLater               // failed, replacement due later
-	unitFailed                        // failed, policy exhausted
+	unitCurrent         unitKind = iota // live, current version
+	unitInplace                         // live, older version, in-place updatable
+	unitDone                            // batch: completed successfully
+	unitOld                             // live, older version, destructive update
+	unitMigrate                         // live on a draining node
+	unitRescheduleNow                   // failed, replacement due
+	unitLost                            // live on a down or missing node
+	unitRescheduleLater                 // failed, replacement due later
+	unitFailed                          // failed, policy exhausted
 )
 
 type unit struct {
