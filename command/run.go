@@ -121,7 +121,7 @@ func usage(path string, cmds []*command) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s <command> [args]\n\n", path)
 	if path == "drover" {
-		b.WriteString("Drover runs system and sysbatch jobs and speaks the Nomad HTTP API.\n\n")
+		b.WriteString("Drover runs system, sysbatch, service and batch jobs and speaks the Nomad HTTP API.\n\n")
 	}
 	b.WriteString("Available commands are:\n")
 	width := 0

@@ -140,14 +140,18 @@ func validateNode(n *structs.Node) error {
 	return nil
 }
 
-// nodeEvals returns one pending evaluation per live system or sysbatch job,
-// triggered by a change of nodeID.
+// nodeEvals returns one pending evaluation per live job, triggered by a
+// change of nodeID, plus the blocked evaluations of those jobs made pending
+// again (the node may be the capacity they wait for).
 func (s *Server) nodeEvals(nodeID string) ([]*structs.Evaluation, error) {
 	jobs, err := s.State().Jobs(nil, "*")
 	if err != nil {
 		return nil, err
 	}
-	var evals []*structs.Evaluation
+	evals, err := s.blockedEvals(nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, j := range jobs {
 		if j.Stop {
 			continue
@@ -202,9 +206,18 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 	return index, err
 }
 
-// AllocClientUpdate records client-reported allocation status.
+// AllocClientUpdate records client-reported allocation status, then
+// creates the evaluations the updates call for (allocUpdateEvals).
 func (s *Server) AllocClientUpdate(allocs []*structs.Allocation) (uint64, error) {
+	evals, err := s.allocUpdateEvals(allocs)
+	if err != nil {
+		return 0, err
+	}
 	_, index, err := s.raftApply(structs.AllocClientUpdateRequestType,
 		&structs.AllocClientUpdateRequest{Allocs: allocs, UpdatedAt: s.now().UnixNano()})
+	if err != nil {
+		return index, err
+	}
+	_, err = s.createEvals(evals)
 	return index, err
 }

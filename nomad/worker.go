@@ -12,7 +12,7 @@ import (
 
 // schedulerTypes are the queues workers take evaluations from. "_failed"
 // holds evaluations that exhausted their delivery limit.
-var schedulerTypes = []string{structs.JobTypeSystem, structs.JobTypeSysBatch, broker.FailedQueue}
+var schedulerTypes = []string{structs.JobTypeSystem, structs.JobTypeSysBatch, structs.JobTypeService, structs.JobTypeBatch, broker.FailedQueue}
 
 // failedEvalFollowupDelay is how long after a failed evaluation its follow-up
 // runs.

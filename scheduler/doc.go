@@ -1,5 +1,9 @@
 // Package scheduler turns an evaluation into a plan for system and sysbatch
-// jobs: one allocation of each task group on every eligible, feasible node.
+// jobs: one allocation of each task group on every eligible, feasible node;
+// and, in the generic scheduler (generic*.go, rank.go, reschedule.go), for
+// service and batch jobs: Count allocations of each group on nodes chosen
+// by scoring a bounded sample of fitting nodes. ReconcileGeneric states its
+// rules; the rest of this comment describes the system scheduler.
 //
 // A Scheduler reads a consistent snapshot of state (State), decides, and
 // submits one plan through a Planner; it never writes state itself. The

@@ -50,6 +50,8 @@ type Factory func(logger hclog.Logger, state State, planner Planner, now func() 
 var BuiltinSchedulers = map[string]Factory{
 	structs.JobTypeSystem:   NewSystemScheduler,
 	structs.JobTypeSysBatch: NewSysBatchScheduler,
+	structs.JobTypeService:  NewServiceScheduler,
+	structs.JobTypeBatch:    NewBatchScheduler,
 }
 
 // New returns the scheduler for jobType.

@@ -135,10 +135,10 @@ func TestContractJobNotFoundAndBadInput(t *testing.T) {
 	require.Contains(t, body, "space", "the ID problem is listed too")
 	require.Equal(t, before, ta.Server().State().LatestIndex(), "a refused job writes nothing")
 
-	svc := testJob("svc")
-	svc.Type = new("service")
-	_, _, err = c.Jobs().Register(svc, nil)
-	requireStatus(t, err, http.StatusBadRequest, "Drover runs system and sysbatch jobs")
+	odd := testJob("odd")
+	odd.Type = new("daemon")
+	_, _, err = c.Jobs().Register(odd, nil)
+	requireStatus(t, err, http.StatusBadRequest, `Invalid job type: "daemon"`)
 
 	_, err = c.Raw().Response("/v1/jobs?index=abc", nil)
 	requireStatus(t, err, http.StatusBadRequest, "Invalid index")

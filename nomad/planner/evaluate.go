@@ -104,7 +104,7 @@ func evaluateNode(snap Snapshot, plan *structs.Plan, nodeID string) (string, err
 	if fit, dim := structs.AllocsFit(node, proposed); !fit {
 		return "node resources exhausted: " + dim, nil
 	}
-	if dup := duplicateGroup(proposed); dup != "" {
+	if dup := duplicateGroup(proposed, plan.Job); dup != "" {
 		return "a live allocation of " + dup + " already runs on the node", nil
 	}
 	return "", nil
@@ -145,11 +145,20 @@ func proposedAllocs(existing, stops, placing []*structs.Allocation) []*structs.A
 }
 
 // duplicateGroup returns "job/group" when two live allocations of one task
-// group are proposed, or "".
-func duplicateGroup(allocs []*structs.Allocation) string {
+// group of a system or sysbatch job are proposed, or "". Service and batch
+// groups may run several allocations on one node. An allocation's job is
+// its stored version, or planJob for the plan's new ones.
+func duplicateGroup(allocs []*structs.Allocation, planJob *structs.Job) string {
 	seen := map[[3]string]bool{}
 	for _, a := range allocs {
 		if a.Terminal() {
+			continue
+		}
+		job := a.Job
+		if job == nil {
+			job = planJob
+		}
+		if job != nil && job.Type != structs.JobTypeSystem && job.Type != structs.JobTypeSysBatch {
 			continue
 		}
 		key := [3]string{a.Namespace, a.JobID, a.TaskGroup}

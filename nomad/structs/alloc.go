@@ -30,6 +30,7 @@ type Allocation struct {
 	PreviousAllocation string
 	NextAllocation     string
 	FollowupEvalID     string
+	RescheduleTracker  *RescheduleTracker
 	CreateIndex        uint64
 	ModifyIndex        uint64
 	AllocModifyIndex   uint64
@@ -72,6 +73,20 @@ func (a *Allocation) ClientTerminal() bool {
 
 // Terminal reports whether the allocation is stopped or finished.
 func (a *Allocation) Terminal() bool { return a.ServerTerminal() || a.ClientTerminal() }
+
+// RescheduleTracker lists the reschedules that led to an allocation, oldest
+// first: each replacement of a failed allocation carries its predecessor's
+// events plus one. It is never mutated once stored; replace it.
+type RescheduleTracker struct {
+	Events []*RescheduleEvent
+}
+
+// RescheduleEvent is one reschedule of a failed allocation.
+type RescheduleEvent struct {
+	RescheduleTime int64 // unix nanoseconds
+	PrevAllocID    string
+	PrevNodeID     string
+}
 
 // AllocDeploymentStatus is an allocation's health within its deployment.
 type AllocDeploymentStatus struct {

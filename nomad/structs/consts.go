@@ -1,6 +1,6 @@
 package structs
 
-// Job types. Drover runs system and sysbatch jobs only.
+// Job types.
 const (
 	JobTypeSystem   = "system"
 	JobTypeSysBatch = "sysbatch"

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Limits enforced by Validate.
@@ -109,11 +110,11 @@ func (j *Job) validateHeader(p *problems) {
 		p.addf("job name contains a null character")
 	}
 	switch j.Type {
-	case JobTypeSystem, JobTypeSysBatch:
+	case JobTypeSystem, JobTypeSysBatch, JobTypeService, JobTypeBatch:
 	case "":
-		p.addf("missing job type: Drover runs system and sysbatch jobs")
+		p.addf("missing job type")
 	default:
-		p.addf("job type %q is not supported: Drover runs system and sysbatch jobs", j.Type)
+		p.addf("Invalid job type: %q", j.Type)
 	}
 	if j.Priority < 1 || j.Priority > 100 {
 		p.addf("job priority must be between 1 and 100, got %d", j.Priority)
@@ -169,17 +170,32 @@ func (j *Job) validateGroups(p *problems) {
 // validate returns the problems of one task group of a job of type jobType.
 func (tg *TaskGroup) validate(jobType string) []string {
 	var p problems
-	if jobType == JobTypeSystem || jobType == JobTypeSysBatch {
+	system := jobType == JobTypeSystem || jobType == JobTypeSysBatch
+	if system {
 		if tg.Count != 0 && tg.Count != 1 {
 			p.addf("system and sysbatch task groups run one allocation per node: count must be 0 or 1, got %d", tg.Count)
 		}
+	} else if tg.Count < 0 {
+		p.addf("Task group count can't be negative")
 	}
 	if tg.Update != nil {
-		if jobType == JobTypeSysBatch && tg.Update.MaxParallel > 0 {
-			p.addf("update: sysbatch jobs do not support the update block (max_parallel = %d)", tg.Update.MaxParallel)
-		} else {
+		switch {
+		case (jobType == JobTypeSysBatch || jobType == JobTypeBatch) && tg.Update.MaxParallel > 0:
+			p.addf("update: %s jobs do not support the update block (max_parallel = %d)", jobType, tg.Update.MaxParallel)
+		default:
 			p.addAll("update: ", tg.Update.Validate())
+			if system && tg.Update.Canary > 100 {
+				// Canary is a percentage of nodes for system jobs and a
+				// count of allocations for service jobs.
+				p.addf("update: canary must be between 0 and 100, got %d", tg.Update.Canary)
+			}
 		}
+	}
+	if tg.ReschedulePolicy != nil && !system {
+		p.addAll("reschedule: ", tg.ReschedulePolicy.validate())
+	}
+	if tg.Migrate != nil && tg.Migrate.MaxParallel < 0 {
+		p.addf("migrate: max_parallel must not be negative, got %d", tg.Migrate.MaxParallel)
 	}
 	if tg.RestartPolicy != nil {
 		p.addAll("restart: ", tg.RestartPolicy.validate())
@@ -365,7 +381,8 @@ func (r *RestartPolicy) validate() []string {
 }
 
 // Validate returns the problems of an update block, unprefixed (callers add
-// "update: "). Canary is a percentage of nodes for system jobs.
+// "update: "). Canary is a percentage of nodes for system jobs (group
+// validation bounds it by 100) and a count for service jobs.
 func (d *UpdateStrategy) Validate() []string {
 	if d == nil {
 		return nil
@@ -374,8 +391,8 @@ func (d *UpdateStrategy) Validate() []string {
 	if d.MaxParallel < 0 {
 		p.addf("max_parallel must not be negative, got %d", d.MaxParallel)
 	}
-	if d.Canary < 0 || d.Canary > 100 {
-		p.addf("canary must be between 0 and 100, got %d", d.Canary)
+	if d.Canary < 0 {
+		p.addf("canary must not be negative, got %d", d.Canary)
 	}
 	switch d.HealthCheck {
 	case UpdateHealthCheckChecks, UpdateHealthCheckTaskStates, UpdateHealthCheckManual:
@@ -399,6 +416,43 @@ func (d *UpdateStrategy) Validate() []string {
 		p.addf("progress_deadline must not be negative, got %s", d.ProgressDeadline)
 	case d.ProgressDeadline > 0 && d.HealthyDeadline >= d.ProgressDeadline:
 		p.addf("healthy_deadline (%s) must be less than progress_deadline (%s)", d.HealthyDeadline, d.ProgressDeadline)
+	}
+	return p
+}
+
+// Reschedule delay functions.
+const (
+	DelayFunctionConstant    = "constant"
+	DelayFunctionExponential = "exponential"
+	DelayFunctionFibonacci   = "fibonacci"
+)
+
+// minRescheduleDelay is the least delay before a reschedule.
+const minRescheduleDelay = 5 * time.Second
+
+// validate returns the problems of a reschedule block, unprefixed.
+func (r *ReschedulePolicy) validate() []string {
+	var p problems
+	if r.Attempts < 0 {
+		p.addf("attempts must not be negative, got %d", r.Attempts)
+	}
+	if r.Interval < 0 {
+		p.addf("interval must not be negative, got %s", r.Interval)
+	}
+	if r.Attempts == 0 && !r.Unlimited {
+		return p // rescheduling disabled: the rest does not matter
+	}
+	switch r.DelayFunction {
+	case DelayFunctionConstant, DelayFunctionExponential, DelayFunctionFibonacci:
+	default:
+		p.addf("Invalid delay function %q, must be one of %q", r.DelayFunction,
+			[]string{DelayFunctionConstant, DelayFunctionExponential, DelayFunctionFibonacci})
+	}
+	if r.Delay < minRescheduleDelay {
+		p.addf("Delay cannot be less than %s (got %s)", minRescheduleDelay, r.Delay)
+	}
+	if r.DelayFunction != DelayFunctionConstant && r.MaxDelay < r.Delay && (r.Unlimited || r.MaxDelay != 0) {
+		p.addf("Max Delay cannot be less than Delay %s (got %s)", r.Delay, r.MaxDelay)
 	}
 	return p
 }

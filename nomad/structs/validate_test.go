@@ -135,10 +135,18 @@ func TestValidate_Problems(t *testing.T) {
 		{"ID with null", func(j *Job) { j.ID = "a\x00b" }, "job ID contains a null character"},
 		{"ID too long", func(j *Job) { j.ID = strings.Repeat("x", 129) }, "job ID must be at most 128 characters, got 129"},
 		{"missing name", func(j *Job) { j.Name = "" }, "missing job name"},
-		{"service type", func(j *Job) { j.Type = JobTypeService },
-			`job type "service" is not supported: Drover runs system and sysbatch jobs`},
-		{"batch type", func(j *Job) { j.Type = JobTypeBatch },
-			`job type "batch" is not supported: Drover runs system and sysbatch jobs`},
+		{"unknown type", func(j *Job) { j.Type = "daemon" }, `Invalid job type: "daemon"`},
+		{"negative count", func(j *Job) { j.Type = JobTypeService; tg(j).Count = -1 }, "Task group count can't be negative"},
+		{"batch update block", func(j *Job) { j.Type = JobTypeBatch; tg(j).Update = &UpdateStrategy{MaxParallel: 1} },
+			"update: batch jobs do not support the update block (max_parallel = 1)"},
+		{"bad delay function", func(j *Job) {
+			j.Type = JobTypeService
+			tg(j).ReschedulePolicy = &ReschedulePolicy{Unlimited: true, Delay: 30 * time.Second, DelayFunction: "linear", MaxDelay: time.Hour}
+		}, `reschedule: Invalid delay function "linear"`},
+		{"reschedule delay too short", func(j *Job) {
+			j.Type = JobTypeBatch
+			tg(j).ReschedulePolicy = &ReschedulePolicy{Attempts: 1, Interval: time.Hour, Delay: time.Second, DelayFunction: "constant"}
+		}, "reschedule: Delay cannot be less than 5s (got 1s)"},
 		{"missing type", func(j *Job) { j.Type = "" }, "missing job type"},
 		{"priority 0", func(j *Job) { j.Priority = 0 }, "job priority must be between 1 and 100, got 0"},
 		{"priority 101", func(j *Job) { j.Priority = 101 }, "job priority must be between 1 and 100, got 101"},
@@ -151,8 +159,8 @@ func TestValidate_Problems(t *testing.T) {
 		}, "update: sysbatch jobs do not support the update block"},
 		{"job-level update checked when not merged", func(j *Job) {
 			tg(j).Update = nil
-			j.Update = UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", HealthyDeadline: time.Minute, Canary: 101}
-		}, "update: canary must be between 0 and 100, got 101"},
+			j.Update = UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", HealthyDeadline: time.Minute, Canary: -2}
+		}, "update: canary must not be negative, got -2"},
 
 		// Groups.
 		{"no groups", func(j *Job) { j.TaskGroups = nil }, "job must have at least one task group"},
@@ -169,7 +177,7 @@ func TestValidate_Problems(t *testing.T) {
 		{"max_parallel negative", func(j *Job) { tg(j).Update.MaxParallel = -1 }, "update: max_parallel must not be negative, got -1"},
 		{"canary 150", func(j *Job) { tg(j).Update.Canary = 150 },
 			`Task group "web" validation failed: update: canary must be between 0 and 100, got 150`},
-		{"canary negative", func(j *Job) { tg(j).Update.Canary = -1 }, "update: canary must be between 0 and 100, got -1"},
+		{"canary negative", func(j *Job) { tg(j).Update.Canary = -1 }, "update: canary must not be negative, got -1"},
 		{"health_check unknown", func(j *Job) { tg(j).Update.HealthCheck = "http" },
 			`update: health_check must be one of "checks", "task_states" or "manual", got "http"`},
 		{"min_healthy_time not below healthy_deadline", func(j *Job) { tg(j).Update.MinHealthyTime = 5 * time.Minute },

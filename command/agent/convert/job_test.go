@@ -201,11 +201,19 @@ func TestJobFromAPI_SystemDefaultUpdate(t *testing.T) {
 	require.NoError(t, job.Validate())
 }
 
-func TestJobFromAPI_ServiceJobFailsValidation(t *testing.T) {
+func TestJobFromAPI_ServiceJobDefaults(t *testing.T) {
 	j := &api.Job{ID: new("svc"), TaskGroups: []*api.TaskGroup{{Name: new("g"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}}}}}
 	job, _, err := JobFromAPI(j)
 	require.NoError(t, err)
-	assert.ErrorContains(t, job.Validate(), `job type "service" is not supported: Drover runs system and sysbatch jobs`)
+	require.NoError(t, job.Validate())
+	tg := job.TaskGroups[0]
+	assert.Equal(t, structs.JobTypeService, job.Type)
+	assert.Equal(t, 1, tg.Count)
+	require.NotNil(t, tg.ReschedulePolicy)
+	assert.True(t, tg.ReschedulePolicy.Unlimited, "service jobs reschedule without limit by default")
+	assert.Equal(t, "exponential", tg.ReschedulePolicy.DelayFunction)
+	require.NotNil(t, tg.Update)
+	assert.Equal(t, 1, tg.Update.MaxParallel)
 }
 
 func TestJobFromAPI_Warnings(t *testing.T) {

@@ -1,0 +1,163 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// AlgorithmReader is implemented by a State that knows the scheduler
+// configuration's algorithm (AlgorithmBinpack or AlgorithmSpread). A State
+// without it schedules with AlgorithmBinpack.
+type AlgorithmReader interface {
+	SchedulerAlgorithm() string
+}
+
+// genericScheduler schedules service and batch jobs: read state,
+// ReconcileGeneric, place on nodes, submit, record the outcome. Placements
+// that find no node leave a blocked evaluation that the server re-runs
+// when capacity appears; reschedules due later leave a delayed follow-up.
+type genericScheduler struct {
+	logger  hclog.Logger
+	state   State
+	planner Planner
+	now     func() time.Time
+	newID   func() string
+}
+
+// NewServiceScheduler returns the scheduler for service jobs.
+func NewServiceScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
+	return &genericScheduler{logger: logger.Named("service_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+}
+
+// NewBatchScheduler returns the scheduler for batch jobs.
+func NewBatchScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
+	return &genericScheduler{logger: logger.Named("batch_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+}
+
+// Process plans eval like the system scheduler does (re-planning after a
+// partial commit, at most maxPlanAttempts times) and records the outcome.
+func (s *genericScheduler) Process(eval *structs.Evaluation) error {
+	var out planOutcome
+	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
+		var err error
+		out, err = s.computePlan(eval)
+		if err != nil {
+			return err
+		}
+		if out.plan.IsNoOp() {
+			return s.finish(eval, out, structs.EvalStatusComplete, "")
+		}
+		result, fresh, err := s.planner.SubmitPlan(out.plan)
+		if err != nil {
+			return fmt.Errorf("scheduler: submit plan of eval %q: %w", eval.ID, err)
+		}
+		if result.RefreshIndex == 0 && result.FullCommit(out.plan) {
+			return s.finish(eval, out, structs.EvalStatusComplete, "")
+		}
+		if fresh != nil {
+			s.state = fresh
+		}
+	}
+	return s.finish(eval, out, structs.EvalStatusFailed, descMaxAttempts)
+}
+
+func (s *genericScheduler) finish(eval *structs.Evaluation, out planOutcome, status, desc string) error {
+	upd := eval.Copy()
+	if !out.followupAt.IsZero() {
+		id, err := s.createEval(eval, out, structs.EvalStatusPending, structs.EvalTriggerRetryFailedAlloc, out.followupAt)
+		if err != nil {
+			return err
+		}
+		upd.NextEval = id
+	}
+	if len(out.failed) > 0 && status == structs.EvalStatusComplete {
+		id, err := s.createEval(eval, out, structs.EvalStatusBlocked, structs.EvalTriggerQueuedAllocs, time.Time{})
+		if err != nil {
+			return err
+		}
+		upd.BlockedEval = id
+	}
+	upd.Status = status
+	upd.StatusDescription = desc
+	upd.PlanAnnotations = out.plan.Annotations
+	upd.FailedTGAllocs = out.failed
+	upd.QueuedAllocations = out.queued
+	upd.DeploymentID = out.deploymentID
+	upd.SnapshotIndex = out.plan.SnapshotIndex
+	if err := s.planner.UpdateEval(upd); err != nil {
+		return fmt.Errorf("scheduler: update eval %q: %w", eval.ID, err)
+	}
+	return nil
+}
+
+// createEval creates a follow-up evaluation of eval's job: a delayed
+// pending one (reschedules due at waitUntil) or a blocked one (placements
+// that found no node).
+func (s *genericScheduler) createEval(eval *structs.Evaluation, out planOutcome, status, trigger string, waitUntil time.Time) (string, error) {
+	f := &structs.Evaluation{
+		ID:             s.newID(),
+		Namespace:      eval.Namespace,
+		Priority:       eval.Priority,
+		Type:           eval.Type,
+		TriggeredBy:    trigger,
+		JobID:          eval.JobID,
+		JobModifyIndex: eval.JobModifyIndex,
+		Status:         status,
+		WaitUntil:      waitUntil,
+		PreviousEval:   eval.ID,
+	}
+	if status == structs.EvalStatusBlocked {
+		f.StatusDescription = "created to place remaining allocations"
+		f.FailedTGAllocs = out.failed
+		f.QueuedAllocations = out.queued
+	}
+	if out.plan.Job != nil {
+		f.JobModifyIndex = out.plan.Job.JobModifyIndex
+	}
+	if err := s.planner.CreateEval(f); err != nil {
+		return "", fmt.Errorf("scheduler: create follow-up eval of eval %q: %w", eval.ID, err)
+	}
+	return f.ID, nil
+}
+
+func (s *genericScheduler) computePlan(eval *structs.Evaluation) (planOutcome, error) {
+	index := s.state.LatestIndex()
+	job, err := s.state.JobByID(nil, eval.Namespace, eval.JobID)
+	if err != nil {
+		return planOutcome{}, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
+	}
+	allocs, err := s.state.AllocsByJob(nil, eval.Namespace, eval.JobID, true)
+	if err != nil {
+		return planOutcome{}, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)
+	}
+	nodes, err := s.state.Nodes(nil)
+	if err != nil {
+		return planOutcome{}, fmt.Errorf("scheduler: read nodes: %w", err)
+	}
+	d, err := s.state.LatestDeploymentByJobID(nil, eval.Namespace, eval.JobID)
+	if err != nil {
+		return planOutcome{}, fmt.Errorf("scheduler: read deployment of job %q: %w", eval.JobID, err)
+	}
+	now := s.now()
+	in := GenericInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: now}
+	if job != nil {
+		versions, err := s.state.JobVersionsByID(nil, eval.Namespace, eval.JobID)
+		if err != nil {
+			return planOutcome{}, fmt.Errorf("scheduler: read versions of job %q: %w", eval.JobID, err)
+		}
+		in.RevertsToStable = revertsToStable(job, versions)
+	}
+	algorithm := AlgorithmBinpack
+	if ar, ok := s.state.(AlgorithmReader); ok && ar.SchedulerAlgorithm() != "" {
+		algorithm = ar.SchedulerAlgorithm()
+	}
+	return buildGenericPlan(genericPlanInput{
+		eval: eval, job: job, nodes: nodes, stored: d, result: ReconcileGeneric(in), allocs: allocs,
+		state: s.state, index: index, newID: s.newID, now: now, algorithm: algorithm,
+	})
+}

@@ -1,0 +1,459 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// GenericInput is everything the generic (service and batch) reconciler
+// decides from. It is read, never modified or retained.
+type GenericInput struct {
+	// Job is the job's current version, or nil when purged; a stopped job
+	// is treated like a purged one.
+	Job *structs.Job
+	// Nodes are all registered nodes; only the status of the nodes that
+	// allocations name is read (placement chooses nodes, not the
+	// reconciler).
+	Nodes []*structs.Node
+	// Allocs are all allocations of the job, terminal ones included.
+	Allocs []*structs.Allocation
+	// Deployment is the job's latest deployment, or nil.
+	Deployment *structs.Deployment
+	Now        time.Time
+	// RevertsToStable: Job's spec equals an earlier stable version; the
+	// rollout gets no canaries.
+	RevertsToStable bool
+}
+
+// GenericResult is the generic reconciler's decision.
+type GenericResult struct {
+	// Groups holds one entry per task group of the job or of a live
+	// allocation, sorted by name.
+	Groups           []*GenericGroup
+	DesiredTGUpdates map[string]*structs.DesiredUpdates
+	// Deployment is the deployment of Job's version that placements and
+	// in-place updates of deployment groups join (ID "" when it is to be
+	// created), or nil.
+	Deployment        *structs.Deployment
+	DeploymentUpdates []*structs.DeploymentStatusUpdate
+	// FollowupAt is the earliest time a failed allocation may be
+	// rescheduled later, or zero.
+	FollowupAt time.Time
+}
+
+// GenericGroup is the decision for one task group.
+//
+// Invariants: every live allocation of the group is in exactly one of
+// InplaceUpdate, Stop, Lost, Ignore, or is the Previous of a placement
+// with StopPrevious; at most Group.Count allocations of the group are
+// live once the decision is carried out, not counting the canaries of a
+// deployment awaiting promotion.
+type GenericGroup struct {
+	Name  string
+	Group *structs.TaskGroup // nil when the job is stopped or lacks the group
+	// Place lists new allocations; the node is chosen by the plan builder.
+	Place         []GenericPlacement
+	InplaceUpdate []*structs.Allocation
+	Stop          []AllocStop
+	// Lost lists live allocations on down or missing nodes: stopped and
+	// marked lost (replacements, if any, are in Place).
+	Lost   []*structs.Allocation
+	Ignore []*structs.Allocation
+	// Deferred counts destructive updates held back by the deployment.
+	Deferred int
+	// Canaries counts the live canaries of the deployment awaiting
+	// promotion (outside Count).
+	Canaries int
+}
+
+// GenericPlacement is one new allocation of a group.
+type GenericPlacement struct {
+	// Name is the allocation name, "<job>.<group>[<index>]".
+	Name string
+	// Previous is the allocation this one replaces, or nil.
+	Previous *structs.Allocation
+	// StopPrevious: Previous still runs and stops with this placement
+	// (a destructive update or a migration off a draining node).
+	StopPrevious bool
+	// Migrate: Previous runs on a draining node.
+	Migrate bool
+	// Reschedule: Previous failed; the new allocation extends its reschedule
+	// history and avoids its node.
+	Reschedule bool
+	// Canary marks a canary of the deployment (no Previous).
+	Canary bool
+}
+
+// unitKind orders what holds one of a group's Count slots; lower kinds are
+// kept first when there are more slots than Count.
+type unitKind int
+
+const (
+	unitCurrent         unitKind = iota // live, current version
+	unitInplace                         // live, older version, in-place updatable
+	unitDone                            // batch: completed successfully
+	unitOld                             // live, older version, destructive update
+	unitMigrate                         // live on a draining node
+	unitRescheduleNow                   // failed, replacement due
+	unitLost                            // live on a down or missing node
+	unitRescheduleLater                 // failed, replacement due later
+	unitFailed                          // failed, policy exhausted
+)
+
+type unit struct {
+	kind  unitKind
+	alloc *structs.Allocation
+	at    time.Time // unitRescheduleLater
+}
+
+// genericReconciler holds the indexes of one ReconcileGeneric call.
+type genericReconciler struct {
+	in     GenericInput
+	job    *structs.Job // nil when stopped or purged
+	batch  bool
+	nodes  map[string]*structs.Node
+	groups []*GenericGroup
+	byName map[string][]*structs.Allocation
+	d      *structs.Deployment // the version's deployment (ID "" when new), or nil
+	// gate is the state of d: how deployment groups may update.
+	gate       deploymentGate
+	followupAt time.Time
+}
+
+// deploymentGate says what the version's deployment allows.
+type deploymentGate int
+
+const (
+	gateNone    deploymentGate = iota // no deployment, or it succeeded: no gating
+	gateRunning                       // running: canaries, then max_parallel waves
+	gatePaused                        // paused: no destructive updates or canaries
+	gateHalted                        // failed or cancelled: none, ever
+)
+
+// ReconcileGeneric decides, for every task group of in.Job, which
+// allocations to keep, update, stop and place so that Count allocations of
+// the group run. It is a pure function of in.
+//
+// Rules, per group:
+//   - job stopped or purged, or group removed: live allocations stop;
+//   - a live allocation on a down or missing node is lost and replaced; on
+//     a draining node it is migrated (stopped and replaced elsewhere);
+//   - a failed allocation not yet replaced is rescheduled per the group's
+//     reschedule policy (now, later through FollowupAt, or never, keeping
+//     its slot); a batch allocation that completed keeps its slot and is
+//     never run again;
+//   - of the allocations holding slots, the first Count are kept in the
+//     order current version, in-place updatable, completed, older version,
+//     migrating, rescheduling, lost, rescheduling later, failed; then by
+//     name index. The others stop or are not replaced. Free name indexes
+//     get new placements;
+//   - older versions are updated in place when only non-destructive fields
+//     changed, else replaced (destructive update).
+//
+// Service groups with an update block are gated by the version's
+// deployment: while canaries (a count, Update.Canary) await promotion,
+// canaries are placed beside the old allocations and no destructive update
+// happens; once promoted (or without canaries), destructive updates run
+// in waves of max_parallel minus the deployment's allocations not yet
+// healthy. A paused deployment holds destructive updates and canaries; a
+// failed or cancelled one holds them for good. Placements that fill
+// missing slots are never held.
+func ReconcileGeneric(in GenericInput) GenericResult {
+	r := &genericReconciler{in: in, nodes: make(map[string]*structs.Node, len(in.Nodes)), byName: map[string][]*structs.Allocation{}}
+	if !in.Job.Stopped() {
+		r.job = in.Job
+		r.batch = in.Job.Type == structs.JobTypeBatch
+	}
+	for _, n := range in.Nodes {
+		r.nodes[n.ID] = n
+	}
+	names := map[string]*structs.TaskGroup{}
+	if r.job != nil {
+		for _, tg := range r.job.TaskGroups {
+			names[tg.Name] = tg
+		}
+	}
+	for _, a := range in.Allocs {
+		r.byName[a.TaskGroup] = append(r.byName[a.TaskGroup], a)
+		if _, ok := names[a.TaskGroup]; !ok && !a.Terminal() {
+			names[a.TaskGroup] = nil
+		}
+	}
+	for name, tg := range names {
+		r.groups = append(r.groups, &GenericGroup{Name: name, Group: tg})
+	}
+	slices.SortFunc(r.groups, func(a, b *GenericGroup) int { return cmp.Compare(a.Name, b.Name) })
+
+	res := GenericResult{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+	res.DeploymentUpdates = r.prepareDeployment()
+	for _, g := range r.groups {
+		r.reconcileGroup(g)
+	}
+	res.Deployment = r.finishDeployment()
+	res.Groups = r.groups
+	res.FollowupAt = r.followupAt
+	for _, g := range r.groups {
+		res.DesiredTGUpdates[g.Name] = g.desiredUpdates()
+	}
+	return res
+}
+
+// reconcileGroup fills g.
+func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
+	allocs := slices.Clone(r.byName[g.Name])
+	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	var units []unit
+	for _, a := range allocs {
+		if u, ok := r.classify(g, a); ok {
+			units = append(units, u)
+		}
+	}
+	if g.Group == nil {
+		return
+	}
+	slices.SortStableFunc(units, func(a, b unit) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(nameIndex(a.alloc.Name), nameIndex(b.alloc.Name)),
+			cmp.Compare(b.alloc.CreateIndex, a.alloc.CreateIndex))
+	})
+	count := g.Group.Count
+	used := map[int]bool{}
+	var destructive []*structs.Allocation
+	for i, u := range units {
+		if i >= count {
+			r.drop(g, u)
+			continue
+		}
+		used[nameIndex(u.alloc.Name)] = true
+		r.keep(g, u, &destructive)
+	}
+	// Free name indexes get new placements.
+	for idx, missing := 0, count-min(len(units), count); missing > 0; idx++ {
+		if !used[idx] {
+			g.Place = append(g.Place, GenericPlacement{Name: allocName(r.job.ID, g.Name, idx)})
+			missing--
+		}
+	}
+	r.gateDestructive(g, destructive)
+}
+
+// classify sorts one allocation of g: live ones on gone nodes are lost,
+// canaries awaiting promotion are kept outside the count, terminal ones
+// that do not hold a slot are ignored. ok is false when a holds no slot.
+func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (unit, bool) {
+	if a.Terminal() {
+		return r.classifyTerminal(g, a)
+	}
+	node := r.nodes[a.NodeID]
+	switch {
+	case node == nil || node.Status == structs.NodeStatusDown:
+		g.Lost = append(g.Lost, a)
+		if g.Group == nil {
+			return unit{}, false
+		}
+		return unit{kind: unitLost, alloc: a}, true
+	case g.Group == nil:
+		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: DescNotNeeded})
+		return unit{}, false
+	case node.Drain:
+		return unit{kind: unitMigrate, alloc: a}, true
+	case r.isCurrent(a) && r.awaitingPromotion(g, a):
+		g.Ignore = append(g.Ignore, a)
+		g.Canaries++
+		return unit{}, false
+	case r.isCurrent(a):
+		return unit{kind: unitCurrent, alloc: a}, true
+	case r.inPlaceUpdatable(a, g.Group):
+		return unit{kind: unitInplace, alloc: a}, true
+	}
+	return unit{kind: unitOld, alloc: a}, true
+}
+
+func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocation) (unit, bool) {
+	if g.Group == nil || a.NextAllocation != "" || a.ServerTerminal() || r.awaitingPromotion(g, a) {
+		return unit{}, false
+	}
+	switch a.ClientStatus {
+	case structs.AllocClientStatusComplete:
+		if r.batch {
+			return unit{kind: unitDone, alloc: a}, true
+		}
+	case structs.AllocClientStatusFailed:
+		switch decision, at := decideReschedule(g.Group.ReschedulePolicy, a, r.in.Now); decision {
+		case rescheduleNow:
+			return unit{kind: unitRescheduleNow, alloc: a}, true
+		case rescheduleLater:
+			return unit{kind: unitRescheduleLater, alloc: a, at: at}, true
+		default:
+			return unit{kind: unitFailed, alloc: a}, true
+		}
+	}
+	return unit{}, false
+}
+
+// keep carries out a unit that holds one of the group's slots.
+func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*structs.Allocation) {
+	a := u.alloc
+	switch u.kind {
+	case unitCurrent, unitDone, unitFailed:
+		if !a.Terminal() {
+			g.Ignore = append(g.Ignore, a)
+		}
+	case unitInplace:
+		if r.gate == gateHalted {
+			g.Ignore = append(g.Ignore, a)
+		} else {
+			g.InplaceUpdate = append(g.InplaceUpdate, a)
+		}
+	case unitOld:
+		*destructive = append(*destructive, a)
+	case unitMigrate:
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true})
+	case unitRescheduleNow:
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
+	case unitLost:
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a})
+	case unitRescheduleLater:
+		if r.followupAt.IsZero() || u.at.Before(r.followupAt) {
+			r.followupAt = u.at
+		}
+	}
+}
+
+// drop carries out a unit beyond the group's count: live allocations stop
+// (lost ones are already stopped), failed ones are not replaced.
+func (r *genericReconciler) drop(g *GenericGroup, u unit) {
+	switch u.kind {
+	case unitCurrent, unitInplace, unitOld, unitMigrate:
+		g.Stop = append(g.Stop, AllocStop{Alloc: u.alloc, Reason: DescNotNeeded})
+	}
+}
+
+// gateDestructive replaces the group's older allocations, as the version's
+// deployment allows: canaries first, then waves of max_parallel.
+func (r *genericReconciler) gateDestructive(g *GenericGroup, old []*structs.Allocation) {
+	usesDeployment := r.d != nil && g.Group.UsesDeployment()
+	if !usesDeployment || r.gate == gateNone {
+		for _, a := range old {
+			g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true})
+		}
+		return
+	}
+	if r.gate != gateRunning {
+		g.holdDestructive(old)
+		return
+	}
+	st := r.groupState(g)
+	if r.canarying(g, st, len(old)) {
+		st.DesiredCanaries = g.Group.Update.Canary
+		for i := g.Canaries; i < st.DesiredCanaries; i++ {
+			name := allocName(r.job.ID, g.Name, i)
+			if i < len(old) {
+				name = old[i].Name
+			}
+			g.Place = append(g.Place, GenericPlacement{Name: name, Canary: true})
+		}
+		g.holdDestructive(old)
+		return
+	}
+	limit := g.Group.Update.MaxParallel - r.inFlight(g) - len(g.Place)
+	for i, a := range old {
+		if i >= limit {
+			g.holdDestructive(old[i:])
+			return
+		}
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true})
+	}
+}
+
+func (g *GenericGroup) holdDestructive(old []*structs.Allocation) {
+	g.Ignore = append(g.Ignore, old...)
+	g.Deferred += len(old)
+}
+
+// canarying reports whether g places canaries this evaluation: it asks for
+// them, has older allocations to replace destructively (or canaries
+// already), its group state is not promoted, and the version is not a
+// revert to a stable spec.
+func (r *genericReconciler) canarying(g *GenericGroup, st *structs.DeploymentState, old int) bool {
+	return g.Group.Update.Canary > 0 && !st.Promoted && !r.in.RevertsToStable && (old > 0 || g.Canaries > 0 || st.DesiredCanaries > 0)
+}
+
+// awaitingPromotion reports whether a is a canary of the version's
+// deployment whose group is not promoted.
+func (r *genericReconciler) awaitingPromotion(g *GenericGroup, a *structs.Allocation) bool {
+	if r.d == nil || a.DeploymentID != r.d.ID || r.d.ID == "" || a.DeploymentStatus == nil || !a.DeploymentStatus.Canary {
+		return false
+	}
+	st := r.d.TaskGroups[g.Name]
+	return st == nil || !st.Promoted
+}
+
+// inFlight counts the live allocations of g in the deployment that are not
+// healthy yet.
+func (r *genericReconciler) inFlight(g *GenericGroup) int {
+	n := 0
+	for _, a := range r.byName[g.Name] {
+		if !a.Terminal() && a.DeploymentID == r.d.ID && r.d.ID != "" && !a.DeploymentStatus.IsHealthy() {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *genericReconciler) isCurrent(a *structs.Allocation) bool {
+	return a.JobVersion == r.job.Version && (a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex)
+}
+
+func (r *genericReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
+	if a.Job == nil {
+		return false
+	}
+	old := a.Job.LookupTaskGroup(a.TaskGroup)
+	return old != nil && old.UpdateType(tg) != structs.UpdateTypeDestructive
+}
+
+// allocName is "<job>.<group>[<index>]".
+func allocName(job, group string, idx int) string {
+	return job + "." + group + "[" + strconv.Itoa(idx) + "]"
+}
+
+// nameIndex parses the index of an allocation name; a name without one
+// sorts last.
+func nameIndex(name string) int {
+	open := strings.LastIndexByte(name, '[')
+	if open < 0 || !strings.HasSuffix(name, "]") {
+		return 1 << 30
+	}
+	n, err := strconv.Atoi(name[open+1 : len(name)-1])
+	if err != nil {
+		return 1 << 30
+	}
+	return n
+}
+
+// desiredUpdates counts g's decisions.
+func (g *GenericGroup) desiredUpdates() *structs.DesiredUpdates {
+	u := &structs.DesiredUpdates{
+		InPlaceUpdate: uint64(len(g.InplaceUpdate)),
+		Stop:          uint64(len(g.Stop) + len(g.Lost)),
+		Ignore:        uint64(len(g.Ignore)),
+	}
+	for _, p := range g.Place {
+		switch {
+		case p.Migrate:
+			u.Migrate++
+		case p.StopPrevious:
+			u.DestructiveUpdate++
+		case p.Canary:
+			u.Canary++
+		default:
+			u.Place++
+		}
+	}
+	return u
+}
