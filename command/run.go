@@ -51,6 +51,7 @@ func commands() []*command {
 			{name: "eligibility", synopsis: "Toggle scheduling eligibility for a given node", run: nodeEligibility},
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
+		{name: "nodesim", synopsis: "Runs simulated client nodes (mock driver) against the servers", run: runNodesim},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},
