@@ -95,6 +95,43 @@ func TestNodesimSmoke(t *testing.T) {
 	st := sim.Stats()
 	require.Zero(t, st.Missed)
 	require.Zero(t, st.UpdateErrors)
+
+	// A forced GC removes the replaced version's allocations and the
+	// first deployment, and nothing live: every node keeps running its
+	// allocation, the current deployment and the revertable versions stay.
+	before, _, err := c.Jobs().Allocations("fleet", true, nil)
+	require.NoError(t, err)
+	require.Len(t, before, 2*nodes)
+	require.NoError(t, c.System().GarbageCollect())
+	after, _, err := c.Jobs().Allocations("fleet", true, nil)
+	require.NoError(t, err)
+	require.Len(t, after, nodes)
+	for _, a := range after {
+		require.Equal(t, uint64(1), a.JobVersion)
+		require.Equal(t, "running", a.ClientStatus)
+	}
+	deps, _, err := c.Jobs().Deployments("fleet", true, nil)
+	require.NoError(t, err)
+	require.Len(t, deps, 1)
+	require.Equal(t, uint64(1), deps[0].JobVersion)
+	versions, _, _, err := c.Jobs().Versions("fleet", false, nil)
+	require.NoError(t, err)
+	require.Len(t, versions, 2, "a revert still finds version 0")
+	time.Sleep(300 * time.Millisecond) // the nodes' long polls answer
+	require.Equal(t, nodes, sim.Stats().Running, "no node lost a live allocation")
+
+	// A stopped job is purged once its allocations are done.
+	_, _, err = c.Jobs().Deregister("fleet", false, nil)
+	require.NoError(t, err)
+	require.True(t, assertEventually(func() bool { return sim.Stats().Running == 0 }, 15*time.Second))
+	require.True(t, assertEventually(func() bool {
+		require.NoError(t, c.System().GarbageCollect())
+		_, _, err := c.Jobs().Info("fleet", nil)
+		return err != nil && strings.Contains(err.Error(), "404")
+	}, 15*time.Second), "the stopped job was not purged")
+	all, _, err := c.Allocations().List(nil)
+	require.NoError(t, err)
+	require.Empty(t, all)
 }
 
 // waitRunningVersion waits until want allocations of job version run,

@@ -52,6 +52,9 @@ func commands() []*command {
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
 		{name: "nodesim", synopsis: "Runs simulated client nodes (mock driver) against the servers", run: runNodesim},
+		{name: "system", synopsis: "Interact with the system API", subs: []*command{
+			{name: "gc", synopsis: "Run the system garbage collection process", run: systemGC},
+		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},

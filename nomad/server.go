@@ -17,6 +17,7 @@ import (
 	"github.com/drover-project/drover/nomad/broker"
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/gc"
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/prefetch"
 	"github.com/drover-project/drover/nomad/state"
@@ -42,6 +43,13 @@ type Config struct {
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
 	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
+	// GC holds the garbage collector's thresholds (zero: Nomad's
+	// defaults) and GCInterval how often the leader collects (zero: 5m).
+	GC         gc.Thresholds
+	GCInterval time.Duration
+	// MaxHeartbeatsPerSecond scales the heartbeat TTL with the node count;
+	// zero means 50.
+	MaxHeartbeatsPerSecond float64
 	Logger          hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time

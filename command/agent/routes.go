@@ -59,6 +59,7 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/status/leader", h.statusLeader)
 	get("/v1/status/peers", h.statusPeers)
 	get("/v1/regions", h.regions)
+	put("/v1/system/gc", h.systemGC)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
 	// Client agents, authenticated by the node's secret ID.

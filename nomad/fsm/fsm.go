@@ -110,6 +110,8 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyJobStability(index, buf)
 	case structs.AllocDesiredTransitionRequestType:
 		return f.applyAllocDesiredTransition(index, buf)
+	case structs.GCRequestType:
+		return f.applyGC(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)
