@@ -50,7 +50,7 @@ type Config struct {
 	// MaxHeartbeatsPerSecond scales the heartbeat TTL with the node count;
 	// zero means 50.
 	MaxHeartbeatsPerSecond float64
-	Logger          hclog.Logger
+	Logger                 hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }
