@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func benchScaleOnce(b *testing.B, nodes, rollouts int) {
 	require.NoError(b, err)
 	waitFleetDeployment(b, c, 1, 20*time.Minute)
 	total := time.Since(start)
-	waves, delays := fleetWaveDelays(b, c, 1)
+	waves, delays := fleetWaveDelays(b, c, 1, max(1, nodes/10))
 	floor := time.Duration(waves) * 5 * time.Second
 	report(b, "rollout_total_s", total.Seconds())
 	report(b, "rollout_waves", float64(waves))
@@ -180,39 +181,32 @@ func waitFleetDeployment(b *testing.B, c *api.Client, version uint64, within tim
 	b.Fatalf("deployment of version %d not successful within %v (last %s)", version, within, last)
 }
 
-// fleetWaveDelays groups version's allocations by the evaluation that placed
-// them (one wave each) and returns the number of waves and, between
-// consecutive waves, the delay from the last health report of one to the
-// first placement of the next, in milliseconds.
-func fleetWaveDelays(b *testing.B, c *api.Client, version uint64) (int, []float64) {
+// fleetWaveDelays returns, for version's allocations placed in waves of
+// at most maxParallel, the waves a rollout needs (nodes / maxParallel,
+// rounded up) and the control-plane delay of every placement beyond the
+// first wave, in milliseconds: the k-th placement waits for the
+// (k-maxParallel)-th health report to free a slot, so its delay is its
+// create time less that report's time.
+func fleetWaveDelays(b *testing.B, c *api.Client, version uint64, maxParallel int) (int, []float64) {
 	stubs, _, err := c.Jobs().Allocations("fleet", true, nil)
 	require.NoError(b, err)
-	type wave struct{ firstCreate, lastHealthy int64 }
-	waves := map[string]*wave{}
+	var created, healthy []int64
 	for _, s := range stubs {
 		if s.JobVersion != version {
 			continue
 		}
-		w := waves[s.EvalID]
-		if w == nil {
-			w = &wave{firstCreate: s.CreateTime}
-			waves[s.EvalID] = w
-		}
-		w.firstCreate = min(w.firstCreate, s.CreateTime)
-		if s.DeploymentStatus != nil && s.DeploymentStatus.Timestamp.UnixNano() > w.lastHealthy {
-			w.lastHealthy = s.DeploymentStatus.Timestamp.UnixNano()
+		created = append(created, s.CreateTime)
+		if s.DeploymentStatus != nil && s.DeploymentStatus.Healthy != nil {
+			healthy = append(healthy, s.DeploymentStatus.Timestamp.UnixNano())
 		}
 	}
-	list := make([]*wave, 0, len(waves))
-	for _, w := range waves {
-		list = append(list, w)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].firstCreate < list[j].firstCreate })
+	slices.Sort(created)
+	slices.Sort(healthy)
 	var delays []float64
-	for i := 1; i < len(list); i++ {
-		delays = append(delays, float64(list[i].firstCreate-list[i-1].lastHealthy)/1e6)
+	for k := maxParallel; k < len(created) && k-maxParallel < len(healthy); k++ {
+		delays = append(delays, float64(created[k]-healthy[k-maxParallel])/1e6)
 	}
-	return len(list), delays
+	return (len(created) + maxParallel - 1) / maxParallel, delays
 }
 
 func pct(v []float64, p int) float64 {
