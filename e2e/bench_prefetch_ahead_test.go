@@ -160,7 +160,7 @@ func newEngineAheadCluster(t testing.TB, n int) *dockerCluster {
 	for i := range engines {
 		engines[i] = dockertest.StartEngine(t, dockertest.EngineOptions{})
 	}
-	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano()}
+	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{}}
 	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
 	waitLeader(t, dc.srv)
 	dc.api = dc.srv.client(t)

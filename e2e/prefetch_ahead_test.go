@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/drover-project/drover/testutil/registry"
 )
 
 // aheadJobHCL is a system job of the fixture web server rolled out in
@@ -66,27 +63,8 @@ job "web" {
 // aheadJobHCL.
 func newAheadCluster(t testing.TB, n int) *dockerCluster {
 	t.Helper()
-	requireDocker(t)
-	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano()}
-	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
-	waitLeader(t, dc.srv)
-	dc.api = dc.srv.client(t)
-	for i := 1; i <= n; i++ {
-		dc.clients = append(dc.clients, newDockerClientAgent(t, fmt.Sprintf("ahead-%d", i), 30000+500*i, dc.srv.httpHostPort()))
-	}
-	waitReadyNodes(t, dc.api, n)
+	dc := newDockerClusterN(t, n, 30000)
 	dc.jobFile = writeJobFile(t, aheadJobHCL)
-	t.Cleanup(func() {
-		var allocIDs []string
-		if stubs, _, err := dc.api.Jobs().Allocations("web", true, nil); err == nil {
-			for _, s := range stubs {
-				allocIDs = append(allocIDs, s.ID)
-			}
-		}
-		_, _ = drover(t, dc.srv.httpAddr(), "job", "stop", "-purge", "-yes", "web")
-		removeAllocContainers(t, allocIDs)
-		removeImages(t, dc.pushed)
-	})
 	return dc
 }
 
@@ -195,7 +173,7 @@ func TestDockerPrefetchAheadOfTheWave(t *testing.T) {
 		for _, ev := range a.TaskStates["server"].Events {
 			msg := ev.DisplayMessage + ev.Message
 			switch {
-			case s.JobVersion == 0 && strings.Contains(msg, "Pulled image "+v2+" ahead of the wave"):
+			case s.JobVersion == 0 && strings.Contains(msg, "Pulled image "+dc.pinned(v2)+" ahead of the wave"):
 				shownAhead++
 			case s.JobVersion == 1 && strings.Contains(msg, "is present locally"):
 				skipped++
