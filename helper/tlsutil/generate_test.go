@@ -83,9 +83,9 @@ func TestGenerateCert(t *testing.T) {
 				DNSNames:    []string{"nomad.example.com", "localhost"},
 				IPAddresses: []net.IP{net.ParseIP("10.0.0.5"), net.ParseIP("127.0.0.1")},
 			},
-			dns:  []string{"server.eu.nomad", "localhost", "nomad.example.com"},
-			ips:  []string{"127.0.0.1", "10.0.0.5"},
-			ext:  both, cn: "server.eu.nomad", expires: testNow.AddDate(0, 0, 30),
+			dns: []string{"server.eu.nomad", "localhost", "nomad.example.com"},
+			ips: []string{"127.0.0.1", "10.0.0.5"},
+			ext: both, cn: "server.eu.nomad", expires: testNow.AddDate(0, 0, 30),
 		},
 	}
 	for _, tc := range cases {
