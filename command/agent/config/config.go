@@ -46,6 +46,8 @@ type Config struct {
 	Advertise Advertise
 	Server    ServerConfig
 	Client    ClientConfig
+	// TLS is the `tls` block.
+	TLS TLSConfig
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
 
@@ -224,6 +226,8 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Server.InsecureRegistries = slices.Clone(o.Server.InsecureRegistries)
 	}
 	setInt(&out.Server.RegistryRequestBudget, o.Server.RegistryRequestBudget)
+
+	mergeTLS(&out.TLS, o.TLS)
 
 	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled
 	if len(o.Client.Servers) > 0 {
