@@ -44,7 +44,7 @@ tls {
 	require.Equal(t, TLSConfig{HTTP: true, CertFile: "c.pem", KeyFile: "k.pem"}, j.TLS)
 
 	_, err = Parse("agent.hcl", []byte(`tls { htpp = true }`))
-	require.ErrorContains(t, err, `agent.hcl:1:7: Unsupported argument; An argument named "htpp" is not expected here`)
+	require.ErrorContains(t, err, `agent.hcl:1:7: Unsupported argument: An argument named "htpp" is not expected here`)
 	_, err = Parse("agent.hcl", []byte(`tls { http = "yes please" }`))
 	require.ErrorContains(t, err, `Invalid value for "http"`)
 	_, err = Parse("agent.hcl", []byte("tls { http = true }\ntls { rpc = true }"))
