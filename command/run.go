@@ -59,6 +59,14 @@ func commands() []*command {
 				{name: "rotate", synopsis: "Generates a new active signing key", run: keyringRotate},
 			}},
 		}},
+		{name: "tls", synopsis: "Generate a self-signed CA and certificates for TLS", subs: []*command{
+			{name: "ca", synopsis: "Manage the certificate authority", subs: []*command{
+				{name: "create", synopsis: "Create a certificate authority", run: tlsCACreate},
+			}},
+			{name: "cert", synopsis: "Manage certificates", subs: []*command{
+				{name: "create", synopsis: "Create a certificate signed by the CA", run: tlsCertCreate},
+			}},
+		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},
