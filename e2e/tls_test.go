@@ -284,7 +284,9 @@ plugin "raw_exec" {
 		require.Len(t, peers, 3, "%s peers: %v", s.name, peers)
 		require.NotContains(t, peers, rogue.rpcAddr())
 	}
-	var cfgResp struct{ Servers []struct{ Node, Address string } }
+	var cfgResp struct {
+		Servers []struct{ Node, Address string }
+	}
 	_, err = c.Raw().Query("/v1/operator/raft/configuration", &cfgResp, nil)
 	require.NoError(t, err)
 	require.Len(t, cfgResp.Servers, 3)
