@@ -220,6 +220,18 @@ plugin "raw_exec" {
 	require.Equal(t, map[uint64]int{1: 2}, liveVersions(t, c))
 	t.Logf("deployment story done after %s", time.Since(start).Round(time.Millisecond))
 
+	// A client agent's API proxies to a server over HTTPS, and a server
+	// proxies /v1/client/ to the node's agent over HTTPS.
+	viaClient, _, err := tlsClient(t, clients[0], pki).Jobs().List(nil)
+	require.NoError(t, err)
+	require.Len(t, viaClient, 1)
+	allocs, _, err := c.Jobs().Allocations("web", false, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, allocs)
+	stats, err := c.Allocations().Stats(&api.Allocation{ID: allocs[0].ID, NodeID: allocs[0].NodeID}, nil)
+	require.NoError(t, err, "the servers reach the node's HTTPS API")
+	require.NotNil(t, stats)
+
 	// Without the TLS environment the CLI gets nowhere.
 	code, out = drover(t, addr, "job", "status", "web")
 	require.Equal(t, 1, code, out)
