@@ -121,7 +121,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger:     logger,
 		db:         db,
 		drivers:    catalog,
-		rpc:        newServerConn(cfg.Servers, id.SecretID, logger.Named("rpc")),
+		rpc:        newServerConn(cfg.Servers, id.SecretID, cfg.TLS, logger.Named("rpc")),
 		secretID:   id.SecretID,
 		allocs:     map[string]*allocEntry{},
 		updates:    newPendingUpdates(),

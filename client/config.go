@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -34,6 +35,10 @@ type Config struct {
 	// Servers are the servers' HTTP addresses ("host:port"), tried in
 	// order, rotating on failure. Required.
 	Servers []string
+	// TLS, when set, makes the calls to Servers over HTTPS with this
+	// config (it presents the client's certificate and verifies the
+	// servers'); nil means plain HTTP.
+	TLS *tls.Config
 	// HTTPAddr is this client agent's advertised HTTP address ("host:port");
 	// servers proxy /v1/client/* here.
 	HTTPAddr string

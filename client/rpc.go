@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,21 +50,32 @@ type serverConn struct {
 	secret  string   // X-Nomad-Token; guarded by mu
 }
 
-func newServerConn(servers []string, secret string, logger hclog.Logger) *serverConn {
+// newServerConn calls servers over HTTPS with tlsCfg when it is set, plain
+// HTTP otherwise.
+func newServerConn(servers []string, secret string, tlsCfg *tls.Config, logger hclog.Logger) *serverConn {
+	scheme := "http"
+	hc := &http.Client{}
+	if tlsCfg != nil {
+		scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil
+		tr.TLSClientConfig = tlsCfg
+		hc.Transport = tr
+	}
 	base := make([]string, len(servers))
 	for i, s := range servers {
-		base[i] = baseURL(s)
+		base[i] = baseURL(scheme, s)
 	}
-	return &serverConn{http: &http.Client{}, logger: logger, servers: base, secret: secret}
+	return &serverConn{http: hc, logger: logger, servers: base, secret: secret}
 }
 
-// baseURL turns "host:port" into "http://host:port"; URLs are kept.
-func baseURL(addr string) string {
+// baseURL turns "host:port" into "scheme://host:port"; URLs are kept.
+func baseURL(scheme, addr string) string {
 	addr = strings.TrimSuffix(addr, "/")
 	if strings.Contains(addr, "://") {
 		return addr
 	}
-	return "http://" + addr
+	return scheme + "://" + addr
 }
 
 func (s *serverConn) current() (base, secret string) {

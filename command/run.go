@@ -63,6 +63,14 @@ func commands() []*command {
 		{name: "system", synopsis: "Interact with the system API", subs: []*command{
 			{name: "gc", synopsis: "Run the system garbage collection process", run: systemGC},
 		}},
+		{name: "tls", synopsis: "Generate a self-signed CA and certificates for TLS", subs: []*command{
+			{name: "ca", synopsis: "Manage the certificate authority", subs: []*command{
+				{name: "create", synopsis: "Create a certificate authority", run: tlsCACreate},
+			}},
+			{name: "cert", synopsis: "Manage certificates", subs: []*command{
+				{name: "create", synopsis: "Create a certificate signed by the CA", run: tlsCertCreate},
+			}},
+		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},

@@ -46,6 +46,9 @@ type Config struct {
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
 	RaftMultiplier  float64 // scales raft timeouts; 0 means 1
+	// RPCTLS puts mutual TLS on the rpc port (raft, join, forwarding);
+	// nil means plaintext.
+	RPCTLS *cluster.TLS
 	// Registry configures image tag resolution (pinning at registration
 	// and the image watcher): server-side credentials, insecure registries,
 	// the timeout of one resolution.
@@ -140,6 +143,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Handler:         http.HandlerFunc(s.servePeerHTTP),
 		Logger:          s.logger,
 		RaftMultiplier:  cfg.RaftMultiplier,
+		TLS:             cfg.RPCTLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: start raft: %w", err)

@@ -32,7 +32,8 @@ type Agent struct {
 	http    *http.Server
 	httpLn  net.Listener
 	metrics *agentMetrics
-	tempDir string // removed on shutdown (dev mode)
+	tls     *agentTLS // nil without a tls block
+	tempDir string    // removed on shutdown (dev mode)
 	// stopRequests cancels the context of every HTTP request, so that
 	// blocking queries (clients' long polls among them) answer at once
 	// when the agent shuts down instead of holding it up.
@@ -53,6 +54,12 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		}
 		cfg.DataDir, a.tempDir = dir, dir
 	}
+	t, err := newAgentTLS(cfg.TLS.Util(cfg.Region))
+	if err != nil {
+		a.cleanup()
+		return nil, fmt.Errorf("agent: tls: %w", err)
+	}
+	a.tls = t
 	ln, err := net.Listen("tcp", cfg.HTTPAddr())
 	if err != nil {
 		a.cleanup()
@@ -70,9 +77,15 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a.http = &http.Server{
 		Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
+		TLSConfig:   a.tls.listenerConfig(),
+		ErrorLog:    logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := a.http.Serve
+		if a.http.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return a.http.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "error", err)
 		}
 	}()
@@ -103,6 +116,7 @@ func (a *Agent) start() error {
 				Insecure:     cfg.Server.InsecureRegistries,
 			},
 			RegistryBudget: cfg.Server.RegistryRequestBudget,
+			RPCTLS:         a.tls.clusterTLS(),
 			Metrics:        a.metrics.registry,
 			Logger:         a.logger,
 			GC: gc.Thresholds{
@@ -142,7 +156,7 @@ func (a *Agent) startClient() error {
 		NodeName: cfg.Name, Datacenter: cfg.Datacenter, Region: cfg.Region,
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool,
 		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
-		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr,
+		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		Plugins: plugins, Logger: a.logger,
 	})

@@ -39,7 +39,9 @@ func (h *HTTPServer) clientRoute(nodeOf func(r *http.Request) (string, error)) h
 			})
 			return
 		}
-		httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: node.HTTPAddr}).ServeHTTP(w, r)
+		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: h.agent.tls.scheme(), Host: node.HTTPAddr})
+		proxy.Transport = h.agent.tls.nodeTransport()
+		proxy.ServeHTTP(w, r)
 	}
 }
 
@@ -93,5 +95,7 @@ func (h *clientOnlyHandler) proxyToServer(w http.ResponseWriter, r *http.Request
 		return
 	}
 	target := servers[int(h.next.Add(1))%len(servers)]
-	httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target}).ServeHTTP(w, r)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: h.agent.tls.scheme(), Host: target})
+	proxy.Transport = h.agent.tls.serverTransport()
+	proxy.ServeHTTP(w, r)
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,8 @@ import (
 )
 
 // Command runs `drover agent ARGS...` and returns the process exit code.
-// It blocks until SIGINT or SIGTERM, then shuts down cleanly.
+// It blocks until SIGINT or SIGTERM, then shuts down cleanly. SIGHUP reloads
+// the TLS certificate and key files.
 func Command(args []string, stdout, stderr io.Writer) int {
 	cfg, err := config.LoadFromArgs(args, stderr)
 	if err != nil {
@@ -49,8 +51,20 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "==> Drover agent started! Log data will stream in below:\n\n")
 
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	sig := <-sigs
+	for sig == syscall.SIGHUP {
+		fmt.Fprintf(stdout, "==> Caught signal: %v\n==> Reloading TLS certificates...\n", sig)
+		switch err := a.ReloadTLS(); {
+		case errors.Is(err, ErrTLSDisabled):
+			logger.Info("SIGHUP: TLS is not enabled, nothing to reload")
+		case err != nil:
+			logger.Error("SIGHUP: reloading TLS certificates failed; the previous ones stay in use", "error", err)
+		default:
+			logger.Info("SIGHUP: reloaded TLS certificate and key; new connections use them")
+		}
+		sig = <-sigs
+	}
 	fmt.Fprintf(stdout, "==> Caught signal: %v\n==> Gracefully shutting down agent...\n", sig)
 	if err := a.Shutdown(); err != nil {
 		fmt.Fprintf(stderr, "==> Error during shutdown: %v\n", err)

@@ -11,5 +11,11 @@
 // proxied there. Conversions between nomad/api wire types and nomad/structs
 // happen here (and in convert/) only.
 //
+// With a tls block (tls.go), the listener speaks HTTPS, the server's rpc
+// port mutual TLS (nomad/cluster), and every call this agent makes to
+// another agent (its client to the servers, the /v1/client and client-only
+// proxies) goes over HTTPS with the agent's certificate; SIGHUP re-reads the
+// certificate and key (ReloadTLS).
+//
 // Imported by the CLI (command) only.
 package agent

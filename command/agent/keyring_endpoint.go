@@ -97,7 +97,7 @@ func (h *HTTPServer) jwks(w http.ResponseWriter, r *http.Request) (any, uint64, 
 // openIDConfiguration serves /.well-known/openid-configuration, the OIDC
 // discovery document pointing at the JWKS.
 func (h *HTTPServer) openIDConfiguration(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	issuer := "http://" + h.agent.config.AdvertiseHTTPAddr()
+	issuer := h.agent.tls.scheme() + "://" + h.agent.config.AdvertiseHTTPAddr()
 	return map[string]any{
 		"issuer":                                issuer,
 		"jwks_uri":                              issuer + "/.well-known/jwks.json",

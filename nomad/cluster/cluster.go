@@ -113,7 +113,7 @@ func New(cfg Config) (*Cluster, error) {
 		advertise:  adv,
 		started:    time.Now(),
 		ln:         ln,
-		client:     newPeerClient(),
+		client:     newPeerClient(&dialer{tls: cfg.tlsClient()}),
 		store:      store,
 		notifyCh:   make(chan bool, 8),
 		leaderOut:  make(chan bool),
@@ -131,9 +131,9 @@ func New(cfg Config) (*Cluster, error) {
 		return fail(fmt.Errorf("cluster: inspect raft state: %w", err))
 	}
 
-	c.mux = newMux(ln, advertised(adv), logger.Named("mux"))
+	c.mux = newMux(ln, advertised(adv), cfg.TLS, logger.Named("mux"))
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{c.mux.raft},
+		Stream:  &streamLayer{chanListener: c.mux.raft, dialer: &dialer{tls: cfg.tlsClient()}},
 		MaxPool: transportPool,
 		Timeout: transportIOWait,
 		Logger:  logger.Named("transport"),
@@ -156,7 +156,8 @@ func New(cfg Config) (*Cluster, error) {
 	go c.runLeaderNotify()
 
 	logger.Info("cluster started", "node_id", cfg.NodeID, "rpc_addr", ln.Addr().String(),
-		"advertise", adv, "bootstrap_expect", cfg.BootstrapExpect, "existing_state", hasState)
+		"advertise", adv, "bootstrap_expect", cfg.BootstrapExpect, "existing_state", hasState,
+		"tls", cfg.TLS != nil)
 	if err := c.startFormation(hasState); err != nil {
 		_ = c.Shutdown()
 		return nil, err

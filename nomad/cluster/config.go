@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -84,6 +85,10 @@ type Config struct {
 	// leader lease 500ms, commit 50ms). Zero means 1. Tests use < 1.
 	RaftMultiplier float64
 
+	// TLS, when set, puts mutual TLS on every rpc connection, inbound and
+	// outbound (raft, forwarding, join). Nil means plaintext.
+	TLS *TLS
+
 	// SnapshotThreshold and SnapshotInterval default to raft's defaults.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -109,6 +114,9 @@ func (c *Config) validate() error {
 	if c.RaftMultiplier < 0 {
 		errs = append(errs, fmt.Errorf("RaftMultiplier must be >= 0, got %v", c.RaftMultiplier))
 	}
+	if c.TLS != nil && (c.TLS.Server == nil || c.TLS.Client == nil) {
+		errs = append(errs, errors.New("TLS needs both a Server and a Client config"))
+	}
 	if c.RetryInterval < 0 {
 		errs = append(errs, fmt.Errorf("RetryInterval must be >= 0, got %s", c.RetryInterval))
 	}
@@ -116,6 +124,14 @@ func (c *Config) validate() error {
 		return fmt.Errorf("cluster: invalid config: %w", err)
 	}
 	return nil
+}
+
+// tlsClient is the outbound TLS config, nil without TLS.
+func (c *Config) tlsClient() *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	return c.TLS.Client
 }
 
 func (c *Config) retryInterval() time.Duration {

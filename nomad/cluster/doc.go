@@ -40,6 +40,18 @@
 // http://<peer-rpc-host:port>/v1/... URL reaches a peer's HTTP handler over
 // its rpc port.
 //
+// # Mutual TLS
+//
+// With Config.TLS set, every rpc connection is TLS before its protocol
+// byte: the mux sees a TLS record (0x16) first, completes the handshake
+// with Config.TLS.Server (client certificate required; with
+// verify_server_hostname only certificates naming "server.<region>.nomad"
+// pass), then reads the protocol byte inside TLS. Outbound, the dialer does
+// the handshake with Config.TLS.Client, which checks the peer the same
+// way, before writing the byte; raft, join and forwarding all go through
+// it, so a client's certificate can neither join raft nor act as a peer.
+// Plaintext connections are closed unless UpgradeMode is set.
+//
 // # Formation
 //
 // BootstrapExpect == 1 bootstraps a single-voter configuration. With

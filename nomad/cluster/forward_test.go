@@ -60,7 +60,7 @@ func TestProxy_CopiesRequestAndResponse(t *testing.T) {
 	var gotBody string
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	m := newMux(ln, advertised(ln.Addr().String()), testLogger("mux"))
+	m := newMux(ln, advertised(ln.Addr().String()), nil, testLogger("mux"))
 	m.start()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r

@@ -100,6 +100,7 @@ type nodeOpts struct {
 	dir      string
 	expect   int
 	join     []string
+	tls      *TLS
 }
 
 // testHandler: GET /v1/whoami answers the NodeID; PUT /v1/apply forwards
@@ -161,6 +162,7 @@ func startNode(t *testing.T, id string, o nodeOpts) *testNode {
 		Handler:         h,
 		Logger:          testLogger(id),
 		RaftMultiplier:  testRaftMultiplier,
+		TLS:             o.tls,
 	})
 	require.NoError(t, err)
 	cl.Store(c)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,7 @@ func (l *chanListener) deliver(c net.Conn) {
 // streamLayer is the raft.StreamLayer over the mux.
 type streamLayer struct {
 	*chanListener
+	dialer *dialer
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -89,13 +91,19 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialProto(ctx, string(addr), protoRaft)
+	return s.dialer.dial(ctx, string(addr), protoRaft)
 }
 
-// dialProto connects to a peer's rpc port and writes the protocol byte.
-func dialProto(ctx context.Context, addr string, proto byte) (net.Conn, error) {
-	d := net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// dialer opens connections to peers' rpc ports: over TLS when tls is set.
+type dialer struct {
+	tls *tls.Config // nil: plaintext
+}
+
+// dial connects to a peer's rpc port, completes the TLS handshake when
+// configured, and writes the protocol byte.
+func (d *dialer) dial(ctx context.Context, addr string, proto byte) (net.Conn, error) {
+	nd := net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}
+	conn, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -103,27 +111,51 @@ func dialProto(ctx context.Context, addr string, proto byte) (net.Conn, error) {
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	_ = conn.SetWriteDeadline(deadline)
+	_ = conn.SetDeadline(deadline)
+	if d != nil && d.tls != nil {
+		tc := tls.Client(conn, d.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("cluster: TLS handshake with %s: %w", addr, err)
+		}
+		conn = tc
+	}
 	if _, err := conn.Write([]byte{proto}); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("cluster: protocol handshake with %s: %w", addr, err)
 	}
-	_ = conn.SetWriteDeadline(time.Time{})
+	_ = conn.SetDeadline(time.Time{})
 	return conn, nil
 }
+
+// TLS is mutual TLS on the rpc port.
+type TLS struct {
+	// Server verifies inbound peers (it must require client certificates
+	// and check their role); Client is used for outbound connections.
+	Server, Client *tls.Config
+	// UpgradeMode also accepts plaintext inbound connections, for moving a
+	// running cluster to TLS. Outbound connections always use TLS.
+	UpgradeMode bool
+}
+
+// tlsRecordHandshake is the first byte of a TLS ClientHello; it differs
+// from every protocol byte, so one port tells TLS from plaintext.
+const tlsRecordHandshake byte = 0x16
 
 // mux accepts rpc connections and routes them by their first byte.
 type mux struct {
 	ln     net.Listener
+	tls    *TLS // nil: plaintext only
 	raft   *chanListener
 	http   *chanListener
 	logger hclog.Logger
 	wg     sync.WaitGroup
 }
 
-func newMux(ln net.Listener, adv net.Addr, logger hclog.Logger) *mux {
+func newMux(ln net.Listener, adv net.Addr, tlsCfg *TLS, logger hclog.Logger) *mux {
 	return &mux{
 		ln:     ln,
+		tls:    tlsCfg,
 		raft:   newChanListener(adv),
 		http:   newChanListener(adv),
 		logger: logger,
@@ -156,24 +188,69 @@ func (m *mux) serve() {
 }
 
 // route reads the protocol byte and hands conn to the matching listener.
+// With TLS on, the connection must open with a TLS handshake (or, in
+// upgrade mode, may be plaintext); the protocol byte is then read inside
+// TLS. A peer the TLS config refuses never reaches raft or HTTP.
 func (m *mux) route(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	var b [1]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
+	b, err := readByte(conn)
+	if err != nil {
 		m.logger.Debug("rpc conn closed before protocol byte", "remote", conn.RemoteAddr(), "error", err)
 		_ = conn.Close()
 		return
 	}
+	switch {
+	case b == tlsRecordHandshake && m.tls != nil:
+		tc := tls.Server(&prefixConn{Conn: conn, first: b, pending: true}, m.tls.Server)
+		_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			m.logger.Warn("rpc TLS handshake refused", "remote", conn.RemoteAddr(), "error", err)
+			_ = conn.Close()
+			return
+		}
+		if b, err = readByte(tc); err != nil {
+			m.logger.Debug("rpc TLS conn closed before protocol byte", "remote", conn.RemoteAddr(), "error", err)
+			_ = tc.Close()
+			return
+		}
+		_ = conn.SetDeadline(time.Time{})
+		conn = tc
+	case m.tls != nil && !m.tls.UpgradeMode:
+		m.logger.Warn("plaintext rpc connection refused: TLS is required", "remote", conn.RemoteAddr())
+		_ = conn.Close()
+		return
+	}
 	_ = conn.SetReadDeadline(time.Time{})
-	switch b[0] {
+	switch b {
 	case protoRaft:
 		m.raft.deliver(conn)
 	case protoHTTP:
 		m.http.deliver(conn)
 	default:
-		m.logger.Warn("unknown rpc protocol byte, closing", "remote", conn.RemoteAddr(), "byte", b[0])
+		m.logger.Warn("unknown rpc protocol byte, closing", "remote", conn.RemoteAddr(), "byte", b)
 		_ = conn.Close()
 	}
+}
+
+func readByte(r io.Reader) (byte, error) {
+	var b [1]byte
+	_, err := io.ReadFull(r, b[:])
+	return b[0], err
+}
+
+// prefixConn replays one byte already read from Conn.
+type prefixConn struct {
+	net.Conn
+	first   byte
+	pending bool
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if c.pending && len(p) > 0 {
+		p[0], c.pending = c.first, false
+		return 1, nil
+	}
+	return c.Conn.Read(p)
 }
 
 // close stops accepting and closes both listeners.
@@ -189,13 +266,13 @@ func (m *mux) close() error {
 }
 
 // newPeerClient returns an HTTP client whose connections go to a peer's rpc
-// port with the HTTP protocol byte. No proxies, no transparent compression
+// port with the HTTP protocol byte (inside TLS when d has it). No proxies, no transparent compression
 // (forwarded bodies pass through untouched), redirects are not followed.
-func newPeerClient() *http.Client {
+func newPeerClient(d *dialer) *http.Client {
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialProto(ctx, addr, protoHTTP)
+			return d.dial(ctx, addr, protoHTTP)
 		},
 		DisableCompression:    true,
 		MaxIdleConnsPerHost:   8,

@@ -20,10 +20,10 @@ func mustTCPAddr(t *testing.T, s string) *net.TCPAddr {
 func TestMux_RoutesByFirstByte(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	m := newMux(ln, advertised(ln.Addr().String()), testLogger("mux"))
+	m := newMux(ln, advertised(ln.Addr().String()), nil, testLogger("mux"))
 	m.start()
 	defer m.close()
-	sl := &streamLayer{m.raft}
+	sl := &streamLayer{chanListener: m.raft, dialer: &dialer{}}
 	require.Equal(t, ln.Addr().String(), sl.Addr().String())
 
 	// Raft: Dial writes 0x01, the conn surfaces on the stream layer.

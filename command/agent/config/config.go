@@ -48,6 +48,8 @@ type Config struct {
 	Advertise Advertise
 	Server    ServerConfig
 	Client    ClientConfig
+	// TLS is the `tls` block.
+	TLS TLSConfig
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
 
@@ -236,6 +238,8 @@ func (c *Config) Merge(o *Config) *Config {
 	setInt(&out.Server.RegistryRequestBudget, o.Server.RegistryRequestBudget)
 	mergeScaleConfig(&out.Server, &o.Server)
 	out.EnableDebug = out.EnableDebug || o.EnableDebug
+
+	mergeTLS(&out.TLS, o.TLS)
 
 	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled
 	if len(o.Client.Servers) > 0 {

@@ -38,11 +38,12 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			{name: "acl"}, {name: "addresses"}, {name: "audit"}, {name: "autopilot"},
 			{name: "consul"}, {name: "http_api_response_headers"},
 			{name: "keyring", labels: 1}, {name: "limits"}, {name: "reporting"},
-			{name: "sentinel"}, {name: "telemetry"}, {name: "tls"}, {name: "ui"},
+			{name: "sentinel"}, {name: "telemetry"}, {name: "ui"},
 			{name: "vault"},
 		},
 	},
 	"ports":     {attrs: []string{"serf"}},
+	"tls":       {attrs: []string{"tls_prefer_server_cipher_suites"}},
 	"advertise": {attrs: []string{"serf"}},
 	"server": {
 		attrs: []string{

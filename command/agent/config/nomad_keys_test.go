@@ -39,7 +39,10 @@ func TestParse_NomadOnlyKeysHCL(t *testing.T) {
 	src := `
 leave_on_terminate = true
 ports { serf = 4648 }
-tls { http = true }
+tls {
+  http = true
+  tls_prefer_server_cipher_suites = true
+}
 keyring "awskms" { active = true }
 server {
   enabled = true
@@ -57,7 +60,7 @@ client {
 	c, err := Parse("agent.hcl", []byte(src))
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		"keyring", "leave_on_terminate", "tls", "ports.serf",
+		"keyring", "leave_on_terminate", "ports.serf", "tls.tls_prefer_server_cipher_suites",
 		"server.default_scheduler_config", "server.num_schedulers",
 		"server.server_join.retry_max",
 		"client.chroot_env", "client.gc_interval", "client.host_volume",

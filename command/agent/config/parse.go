@@ -116,7 +116,7 @@ var (
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "ports"}, {Type: "advertise"}, {Type: "server"}, {Type: "client"},
-			{Type: "plugin", LabelNames: []string{"name"}},
+			{Type: "plugin", LabelNames: []string{"name"}}, {Type: "tls"},
 		},
 	}
 	portsSchema = &hcl.BodySchema{
@@ -185,6 +185,8 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 			diags = append(diags, decodeServer(c, b.Body, &c.Server)...)
 		case "client":
 			diags = append(diags, decodeClient(c, b.Body, &c.Client)...)
+		case "tls":
+			diags = append(diags, decodeTLS(c, b.Body)...)
 		case "plugin":
 			if d := checkDuplicate(seen, b, "plugin "+b.Labels[0]); d != nil {
 				diags = append(diags, d)

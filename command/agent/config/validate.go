@@ -83,6 +83,7 @@ func (c *Config) Validate() error {
 	case "all":
 		bad("client.node_pool", `"all" is reserved and cannot be a node's pool`)
 	}
+	c.validateTLS(bad)
 	for name, p := range c.Plugins {
 		if name == "" {
 			bad("plugin", "a plugin block needs a name")
