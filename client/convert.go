@@ -7,13 +7,13 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
 // allocFromAPI converts an allocation the server sent. The allocation's own
 // fields go through a JSON round trip (the api and structs types share field
-// names and shapes); the job goes through convert.JobFromAPI, which checks
+// names and shapes); the job goes through apiconv.JobFromAPI, which checks
 // every field by name.
 func allocFromAPI(a *api.Allocation) (*structs.Allocation, error) {
 	if a == nil || a.ID == "" {
@@ -34,7 +34,7 @@ func allocFromAPI(a *api.Allocation) (*structs.Allocation, error) {
 	}
 	// JobFromAPI canonicalizes a.Job in place; the server's job is
 	// canonical already, and a is the caller's to discard.
-	job, _, err := convert.JobFromAPI(a.Job)
+	job, _, err := apiconv.JobFromAPI(a.Job)
 	if err != nil {
 		return nil, fmt.Errorf("allocation %s: job: %w", a.ID, err)
 	}
@@ -48,7 +48,7 @@ func allocFromAPI(a *api.Allocation) (*structs.Allocation, error) {
 // allocUpdateToAPI keeps what a client reports about an allocation: its ID,
 // client status and description, task states and deployment status.
 func allocUpdateToAPI(a *structs.Allocation) *api.Allocation {
-	full := convert.AllocToAPI(&structs.Allocation{
+	full := apiconv.AllocToAPI(&structs.Allocation{
 		ID:                a.ID,
 		ClientStatus:      a.ClientStatus,
 		ClientDescription: a.ClientDescription,

@@ -57,5 +57,5 @@
 // Importers: the agent (command/agent) and tests. It imports
 // client/allocrunner, client/state, client/fingerprint, client/imagegc,
 // drivers (with the built-in drivers linked), nomad/structs,
-// command/agent/convert and the nomad/api wire types.
+// helper/apiconv and the nomad/api wire types.
 package client

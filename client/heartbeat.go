@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/client/fingerprint"
-	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -71,7 +71,7 @@ func (c *Client) nodeLoop(ctx context.Context) {
 // sent none).
 func (c *Client) registerOnce(ctx context.Context, ttl time.Duration) (time.Duration, error) {
 	node := c.Node()
-	resp, err := c.rpc.register(ctx, convert.NodeToAPI(node), c.secretID)
+	resp, err := c.rpc.register(ctx, apiconv.NodeToAPI(node), c.secretID)
 	if err != nil {
 		return ttl, err
 	}

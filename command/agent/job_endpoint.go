@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -28,7 +28,7 @@ func jobFromRequest(r *http.Request, j *api.Job) (*structs.Job, []string, error)
 			j.Region = &rg
 		}
 	}
-	job, warnings, err := convert.JobFromAPI(j)
+	job, warnings, err := apiconv.JobFromAPI(j)
 	if err != nil {
 		return nil, nil, badRequest("%v", err)
 	}
@@ -94,7 +94,7 @@ func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint
 			if err != nil {
 				return nil, 0, err
 			}
-			out = append(out, convert.JobStubToAPI(j, sum))
+			out = append(out, apiconv.JobStubToAPI(j, sum))
 		}
 		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), nil
 	})
@@ -118,7 +118,7 @@ func (h *HTTPServer) jobQuery(r *http.Request, fn func(ws memdb.WatchSet, snap *
 
 func (h *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	return h.jobQuery(r, func(_ memdb.WatchSet, _ *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		return convert.JobToAPI(job), job.ModifyIndex, nil
+		return apiconv.JobToAPI(job), job.ModifyIndex, nil
 	})
 }
 
@@ -128,7 +128,7 @@ func (h *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request) (any, ui
 		if err != nil {
 			return nil, 0, err
 		}
-		return convert.JobSummaryToAPI(sum), tableIndex(snap, state.TableJobs, state.TableAllocs), nil
+		return apiconv.JobSummaryToAPI(sum), tableIndex(snap, state.TableJobs, state.TableAllocs), nil
 	})
 }
 
@@ -149,7 +149,7 @@ func (h *HTTPServer) jobAllocations(w http.ResponseWriter, r *http.Request) (any
 func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
 	out := make([]*api.AllocationListStub, 0, len(allocs))
 	for _, a := range allocs {
-		out = append(out, convert.AllocStubToAPI(a))
+		out = append(out, apiconv.AllocStubToAPI(a))
 	}
 	return out
 }
@@ -162,7 +162,7 @@ func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any
 		}
 		out := make([]*api.Evaluation, 0, len(evals))
 		for _, e := range evals {
-			out = append(out, convert.EvalToAPI(e))
+			out = append(out, apiconv.EvalToAPI(e))
 		}
 		return out, tableIndex(snap, state.TableEvals), nil
 	})
@@ -180,7 +180,7 @@ func (h *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request)
 		if d == nil {
 			return nil, tableIndex(snap, state.TableDeployments), nil
 		}
-		return convert.DeploymentToAPI(d), d.ModifyIndex, nil
+		return apiconv.DeploymentToAPI(d), d.ModifyIndex, nil
 	})
 }
 
@@ -201,7 +201,7 @@ func (h *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request) (any
 func deploymentsToAPI(ds []*structs.Deployment) []*api.Deployment {
 	out := make([]*api.Deployment, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, convert.DeploymentToAPI(d))
+		out = append(out, apiconv.DeploymentToAPI(d))
 	}
 	return out
 }
@@ -231,13 +231,13 @@ func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, u
 		}
 		resp := &jobVersionsResponse{KnownLeader: true}
 		for i, v := range versions {
-			resp.Versions = append(resp.Versions, convert.JobToAPI(v))
+			resp.Versions = append(resp.Versions, apiconv.JobToAPI(v))
 			if diffs && i+1 < len(versions) {
 				d, err := versions[i+1].Diff(v, false)
 				if err != nil {
 					return nil, 0, err
 				}
-				resp.Diffs = append(resp.Diffs, convert.JobDiffToAPI(d))
+				resp.Diffs = append(resp.Diffs, apiconv.JobDiffToAPI(d))
 			}
 		}
 		resp.Index = tableIndex(snap, state.TableJobVersions)
@@ -295,8 +295,8 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 	}
 	resp := &api.JobPlanResponse{
 		JobModifyIndex: reply.JobModifyIndex,
-		Diff:           convert.JobDiffToAPI(reply.Diff),
-		Annotations:    convert.PlanAnnotationsToAPI(reply.Annotations),
+		Diff:           apiconv.JobDiffToAPI(reply.Diff),
+		Annotations:    apiconv.PlanAnnotationsToAPI(reply.Annotations),
 		FailedTGAllocs: map[string]*api.AllocationMetric{},
 		Warnings:       joinWarnings(warnings),
 	}
@@ -304,7 +304,7 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		return nil, 0, err
 	}
 	for _, e := range reply.CreatedEvals {
-		resp.CreatedEvals = append(resp.CreatedEvals, convert.EvalToAPI(e))
+		resp.CreatedEvals = append(resp.CreatedEvals, apiconv.EvalToAPI(e))
 	}
 	return resp, reply.Index, nil
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -32,7 +32,7 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 		}
 		out := make([]*api.Evaluation, 0, len(evals))
 		for _, e := range evals {
-			out = append(out, convert.EvalToAPI(e))
+			out = append(out, apiconv.EvalToAPI(e))
 		}
 		return out, tableIndex(snap, state.TableEvals), nil
 	})
@@ -48,7 +48,7 @@ func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint6
 		if e == nil {
 			return nil, tableIndex(snap, state.TableEvals), notFound("eval not found")
 		}
-		return convert.EvalToAPI(e), e.ModifyIndex, nil
+		return apiconv.EvalToAPI(e), e.ModifyIndex, nil
 	})
 }
 
@@ -104,7 +104,7 @@ func (h *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) (any, uint
 		if a == nil {
 			return nil, tableIndex(snap, state.TableAllocs), notFound("alloc not found")
 		}
-		return convert.AllocToAPI(a), a.ModifyIndex, nil
+		return apiconv.AllocToAPI(a), a.ModifyIndex, nil
 	})
 }
 
@@ -135,7 +135,7 @@ func (h *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) (any,
 		if d == nil {
 			return nil, tableIndex(snap, state.TableDeployments), notFound("deployment not found")
 		}
-		return convert.DeploymentToAPI(d), d.ModifyIndex, nil
+		return apiconv.DeploymentToAPI(d), d.ModifyIndex, nil
 	})
 }
 
@@ -165,7 +165,7 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 		}
 		out := make([]*api.NodeListStub, 0, len(nodes))
 		for _, n := range nodes {
-			out = append(out, convert.NodeStubToAPI(n))
+			out = append(out, apiconv.NodeStubToAPI(n))
 		}
 		return out, tableIndex(snap, state.TableNodes), nil
 	})
@@ -181,7 +181,7 @@ func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint6
 		if n == nil {
 			return nil, tableIndex(snap, state.TableNodes), notFound("node not found")
 		}
-		return convert.NodeToAPI(n), n.ModifyIndex, nil
+		return apiconv.NodeToAPI(n), n.ModifyIndex, nil
 	})
 }
 
@@ -194,7 +194,7 @@ func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (an
 		}
 		out := make([]*api.Allocation, 0, len(allocs))
 		for _, a := range allocs {
-			out = append(out, convert.AllocToAPI(a))
+			out = append(out, apiconv.AllocToAPI(a))
 		}
 		return out, tableIndex(snap, state.TableAllocs), nil
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/command/agent/convert"
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -106,7 +106,7 @@ func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request
 	if req.Node == nil {
 		return nil, 0, badRequest("Node must be specified")
 	}
-	node := convert.NodeFromAPI(req.Node)
+	node := apiconv.NodeFromAPI(req.Node)
 	node.SecretID = req.SecretID
 	index, evals, ttl, err := h.srv.NodeRegister(node)
 	if err != nil {
@@ -187,7 +187,7 @@ func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) 
 		}
 		out := make([]*api.Allocation, 0, len(allocs))
 		for _, a := range allocs {
-			out = append(out, convert.AllocToAPI(a))
+			out = append(out, apiconv.AllocToAPI(a))
 		}
 		return out, tableIndex(snap, state.TableAllocs), nil
 	})

@@ -1,7 +1,10 @@
-// Package convert holds the conversions between the nomad/api wire types
+// Package apiconv holds the conversions between the nomad/api wire types
 // (MPL-2.0, what the official CLI and api client speak) and Drover's domain
-// types in nomad/structs. Only the HTTP layer (command/agent) uses it: the
-// server, scheduler and client never see api types.
+// types in nomad/structs. Its importers are the two HTTP edges: the agent's
+// API (command/agent) and the client agent's calls to the servers (client).
+// The server and scheduler never see api types. It imports nomad/structs and
+// the api module only, so both edges may import it without importing each
+// other.
 //
 // The structs types name their fields after the api ones, so most of the
 // work is a reflective copy by field name (byname.go) that follows pointers
@@ -14,4 +17,4 @@
 //
 // Conversions to api types never share mutable state with their input, so a
 // handler may encode the result while the state store keeps the original.
-package convert
+package apiconv

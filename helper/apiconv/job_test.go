@@ -1,4 +1,4 @@
-package convert
+package apiconv
 
 import (
 	"encoding/json"
