@@ -18,13 +18,14 @@ const module = "github.com/drover-project/drover"
 func TestImportsPointDown(t *testing.T) {
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
+	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -32,6 +33,7 @@ func TestImportsPointDown(t *testing.T) {
 		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
+		files++
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -55,5 +57,8 @@ func TestImportsPointDown(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read only %d Go files: the walk missed the tree", files)
 	}
 }
