@@ -3,14 +3,11 @@ package imageresolve
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/drover-project/drover/helper/dockerauth"
 )
 
 // DefaultTimeout bounds one resolution when Options.Timeout is zero.
@@ -161,56 +160,13 @@ func (r *Resolver) authenticator(host string, a *Auth) (authn.Authenticator, err
 	return authn.FromConfig(ac), nil
 }
 
-// dockerConfigFile is the part of docker's config.json that is read.
-type dockerConfigFile struct {
-	Auths map[string]struct {
-		Auth          string `json:"auth"`
-		Username      string `json:"username"`
-		Password      string `json:"password"`
-		IdentityToken string `json:"identitytoken"`
-	} `json:"auths"`
-}
-
 // lookupConfigAuth finds host's credentials in a docker config.json.
 func lookupConfigAuth(path, host string) (authn.AuthConfig, bool, error) {
-	b, err := os.ReadFile(path)
+	c, found, err := dockerauth.Lookup(path, host)
 	if err != nil {
 		return authn.AuthConfig{}, false, fmt.Errorf("reading registry credentials: %w", err)
 	}
-	var cf dockerConfigFile
-	if err := json.Unmarshal(b, &cf); err != nil {
-		return authn.AuthConfig{}, false, fmt.Errorf("reading registry credentials: %s: %w", path, err)
-	}
-	want := map[string]bool{strings.ToLower(host): true}
-	if host == "docker.io" {
-		want = map[string]bool{"index.docker.io": true, "docker.io": true, "registry-1.docker.io": true}
-	}
-	for key, e := range cf.Auths {
-		k := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
-		if i := strings.IndexByte(k, '/'); i >= 0 {
-			k = k[:i]
-		}
-		if !want[strings.ToLower(k)] {
-			continue
-		}
-		ac := authn.AuthConfig{Username: e.Username, Password: e.Password, IdentityToken: e.IdentityToken}
-		if e.Auth != "" {
-			raw, err := base64.StdEncoding.DecodeString(e.Auth)
-			if err != nil {
-				return authn.AuthConfig{}, false, fmt.Errorf("reading registry credentials: %s: auths[%q].auth: %w", path, key, err)
-			}
-			user, pass, ok := strings.Cut(string(raw), ":")
-			if !ok {
-				return authn.AuthConfig{}, false, fmt.Errorf("reading registry credentials: %s: auths[%q].auth is not base64 of user:password", path, key)
-			}
-			ac.Username, ac.Password = user, pass
-		}
-		if ac.Username == "" && ac.IdentityToken == "" {
-			continue
-		}
-		return ac, true, nil
-	}
-	return authn.AuthConfig{}, false, nil
+	return authn.AuthConfig{Username: c.Username, Password: c.Password, IdentityToken: c.IdentityToken}, found, nil
 }
 
 // retryAfterRecorder remembers the Retry-After of a 429 or 503 answer.
