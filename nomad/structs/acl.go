@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"errors"
 	"slices"
 	"time"
 )
@@ -190,3 +191,14 @@ type OneTimeTokenUpsertRequest struct {
 	Token  *OneTimeToken
 	Delete string
 }
+
+// ErrForbidden marks a request the caller's token does not allow (HTTP 403).
+var ErrForbidden = errors.New("forbidden")
+
+// Authorization errors, with Nomad's wording.
+var (
+	ErrPermissionDenied = &RequestError{Kind: ErrForbidden, Msg: "Permission denied"}
+	ErrTokenNotFound    = &RequestError{Kind: ErrForbidden, Msg: "ACL token not found"}
+	ErrTokenExpired     = &RequestError{Kind: ErrForbidden, Msg: "ACL token expired"}
+	ErrTokenInvalid     = &RequestError{Kind: ErrForbidden, Msg: "Invalid identity token"}
+)
