@@ -95,6 +95,7 @@ func (a *Agent) start() error {
 			RPCAdvertise:    advertiseRPC,
 			BootstrapExpect: cfg.Server.BootstrapExpect,
 			RetryJoin:       cfg.Server.RetryJoin,
+			ACLEnabled:      cfg.ACL.Enabled,
 			MinHeartbeatTTL: cfg.Server.MinHeartbeatTTL,
 			HeartbeatGrace:  cfg.Server.HeartbeatGrace,
 			Registry: imageresolve.Options{

@@ -46,6 +46,7 @@ type Config struct {
 	Advertise Advertise
 	Server    ServerConfig
 	Client    ClientConfig
+	ACL       ACLConfig
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
 
@@ -69,6 +70,13 @@ type Ports struct {
 type Advertise struct {
 	HTTP string
 	RPC  string
+}
+
+// ACLConfig is the `acl` block.
+type ACLConfig struct {
+	// Enabled turns on ACL enforcement on servers: every request needs a
+	// token whose policies allow it.
+	Enabled bool
 }
 
 // ServerConfig is the `server` block.
@@ -208,6 +216,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Advertise.HTTP, o.Advertise.HTTP)
 	setString(&out.Advertise.RPC, o.Advertise.RPC)
 
+	out.ACL.Enabled = out.ACL.Enabled || o.ACL.Enabled
 	out.Server.Enabled = out.Server.Enabled || o.Server.Enabled
 	setInt(&out.Server.BootstrapExpect, o.Server.BootstrapExpect)
 	if len(o.Server.RetryJoin) > 0 {
