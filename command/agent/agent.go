@@ -105,6 +105,7 @@ func (a *Agent) start() error {
 			RegistryBudget: cfg.Server.RegistryRequestBudget,
 			Metrics:        a.metrics.registry,
 			Logger:         a.logger,
+			Now:            cfg.Now,
 		})
 		if err != nil {
 			return err

@@ -58,17 +58,17 @@ type authRule struct {
 	nsOf func(snap *state.Snapshot, r *http.Request) (string, bool)
 }
 
-func public() authRule                  { return authRule{kind: authPublic} }
-func nodeSecret() authRule              { return authRule{kind: authNodeSecret} }
-func caller() authRule                  { return authRule{kind: authCaller} }
-func nsCap(cap string) authRule         { return authRule{kind: authNamespace, cap: cap} }
-func inHandler(cap string) authRule     { return authRule{kind: authInHandler, cap: cap} }
-func nodeRead() authRule                { return authRule{kind: authNodeRead} }
-func nodeWrite() authRule               { return authRule{kind: authNodeWrite} }
-func agentRead() authRule               { return authRule{kind: authAgentRead} }
-func operatorRead() authRule            { return authRule{kind: authOperatorRead} }
-func operatorWrite() authRule           { return authRule{kind: authOperatorWrite} }
-func management() authRule              { return authRule{kind: authManagement} }
+func public() authRule              { return authRule{kind: authPublic} }
+func nodeSecret() authRule          { return authRule{kind: authNodeSecret} }
+func caller() authRule              { return authRule{kind: authCaller} }
+func nsCap(cap string) authRule     { return authRule{kind: authNamespace, cap: cap} }
+func inHandler(cap string) authRule { return authRule{kind: authInHandler, cap: cap} }
+func nodeRead() authRule            { return authRule{kind: authNodeRead} }
+func nodeWrite() authRule           { return authRule{kind: authNodeWrite} }
+func agentRead() authRule           { return authRule{kind: authAgentRead} }
+func operatorRead() authRule        { return authRule{kind: authOperatorRead} }
+func operatorWrite() authRule       { return authRule{kind: authOperatorWrite} }
+func management() authRule          { return authRule{kind: authManagement} }
 func objectCap(cap string, nsOf func(*state.Snapshot, *http.Request) (string, bool)) authRule {
 	return authRule{kind: authObject, cap: cap, nsOf: nsOf}
 }

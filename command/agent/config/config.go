@@ -50,6 +50,10 @@ type Config struct {
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
 
+	// Now replaces the wall clock of the agent's server (tests); nil means
+	// time.Now. No file sets it.
+	Now func() time.Time
+
 	// Ignored lists the keys of Nomad's agent configuration that the files
 	// set and Drover does not act on, as dotted paths ("vault",
 	// "server.raft_protocol"), each once, in the order found. The agent
