@@ -21,6 +21,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		{name: "agent", synopsis: "Runs a Drover agent", run: runAgent},
+		aclCommands(),
 		{name: "alloc", synopsis: "Interact with allocations", subs: []*command{
 			{name: "logs", synopsis: "Streams the logs of a task", run: allocLogs},
 			{name: "status", synopsis: "Display allocation status information and metadata", run: allocStatus},
@@ -47,6 +48,7 @@ func commands() []*command {
 			{name: "stop", synopsis: "Stop a running job", run: jobStop},
 			{name: "validate", synopsis: "Checks if a given job specification is valid", run: jobValidate},
 		}},
+		namespaceCommands(),
 		{name: "node", synopsis: "Interact with nodes", subs: []*command{
 			{name: "drain", synopsis: "Toggle drain mode on a given node", run: nodeDrain},
 			{name: "eligibility", synopsis: "Toggle scheduling eligibility for a given node", run: nodeEligibility},

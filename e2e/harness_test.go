@@ -69,6 +69,8 @@ type serverSpec struct {
 	retryJoin       []string
 	// extra is appended inside the server block (e.g. heartbeat settings).
 	extra string
+	// top is appended at the top level (e.g. an acl block).
+	top string
 }
 
 // newServer writes the agent's config file and starts it on free ports.
@@ -103,7 +105,8 @@ server {
   }
   %s
 }
-`, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "), spec.extra)
+%s
+`, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "), spec.extra, spec.top)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
 	p.start(t)

@@ -56,6 +56,8 @@ type Config struct {
 	// RegistryBudget is the most manifest checks the image watcher sends
 	// one registry per minute; 0 means DefaultRegistryBudget.
 	RegistryBudget int
+	// ACLEnabled turns on ACL enforcement (the agent's `acl { enabled }`).
+	ACLEnabled bool
 	// Metrics is the registry the server's metrics are added to; nil means
 	// a private one.
 	Metrics *metrics.Registry
@@ -82,6 +84,7 @@ type Server struct {
 	handler atomic.Pointer[http.Handler]
 
 	heartbeats heartbeats
+	policies   policyCache // parsed ACL policies
 	prefetch   *prefetch.Coordinator
 
 	resolver     *imageresolve.Resolver

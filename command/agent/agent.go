@@ -109,6 +109,7 @@ func (a *Agent) start() error {
 			RPCAdvertise:    advertiseRPC,
 			BootstrapExpect: cfg.Server.BootstrapExpect,
 			RetryJoin:       cfg.Server.RetryJoin,
+			ACLEnabled:      cfg.ACL.Enabled,
 			MinHeartbeatTTL: cfg.Server.MinHeartbeatTTL,
 			HeartbeatGrace:  cfg.Server.HeartbeatGrace,
 			Registry: imageresolve.Options{
@@ -124,6 +125,7 @@ func (a *Agent) start() error {
 				Deployment: cfg.Server.DeploymentGCThreshold, Node: cfg.Server.NodeGCThreshold,
 			},
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond,
+			Now:                    cfg.Now,
 		})
 		if err != nil {
 			return err

@@ -31,6 +31,7 @@ type HTTPServer struct {
 	agent  *Agent
 	logger hclog.Logger
 	mux    *http.ServeMux
+	routes []registeredRoute // every registered route, with its rule
 }
 
 // handlerFunc is an endpoint: it returns the value to encode as JSON (nil
@@ -147,6 +148,8 @@ func errorResponse(err error) (int, string) {
 	switch {
 	case errors.As(err, &he):
 		return he.code, he.msg
+	case errors.As(err, &re) && errors.Is(re.Kind, structs.ErrForbidden):
+		return http.StatusForbidden, re.Msg
 	case errors.As(err, &re) && errors.Is(re.Kind, structs.ErrNotFound):
 		return http.StatusNotFound, re.Msg
 	case errors.As(err, &re):
@@ -237,9 +240,13 @@ func tableIndex(st interface{ Index(string) uint64 }, tables ...string) uint64 {
 	return idx
 }
 
-// namespace returns the request's namespace ("default" when absent).
+// namespace returns the request's namespace: ?namespace=, else the
+// X-Nomad-Namespace header, else "default".
 func namespace(r *http.Request) string {
 	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	if ns := r.Header.Get("X-Nomad-Namespace"); ns != "" {
 		return ns
 	}
 	return structs.DefaultNamespace

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/state"
@@ -47,6 +48,9 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := h.checkJobSubmit(r, job); err != nil {
+		return nil, 0, err
+	}
 	args := &nomad.JobRegisterArgs{Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority}
 	if req.Submission != nil {
 		args.Submission = &structs.JobSubmission{
@@ -62,6 +66,16 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 		EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex, JobModifyIndex: reply.JobModifyIndex,
 		Warnings: joinWarnings(warnings), QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true},
 	}, reply.Index, nil
+}
+
+// checkJobSubmit refuses a job the request may not submit (submit-job in
+// the job's namespace, which the body may name) and a job in a namespace
+// that does not exist.
+func (h *HTTPServer) checkJobSubmit(r *http.Request, job *structs.Job) error {
+	if err := requireNS(r, job.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return err
+	}
+	return h.srv.CheckNamespaceExists(job)
 }
 
 func joinWarnings(ws []string) string {
@@ -88,6 +102,7 @@ func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint
 		if err != nil {
 			return nil, 0, err
 		}
+		jobs = filterByNS(r, acl.NamespaceCapabilityListJobs, jobs, func(j *structs.Job) string { return j.Namespace })
 		out := make([]*api.JobListStub, 0, len(jobs))
 		for _, j := range jobs {
 			sum, err := snap.JobSummaryByID(ws, j.Namespace, j.ID)
@@ -287,6 +302,9 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 	}
 	job, warnings, err := jobFromRequest(r, req.Job)
 	if err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkJobSubmit(r, job); err != nil {
 		return nil, 0, err
 	}
 	reply, err := h.srv.JobPlan(job, req.Diff)

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -30,6 +31,7 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 		if err != nil {
 			return nil, 0, err
 		}
+		evals = filterByNS(r, acl.NamespaceCapabilityReadJob, evals, func(e *structs.Evaluation) string { return e.Namespace })
 		out := make([]*api.Evaluation, 0, len(evals))
 		for _, e := range evals {
 			out = append(out, apiconv.EvalToAPI(e))
@@ -77,9 +79,12 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 		if err != nil {
 			return nil, 0, err
 		}
+		allocs = filterByNS(r, acl.NamespaceCapabilityReadJob, allocs, allocNamespace)
 		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
 	})
 }
+
+func allocNamespace(a *structs.Allocation) string { return a.Namespace }
 
 func filterNamespace(allocs []*structs.Allocation, ns string) []*structs.Allocation {
 	if ns == "*" {
@@ -121,6 +126,7 @@ func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
+		ds = filterByNS(r, acl.NamespaceCapabilityReadJob, ds, func(d *structs.Deployment) string { return d.Namespace })
 		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
 	})
 }
@@ -192,6 +198,7 @@ func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
+		allocs = filterByNS(r, acl.NamespaceCapabilityReadJob, allocs, allocNamespace)
 		out := make([]*api.Allocation, 0, len(allocs))
 		for _, a := range allocs {
 			out = append(out, apiconv.AllocToAPI(a))

@@ -1,87 +1,117 @@
 package agent
 
-import "net/http"
+import (
+	"net/http"
 
-// registerRoutes lists every endpoint. Writes accept PUT and POST, as Nomad
-// does.
+	"github.com/drover-project/drover/acl"
+)
+
+// registeredRoute is one entry of the route table (for the test that walks
+// it).
+type registeredRoute struct {
+	method, path string
+	rule         authRule
+}
+
+// registerRoutes lists every endpoint with its authorization rule (see
+// auth.go). Writes accept PUT and POST, as Nomad does.
 func (h *HTTPServer) registerRoutes() {
-	m := h.mux
-	put := func(path string, fn handlerFunc) {
-		m.HandleFunc("PUT "+path, h.write(fn))
-		m.HandleFunc("POST "+path, h.write(fn))
+	handle := func(method, path string, rule authRule, hf http.HandlerFunc) {
+		h.routes = append(h.routes, registeredRoute{method: method, path: path, rule: rule})
+		h.mux.HandleFunc(method+" "+path, hf)
 	}
-	get := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.read(fn)) }
-	getLocal := func(path string, fn handlerFunc) { m.HandleFunc("GET "+path, h.local(fn)) }
+	put := func(path string, rule authRule, fn handlerFunc) {
+		handle("PUT", path, rule, h.write(h.authorize(rule, fn)))
+		handle("POST", path, rule, h.write(h.authorize(rule, fn)))
+	}
+	del := func(path string, rule authRule, fn handlerFunc) {
+		handle("DELETE", path, rule, h.write(h.authorize(rule, fn)))
+	}
+	get := func(path string, rule authRule, fn handlerFunc) {
+		handle("GET", path, rule, h.read(h.authorize(rule, fn)))
+	}
+	getLocal := func(path string, rule authRule, fn handlerFunc) {
+		handle("GET", path, rule, h.local(h.authorize(rule, fn)))
+	}
+	getRaw := func(path string, rule authRule, hf http.Handler) { handle("GET", path, rule, h.guard(rule, hf)) }
 
-	get("/v1/jobs", h.jobsList)
-	put("/v1/jobs", h.jobsRegister)
-	put("/v1/validate/job", h.jobValidate)
-	get("/v1/job/{id}", h.jobGet)
-	put("/v1/job/{id}", h.jobsRegister)
-	m.HandleFunc("DELETE /v1/job/{id}", h.write(h.jobDeregister))
-	get("/v1/job/{id}/summary", h.jobSummary)
-	get("/v1/job/{id}/allocations", h.jobAllocations)
-	get("/v1/job/{id}/evaluations", h.jobEvaluations)
-	get("/v1/job/{id}/deployment", h.jobLatestDeployment)
-	get("/v1/job/{id}/deployments", h.jobDeployments)
-	get("/v1/job/{id}/versions", h.jobVersions)
-	get("/v1/job/{id}/submission", h.jobSubmission)
-	put("/v1/job/{id}/plan", h.jobPlan)
-	put("/v1/job/{id}/revert", h.jobRevert)
-	put("/v1/job/{id}/stable", h.jobStable)
-	put("/v1/job/{id}/evaluate", h.jobEvaluate)
-	get("/v1/job/{id}/image-updates", h.jobImageUpdates)
-	put("/v1/job/{id}/image-updates/check", h.jobImageCheck)
+	const (
+		readJob   = acl.NamespaceCapabilityReadJob
+		listJobs  = acl.NamespaceCapabilityListJobs
+		submitJob = acl.NamespaceCapabilitySubmitJob
+	)
 
-	get("/v1/evaluations", h.evalsList)
-	get("/v1/evaluation/{id}", h.evalGet)
-	get("/v1/evaluation/{id}/allocations", h.evalAllocations)
+	get("/v1/jobs", nsCap(listJobs), h.jobsList)
+	put("/v1/jobs", inHandler(submitJob), h.jobsRegister)
+	put("/v1/validate/job", nsCap(readJob), h.jobValidate)
+	get("/v1/job/{id}", nsCap(readJob), h.jobGet)
+	put("/v1/job/{id}", inHandler(submitJob), h.jobsRegister)
+	del("/v1/job/{id}", nsCap(submitJob), h.jobDeregister)
+	get("/v1/job/{id}/summary", nsCap(readJob), h.jobSummary)
+	get("/v1/job/{id}/allocations", nsCap(readJob), h.jobAllocations)
+	get("/v1/job/{id}/evaluations", nsCap(readJob), h.jobEvaluations)
+	get("/v1/job/{id}/deployment", nsCap(readJob), h.jobLatestDeployment)
+	get("/v1/job/{id}/deployments", nsCap(readJob), h.jobDeployments)
+	get("/v1/job/{id}/versions", nsCap(readJob), h.jobVersions)
+	get("/v1/job/{id}/submission", nsCap(readJob), h.jobSubmission)
+	put("/v1/job/{id}/plan", inHandler(submitJob), h.jobPlan)
+	put("/v1/job/{id}/revert", nsCap(submitJob), h.jobRevert)
+	put("/v1/job/{id}/stable", nsCap(submitJob), h.jobStable)
+	put("/v1/job/{id}/evaluate", nsCap(submitJob), h.jobEvaluate)
+	get("/v1/job/{id}/image-updates", nsCap(readJob), h.jobImageUpdates)
+	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
 
-	get("/v1/deployments", h.deploymentsList)
-	get("/v1/deployment/{id}", h.deploymentGet)
-	get("/v1/deployment/allocations/{id}", h.deploymentAllocations)
-	put("/v1/deployment/promote/{id}", h.deploymentPromote)
-	put("/v1/deployment/fail/{id}", h.deploymentFail)
-	put("/v1/deployment/pause/{id}", h.deploymentPause)
-	put("/v1/deployment/allocation-health/{id}", h.deploymentAllocHealth)
+	get("/v1/evaluations", nsCap(readJob), h.evalsList)
+	get("/v1/evaluation/{id}", objectCap(readJob, evalNS), h.evalGet)
+	get("/v1/evaluation/{id}/allocations", objectCap(readJob, evalNS), h.evalAllocations)
 
-	get("/v1/allocations", h.allocsList)
-	get("/v1/allocation/{id}", h.allocGet)
-	m.HandleFunc("GET /v1/client/allocation/{id}/stats", h.clientRoute(h.nodeOfAlloc("id")))
-	m.HandleFunc("GET /v1/client/allocation/{id}/checks", h.clientRoute(h.nodeOfAlloc("id")))
-	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
-	m.HandleFunc("GET /v1/client/stats", h.clientRoute(h.nodeOfQuery))
+	get("/v1/deployments", nsCap(readJob), h.deploymentsList)
+	get("/v1/deployment/{id}", objectCap(readJob, deploymentNS), h.deploymentGet)
+	get("/v1/deployment/allocations/{id}", objectCap(readJob, deploymentNS), h.deploymentAllocations)
+	put("/v1/deployment/promote/{id}", objectCap(submitJob, deploymentNS), h.deploymentPromote)
+	put("/v1/deployment/fail/{id}", objectCap(submitJob, deploymentNS), h.deploymentFail)
+	put("/v1/deployment/pause/{id}", objectCap(submitJob, deploymentNS), h.deploymentPause)
+	put("/v1/deployment/allocation-health/{id}", objectCap(submitJob, deploymentNS), h.deploymentAllocHealth)
 
-	get("/v1/nodes", h.nodesList)
-	get("/v1/node/{id}", h.nodeGet)
-	get("/v1/node/{id}/allocations", h.nodeAllocations)
-	put("/v1/node/{id}/eligibility", h.nodeEligibility)
-	put("/v1/node/{id}/drain", h.nodeDrain)
+	get("/v1/allocations", nsCap(readJob), h.allocsList)
+	get("/v1/allocation/{id}", objectCap(readJob, allocNS("id")), h.allocGet)
+	getRaw("/v1/client/allocation/{id}/stats", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
+	getRaw("/v1/client/allocation/{id}/checks", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
+	getRaw("/v1/client/fs/logs/{alloc}", objectCap(acl.NamespaceCapabilityReadLogs, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))
+	getRaw("/v1/client/stats", nodeRead(), h.clientRoute(h.nodeOfQuery))
 
-	getLocal("/v1/agent/self", h.agentSelf)
-	getLocal("/v1/status/leader", h.statusLeader)
-	getLocal("/v1/status/peers", h.statusPeers)
-	getLocal("/v1/regions", h.regions)
-	put("/v1/system/gc", h.systemGC)
-	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
+	get("/v1/nodes", nodeRead(), h.nodesList)
+	get("/v1/node/{id}", nodeRead(), h.nodeGet)
+	get("/v1/node/{id}/allocations", nodeRead(), h.nodeAllocations)
+	put("/v1/node/{id}/eligibility", nodeWrite(), h.nodeEligibility)
+	put("/v1/node/{id}/drain", nodeWrite(), h.nodeDrain)
 
-	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
-	m.HandleFunc("DELETE /v1/operator/raft/peer", h.write(h.operatorRaftRemovePeer))
-	get("/v1/operator/keyring/keys", h.keyringList)
-	put("/v1/operator/keyring/rotate", h.keyringRotate)
-	m.HandleFunc("DELETE /v1/operator/keyring/key/{id}", h.write(h.keyringDelete))
-	getLocal("/.well-known/jwks.json", h.jwks)
-	getLocal("/.well-known/openid-configuration", h.openIDConfiguration)
+	getLocal("/v1/agent/self", agentRead(), h.agentSelf)
+	getLocal("/v1/status/leader", public(), h.statusLeader)
+	getLocal("/v1/status/peers", public(), h.statusPeers)
+	getLocal("/v1/regions", public(), h.regions)
+	getRaw("/v1/metrics", public(), http.HandlerFunc(h.metricsHandler))
+	put("/v1/system/gc", management(), h.systemGC)
+
+	get("/v1/operator/raft/configuration", operatorRead(), h.operatorRaftConfiguration)
+	del("/v1/operator/raft/peer", operatorWrite(), h.operatorRaftRemovePeer)
+	get("/v1/operator/keyring/keys", management(), h.keyringList)
+	put("/v1/operator/keyring/rotate", management(), h.keyringRotate)
+	del("/v1/operator/keyring/key/{id}", management(), h.keyringDelete)
+	getLocal("/.well-known/jwks.json", public(), h.jwks)
+	getLocal("/.well-known/openid-configuration", public(), h.openIDConfiguration)
+
+	h.registerACLRoutes(get, put, del)
 
 	// Client agents, authenticated by the node's secret ID.
-	put("/v1/internal/node/register", h.internalNodeRegister)
-	put("/v1/internal/node/{id}/heartbeat", h.internalNodeHeartbeat)
-	getLocal("/v1/internal/node/{id}/allocs", h.internalNodeAllocs)
-	put("/v1/internal/node/{id}/allocs", h.internalAllocUpdate)
-	m.HandleFunc("GET /v1/internal/node/{id}/prefetch", h.write(h.internalNodePrefetch)) // leader memory: forwarded
-	put("/v1/internal/node/{id}/prefetch", h.internalNodePrefetchReport)
+	put("/v1/internal/node/register", nodeSecret(), h.internalNodeRegister)
+	put("/v1/internal/node/{id}/heartbeat", nodeSecret(), h.internalNodeHeartbeat)
+	getLocal("/v1/internal/node/{id}/allocs", nodeSecret(), h.internalNodeAllocs)
+	put("/v1/internal/node/{id}/allocs", nodeSecret(), h.internalAllocUpdate)
+	handle("GET", "/v1/internal/node/{id}/prefetch", nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
+	put("/v1/internal/node/{id}/prefetch", nodeSecret(), h.internalNodePrefetchReport)
 
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Invalid URL path: "+r.URL.Path, http.StatusNotFound)
 	})
 }

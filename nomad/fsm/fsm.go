@@ -119,6 +119,9 @@ func (f *FSM) Apply(log *raft.Log) any {
 	case structs.GCRequestType:
 		return f.applyGC(index, buf)
 	}
+	if resp, ok := f.applyACL(msgType, index, buf); ok {
+		return resp
+	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)
 		return nil

@@ -41,6 +41,12 @@ const (
 	// Image watcher records (range 40-49).
 	imageCheckRecord recordType = 40
 	imageWatchRecord recordType = 41
+	// ACL and namespace records (range 110-119).
+	aclPolicyRecord    recordType = 110
+	aclTokenRecord     recordType = 111
+	aclRoleRecord      recordType = 112
+	namespaceRecord    recordType = 113
+	oneTimeTokenRecord recordType = 114
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -85,6 +91,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	watches, err := snap.ImageWatches(nil)
 	enc.fail(err)
 	writeAll(enc, imageWatchRecord, watches)
+	writeACL(enc, snap)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -180,6 +187,16 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.ImageCheckRestore)
 	case imageWatchRecord:
 		return restoreOne(dec, r.ImageWatchRestore)
+	case aclPolicyRecord:
+		return restoreOne(dec, r.ACLPolicyRestore)
+	case aclTokenRecord:
+		return restoreOne(dec, r.ACLTokenRestore)
+	case aclRoleRecord:
+		return restoreOne(dec, r.ACLRoleRestore)
+	case namespaceRecord:
+		return restoreOne(dec, r.NamespaceRestore)
+	case oneTimeTokenRecord:
+		return restoreOne(dec, r.OneTimeTokenRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}
@@ -192,4 +209,23 @@ func restoreOne[T any](dec decoder, fn func(*T) error) error {
 		return err
 	}
 	return fn(v)
+}
+
+// writeACL writes the ACL and namespace tables.
+func writeACL(enc *recordWriter, snap *state.Snapshot) {
+	policies, err := snap.ACLPolicies(nil)
+	enc.fail(err)
+	writeAll(enc, aclPolicyRecord, policies)
+	tokens, err := snap.ACLTokens(nil)
+	enc.fail(err)
+	writeAll(enc, aclTokenRecord, tokens)
+	roles, err := snap.ACLRoles(nil)
+	enc.fail(err)
+	writeAll(enc, aclRoleRecord, roles)
+	nss, err := snap.Namespaces(nil, "")
+	enc.fail(err)
+	writeAll(enc, namespaceRecord, nss)
+	otts, err := snap.OneTimeTokens(nil)
+	enc.fail(err)
+	writeAll(enc, oneTimeTokenRecord, otts)
 }

@@ -39,6 +39,11 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	evalsTableSchema,
 	deploymentsTableSchema,
 	rootKeysTableSchema,
+	aclPoliciesTableSchema,
+	aclTokensTableSchema,
+	aclRolesTableSchema,
+	oneTimeTokensTableSchema,
+	namespacesTableSchema,
 	indexTableSchema,
 }
 

@@ -59,12 +59,18 @@ func NewStateStore() *StateStore {
 	return s
 }
 
-// newMemDB returns an empty database with the store's schema.
+// newMemDB returns a database with the store's schema, empty but for the
+// default namespace (which a snapshot restore may overwrite).
 func newMemDB() *memdb.MemDB {
 	db, err := memdb.NewMemDB(dbSchema())
 	if err != nil {
 		panic(fmt.Sprintf("state: invalid schema: %v", err)) // a programming error
 	}
+	txn := db.Txn(true)
+	if err := txn.Insert(TableNamespaces, defaultNamespace()); err != nil {
+		panic(fmt.Sprintf("state: seed default namespace: %v", err))
+	}
+	txn.Commit()
 	return db
 }
 

@@ -50,8 +50,13 @@ type Config struct {
 	Client    ClientConfig
 	// TLS is the `tls` block.
 	TLS TLSConfig
+	ACL ACLConfig
 	// Plugins holds the `plugin "NAME" { config { ... } }` blocks by name.
 	Plugins map[string]PluginConfig
+
+	// Now replaces the wall clock of the agent's server (tests); nil means
+	// time.Now. No file sets it.
+	Now func() time.Time
 
 	// Ignored lists the keys of Nomad's agent configuration that the files
 	// set and Drover does not act on, as dotted paths ("vault",
@@ -73,6 +78,13 @@ type Ports struct {
 type Advertise struct {
 	HTTP string
 	RPC  string
+}
+
+// ACLConfig is the `acl` block.
+type ACLConfig struct {
+	// Enabled turns on ACL enforcement on servers: every request needs a
+	// token whose policies allow it.
+	Enabled bool
 }
 
 // ServerConfig is the `server` block.
@@ -220,6 +232,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Advertise.HTTP, o.Advertise.HTTP)
 	setString(&out.Advertise.RPC, o.Advertise.RPC)
 
+	out.ACL.Enabled = out.ACL.Enabled || o.ACL.Enabled
 	out.Server.Enabled = out.Server.Enabled || o.Server.Enabled
 	setInt(&out.Server.BootstrapExpect, o.Server.BootstrapExpect)
 	if len(o.Server.RetryJoin) > 0 {

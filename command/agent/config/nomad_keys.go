@@ -35,13 +35,17 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"log_rotate_max_files", "log_include_location", "plugin_dir",
 		},
 		blocks: []nomadOnlyBlock{
-			{name: "acl"}, {name: "addresses"}, {name: "audit"}, {name: "autopilot"},
+			{name: "addresses"}, {name: "audit"}, {name: "autopilot"},
 			{name: "consul"}, {name: "http_api_response_headers"},
 			{name: "keyring", labels: 1}, {name: "limits"}, {name: "reporting"},
 			{name: "sentinel"}, {name: "telemetry"}, {name: "ui"},
 			{name: "vault"},
 		},
 	},
+	"acl": {attrs: []string{
+		"token_ttl", "policy_ttl", "role_ttl", "token_min_expiration_ttl",
+		"token_max_expiration_ttl", "replication_token",
+	}},
 	"ports":     {attrs: []string{"serf"}},
 	"tls":       {attrs: []string{"tls_prefer_server_cipher_suites"}},
 	"advertise": {attrs: []string{"serf"}},

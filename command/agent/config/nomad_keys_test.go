@@ -29,10 +29,24 @@ func TestParseFile_JSONByContent(t *testing.T) {
 	require.True(t, c.Server.Enabled)
 	require.Equal(t, 1, c.Server.BootstrapExpect)
 	require.Equal(t, map[string]string{"test.tighten_network_timeouts": "true"}, c.Client.Options)
+	require.False(t, c.ACL.Enabled)
 	require.Equal(t, []string{
-		"acl", "consul", "disable_update_check", "telemetry", "vault",
+		"consul", "disable_update_check", "telemetry", "vault",
 		"advertise.serf", "ports.serf", "server.raft_protocol",
 	}, c.Ignored)
+}
+
+func TestParse_ACLBlock(t *testing.T) {
+	c, err := Parse("agent.hcl", []byte("acl {\n  enabled = true\n  token_ttl = \"30s\"\n}\n"))
+	require.NoError(t, err)
+	require.True(t, c.ACL.Enabled)
+	require.Equal(t, []string{"acl.token_ttl"}, c.Ignored)
+	require.True(t, DefaultConfig().Merge(c).ACL.Enabled, "merged onto the defaults")
+
+	_, err = Parse("agent.hcl", []byte("acl {\n  enabled = \"maybe\"\n}\n"))
+	require.ErrorContains(t, err, `Invalid value for "enabled"`)
+	_, err = Parse("agent.hcl", []byte("acl {\n  enable = true\n}\n"))
+	require.ErrorContains(t, err, `Unsupported argument`)
 }
 
 func TestParse_NomadOnlyKeysHCL(t *testing.T) {

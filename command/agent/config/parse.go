@@ -115,9 +115,12 @@ var (
 			{Name: "datacenter"}, {Name: "region"}, {Name: "log_level"}, {Name: "enable_debug"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "ports"}, {Type: "advertise"}, {Type: "server"}, {Type: "client"},
+			{Type: "ports"}, {Type: "advertise"}, {Type: "server"}, {Type: "client"}, {Type: "acl"},
 			{Type: "plugin", LabelNames: []string{"name"}}, {Type: "tls"},
 		},
+	}
+	aclSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "enabled"}},
 	}
 	portsSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}},
@@ -180,6 +183,10 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 		case "advertise":
 			diags = append(diags, decodeBody(c, b.Body, advertiseSchema, "advertise", map[string]any{
 				"http": &c.Advertise.HTTP, "rpc": &c.Advertise.RPC,
+			})...)
+		case "acl":
+			diags = append(diags, decodeBody(c, b.Body, aclSchema, "acl", map[string]any{
+				"enabled": &c.ACL.Enabled,
 			})...)
 		case "server":
 			diags = append(diags, decodeServer(c, b.Body, &c.Server)...)

@@ -1,0 +1,177 @@
+package nomad
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// IdentityClaims are the claims of a workload identity JWT, Nomad's names.
+type IdentityClaims struct {
+	Namespace    string `json:"nomad_namespace"`
+	JobID        string `json:"nomad_job_id"`
+	AllocationID string `json:"nomad_allocation_id"`
+	Task         string `json:"nomad_task"`
+	jwt.Claims
+}
+
+// DefaultIdentityAudience is the audience of the default workload identity.
+const DefaultIdentityAudience = "nomadproject.io"
+
+// identityLeeway is the clock skew tolerated when checking nbf and exp.
+const identityLeeway = 5 * time.Second
+
+// SignIdentity signs the workload identity of task in alloc with the active
+// root key: RS256, the key ID in the "kid" header. ttl 0 means no "exp"
+// (the identity lives as long as the allocation is not terminal).
+func (s *Server) SignIdentity(alloc *structs.Allocation, task string, audience []string, ttl time.Duration) (string, error) {
+	key, err := s.State().ActiveRootKey(nil)
+	if err != nil {
+		return "", err
+	}
+	if key == nil {
+		return "", errors.New("identity: no active signing key")
+	}
+	priv, err := rsaKey(key)
+	if err != nil {
+		return "", err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: priv},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", key.KeyID))
+	if err != nil {
+		return "", fmt.Errorf("identity: signer: %w", err)
+	}
+	if len(audience) == 0 {
+		audience = []string{DefaultIdentityAudience}
+	}
+	now := s.now().UTC()
+	claims := IdentityClaims{
+		Namespace: alloc.Namespace, JobID: alloc.JobID, AllocationID: alloc.ID, Task: task,
+		Claims: jwt.Claims{
+			Subject: fmt.Sprintf("%s:%s:%s:%s:%s:default", s.config.Region, alloc.Namespace, alloc.JobID, alloc.TaskGroup, task),
+			// Nomad's jti is unique per signature.
+			ID:        generateUUID(),
+			Audience:  jwt.Audience(audience),
+			IssuedAt:  jwt.NewNumericDate(now),
+			NotBefore: jwt.NewNumericDate(now),
+		},
+	}
+	if ttl > 0 {
+		claims.Expiry = jwt.NewNumericDate(now.Add(ttl))
+	}
+	return jwt.Signed(signer).Claims(claims).Serialize()
+}
+
+func rsaKey(k *structs.RootKey) (*rsa.PrivateKey, error) {
+	priv, err := x509.ParsePKCS8PrivateKey(k.SigningKey)
+	if err != nil {
+		return nil, fmt.Errorf("identity: key %s: %w", k.KeyID, err)
+	}
+	r, ok := priv.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("identity: key %s is not RSA", k.KeyID)
+	}
+	return r, nil
+}
+
+// VerifyIdentity checks a workload identity's signature against the
+// keyring (by "kid") and its time claims at now, and that its allocation
+// exists and is not terminal on the server.
+func (s *Server) VerifyIdentity(snap *state.Snapshot, token string) (*IdentityClaims, *structs.Allocation, error) {
+	parsed, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil || len(parsed.Headers) != 1 {
+		return nil, nil, structs.ErrTokenInvalid
+	}
+	keys, err := snap.RootKeys(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var key *structs.RootKey
+	for _, k := range keys {
+		if k.KeyID == parsed.Headers[0].KeyID {
+			key = k
+		}
+	}
+	if key == nil {
+		return nil, nil, structs.ErrTokenInvalid
+	}
+	priv, err := rsaKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var claims IdentityClaims
+	if err := parsed.Claims(&priv.PublicKey, &claims); err != nil {
+		return nil, nil, structs.ErrTokenInvalid
+	}
+	if err := claims.ValidateWithLeeway(jwt.Expected{Time: s.now()}, identityLeeway); err != nil {
+		return nil, nil, structs.ErrTokenExpired
+	}
+	alloc, err := snap.AllocByID(nil, claims.AllocationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if alloc == nil || alloc.Terminal() || alloc.Namespace != claims.Namespace || alloc.JobID != claims.JobID {
+		return nil, nil, structs.ErrTokenInvalid
+	}
+	return &claims, alloc, nil
+}
+
+// resolveWorkloadIdentity turns a verified workload identity into its ACL:
+// Nomad's implicit workload policy (read-job in the job's namespace, and
+// read and list on the job's own variables) plus every policy attached to
+// the job, its group or its task through job_acl.
+func (s *Server) resolveWorkloadIdentity(snap *state.Snapshot, token string) (*acl.ACL, *Identity, error) {
+	claims, alloc, err := s.VerifyIdentity(snap, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	implicit := &acl.Policy{Namespaces: []*acl.NamespaceRule{{
+		Name:         claims.Namespace,
+		Capabilities: []string{acl.NamespaceCapabilityReadJob},
+		Variables: []*acl.VariablesPathRule{{
+			PathSpec:     "nomad/jobs/" + claims.JobID + "*",
+			Capabilities: []string{acl.VariablesCapabilityRead, acl.VariablesCapabilityList},
+		}},
+	}}}
+	policies, err := snap.ACLPolicies(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, p := range policies {
+		if jobACLMatches(p.JobACL, claims, alloc.TaskGroup) {
+			names = append(names, p.Name)
+		}
+	}
+	a, err := s.compilePolicies(snap, names, []*acl.Policy{implicit})
+	return a, &Identity{Claims: claims}, err
+}
+
+// jobACLMatches reports whether a policy's job_acl covers the workload.
+func jobACLMatches(j *structs.JobACL, c *IdentityClaims, group string) bool {
+	if j == nil || j.Namespace != c.Namespace {
+		return false
+	}
+	if j.JobID == "" {
+		return true // the whole namespace
+	}
+	if j.JobID != c.JobID {
+		return false
+	}
+	if j.Group == "" {
+		return true
+	}
+	if j.Group != group {
+		return false
+	}
+	return j.Task == "" || j.Task == c.Task
+}
