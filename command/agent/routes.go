@@ -1,6 +1,10 @@
 package agent
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/drover-project/drover/ui"
+)
 
 // registerRoutes lists every endpoint. Writes accept PUT and POST, as Nomad
 // does.
@@ -80,6 +84,9 @@ func (h *HTTPServer) registerRoutes() {
 	m.HandleFunc("GET /v1/internal/node/{id}/prefetch", h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put("/v1/internal/node/{id}/prefetch", h.internalNodePrefetchReport)
 
+	// The web UI; the root redirects to it.
+	m.Handle("GET /ui/", ui.New())
+	m.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusTemporaryRedirect))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Invalid URL path: "+r.URL.Path, http.StatusNotFound)
 	})
