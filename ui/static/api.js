@@ -17,6 +17,13 @@ export class APIError extends Error {
   constructor(status, text) { super(text); this.status = status; }
 }
 
+// Every request of the page is aborted when the page goes away, so that
+// a long poll left behind never holds one of the browser's six
+// connections to the agent that the next page needs.
+const pageGone = new AbortController();
+addEventListener('pagehide', () => pageGone.abort());
+const withPage = (signal) => (signal ? AbortSignal.any([signal, pageGone.signal]) : pageGone.signal);
+
 let asking = null; // one token prompt at a time
 
 // askToken opens the token dialog; resolves true when a token was entered.
@@ -51,7 +58,7 @@ export async function request(method, path, body, opts = {}) {
   if (t) headers['X-Nomad-Token'] = t;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const resp = await fetch(path, {
-    method, headers, signal: opts.signal,
+    method, headers, signal: withPage(opts.signal),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!resp.ok) {
@@ -75,16 +82,30 @@ function withQuery(path, params) {
   return path + (path.includes('?') ? '&' : '?') + q;
 }
 
+// A browser holds at most six HTTP/1.1 connections to the agent, and a
+// blocking query holds one for up to its wait. The first MAX_BLOCKING
+// watches of a page block; later ones poll every POLL_MS, so that two
+// connections are always left for actions, logs and page loads.
+const MAX_BLOCKING = 4;
+const POLL_MS = 2000;
+let blocking = 0;
+
 // watch calls onData with the path's answer now and after every change,
 // until signal aborts. onError (optional) hears failures; the loop backs
 // off and goes on.
 export function watch(path, onData, { signal, onError, wait = '60s' } = {}) {
   let index = 0;
+  const blocks = blocking < MAX_BLOCKING;
+  if (blocks) {
+    blocking++;
+    signal?.addEventListener('abort', () => blocking--, { once: true });
+  }
   (async () => {
     let backoff = 500;
-    while (!signal?.aborted) {
+    while (!signal?.aborted && !pageGone.signal.aborted) {
       try {
-        const r = await request('GET', index ? withQuery(path, { index, wait }) : path, undefined, { signal });
+        if (!blocks && index) await new Promise((res) => setTimeout(res, POLL_MS));
+        const r = await request('GET', index && blocks ? withQuery(path, { index, wait }) : path, undefined, { signal });
         backoff = 500;
         if (r.index < index) index = 0; // a new leader's smaller index: start over
         if (!index || r.index !== index) {
@@ -92,7 +113,7 @@ export function watch(path, onData, { signal, onError, wait = '60s' } = {}) {
           onData(r.data, r.index);
         }
       } catch (err) {
-        if (signal?.aborted) return;
+        if (signal?.aborted || pageGone.signal.aborted) return;
         onError?.(err);
         await new Promise((res) => setTimeout(res, backoff));
         backoff = Math.min(backoff * 2, 10000);
@@ -105,7 +126,7 @@ export function watch(path, onData, { signal, onError, wait = '60s' } = {}) {
 export async function follow(path, onText, { signal } = {}) {
   const headers = {};
   if (token()) headers['X-Nomad-Token'] = token();
-  const resp = await fetch(path, { headers, signal });
+  const resp = await fetch(path, { headers, signal: withPage(signal) });
   if (!resp.ok) throw new APIError(resp.status, (await resp.text()).trim() || resp.statusText);
   const reader = resp.body.getReader();
   const dec = new TextDecoder();

@@ -7,9 +7,6 @@ import { el, text, shortID, badge, fmtTime, runAction, healthOf, allocLink, node
 const body = document.body;
 document.getElementById('token-button').addEventListener('click', () => askToken());
 
-const pages = { jobs: jobsPage, job: jobPage, rollout: startRollout, alloc: allocPage, nodes: nodesPage, node: nodePage };
-(pages[body.dataset.page] || (() => {}))(body);
-
 const onError = (err) => flash('Cannot read from the cluster: ' + err.message);
 
 function jobsPage() {
@@ -78,16 +75,6 @@ function jobPage() {
       el('a', { href: '/ui/jobs/' + encodeURIComponent(jobID) + '@' + encodeURIComponent(ns) + '/rollout' }, 'open the rollout view')));
   }, { onError });
 
-  watch(jp + '/image-updates' + q, (st) => {
-    const tasks = (st && st.Tasks) || [];
-    document.getElementById('images-section').hidden = !tasks.length;
-    document.querySelector('#images-table tbody').replaceChildren(...tasks.map((t) => el('tr', {},
-      el('td', {}, t.Group + '/' + t.Task), el('td', {}, el('code', {}, t.Image)),
-      el('td', {}, t.AutoUpdate ? 'on' : 'off'),
-      el('td', {}, t.LastCheck && !t.LastCheck.startsWith('0001') ? fmtTime(t.LastCheck) + (t.LastError ? ' — ' + t.LastError : '') : 'never'),
-      el('td', {}, t.Pending ? el('code', {}, t.Pending) : '–'))));
-  }, { onError: () => {} });
-
   let versions = [];
   watch(jp + '/versions' + q + '&diffs=true', (r) => {
     versions = r.Versions || [];
@@ -146,6 +133,16 @@ function jobPage() {
       el('td', { class: 'mono' }, shortID(e.ID)), el('td', {}, e.TriggeredBy), el('td', {}, badge(e.Status)),
       el('td', {}, e.StatusDescription || ''), el('td', {}, fmtTime(e.CreateTime)))) : [emptyRow(5, 'No evaluations.')]));
   }, { onError });
+  // Polled rather than blocking (see api.js): it changes rarely.
+  watch(jp + '/image-updates' + q, (st) => {
+    const tasks = (st && st.Tasks) || [];
+    document.getElementById('images-section').hidden = !tasks.length;
+    document.querySelector('#images-table tbody').replaceChildren(...tasks.map((t) => el('tr', {},
+      el('td', {}, t.Group + '/' + t.Task), el('td', {}, el('code', {}, t.Image)),
+      el('td', {}, t.AutoUpdate ? 'on' : 'off'),
+      el('td', {}, t.LastCheck && !t.LastCheck.startsWith('0001') ? fmtTime(t.LastCheck) + (t.LastError ? ' — ' + t.LastError : '') : 'never'),
+      el('td', {}, t.Pending ? el('code', {}, t.Pending) : '–'))));
+  }, { onError: () => {} });
 }
 
 function countChanges(d) {
@@ -280,3 +277,6 @@ function nodePage() {
   click('act-eligible', () => put(np + '/eligibility', { NodeID: id, Eligibility: 'eligible' }));
   click('act-ineligible', () => put(np + '/eligibility', { NodeID: id, Eligibility: 'ineligible' }));
 }
+
+const pages = { jobs: jobsPage, job: jobPage, rollout: startRollout, alloc: allocPage, nodes: nodesPage, node: nodePage };
+(pages[body.dataset.page] || (() => {}))(body);

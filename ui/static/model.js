@@ -51,11 +51,10 @@ function pickAlloc(list) {
 }
 
 // stateOf is a cell's state: what its allocation is doing for deployment d.
-export function stateOf(alloc, node, d) {
+export function stateOf(alloc, node, d, ofDeployment) {
   if ((node && node.Status === 'down') || (alloc && alloc.ClientStatus === 'lost')) return 'lost';
   if (!alloc) return 'waiting';
   const ds = alloc.DeploymentStatus || {};
-  const ofDeployment = d && alloc.DeploymentID === d.ID;
   const current = !d || alloc.JobVersion === d.JobVersion;
   if (!ofDeployment && !current) {
     if (alloc.ClientStatus === 'failed') return 'unhealthy';
@@ -86,12 +85,14 @@ function nodeCanRun(job, node) {
 }
 
 // buildModel turns the job, its deployment (or null), its allocation
-// stubs and the node stubs into cells grouped by wave.
+// stubs, the IDs of the deployment's allocations (list stubs carry no
+// deployment ID) and the node stubs into cells grouped by wave.
 //
 // A wave is the set of the deployment's allocations created by one plan
 // (the same CreateIndex); canaries form their own group. Nodes the
 // deployment has not reached come last.
-export function buildModel({ job, deployment: d, allocs, nodes }) {
+export function buildModel({ job, deployment: d, allocs, deploymentAllocs, nodes }) {
+  const inDep = (a) => !!(a && d && deploymentAllocs && deploymentAllocs.has(a.ID));
   const byNode = new Map();
   for (const a of allocs || []) {
     if (!byNode.has(a.NodeID)) byNode.set(a.NodeID, []);
@@ -105,12 +106,12 @@ export function buildModel({ job, deployment: d, allocs, nodes }) {
     const n = nodeByID.get(nodeID);
     // Nodes of finished allocations that nothing replaced (drained, job
     // moved away) are not the job's any more.
-    if (a.DesiredStatus !== 'run' && !(d && a.DeploymentID === d.ID) && a.ClientStatus !== 'lost') continue;
+    if (a.DesiredStatus !== 'run' && !inDep(a) && a.ClientStatus !== 'lost') continue;
     seen.add(nodeID);
-    cells.push(makeCell(a, n, nodeID, d));
+    cells.push(makeCell(a, n, nodeID, d, inDep(a)));
   }
   for (const n of nodes || []) {
-    if (!seen.has(n.ID) && nodeCanRun(job, n)) cells.push(makeCell(null, n, n.ID, d));
+    if (!seen.has(n.ID) && nodeCanRun(job, n)) cells.push(makeCell(null, n, n.ID, d, false));
   }
   const versions = [...new Set(cells.filter((c) => c.version !== null).map((c) => c.version))].sort((x, y) => y - x);
   const newVersion = d ? d.JobVersion : (job ? job.Version : versions[0]);
@@ -128,16 +129,16 @@ export function buildModel({ job, deployment: d, allocs, nodes }) {
   return { cells, waves, counts, canaries, newVersion, oldVersions };
 }
 
-function makeCell(a, n, nodeID, d) {
+function makeCell(a, n, nodeID, d, ofDeployment) {
   const ds = (a && a.DeploymentStatus) || {};
   return {
     nodeID,
     nodeName: (n && n.Name) || (a && a.NodeName) || nodeID.slice(0, 8),
     allocID: a ? a.ID : '',
     version: a ? a.JobVersion : null,
-    state: stateOf(a, n, d),
-    canary: !!(a && d && a.DeploymentID === d.ID && ds.Canary),
-    inDeployment: !!(a && d && a.DeploymentID === d.ID),
+    state: stateOf(a, n, d, ofDeployment),
+    canary: ofDeployment && !!ds.Canary,
+    inDeployment: ofDeployment,
     createIndex: a ? a.CreateIndex : 0,
     createTime: a ? a.CreateTime : 0,
     clientStatus: a ? a.ClientStatus : '',

@@ -3,7 +3,7 @@
 // schedules one redraw on the next animation frame.
 import { get, put, watch } from './api.js';
 import { STATES, CANARY_COLOR, buildModel } from './model.js';
-import { el, text, fmtTime, fmtRelative, badge, runAction, shortID, imagesOf, jobPath } from './util.js';
+import { el, text, fmtTime, fmtRelative, runAction, shortID, imagesOf, jobPath, flash } from './util.js';
 
 const COLORS = Object.fromEntries(STATES.map((s) => [s.key, s.color]));
 const LABELS = Object.fromEntries(STATES.map((s) => [s.key, s.label]));
@@ -15,30 +15,57 @@ export function startRollout(body) {
   const jp = jobPath(jobID);
   const s = { job: null, deployment: null, allocs: null, nodes: null, versions: null, model: null };
   const view = new GridView(document.getElementById('grid'), document.getElementById('grid-tip'));
-  const debug = { renders: 0, drawnAt: 0, cells: [], deployment: null, lastDrawMs: 0 };
+  const debug = { renders: 0, drawnAt: 0, cells: [], deployment: null, lastDrawMs: 0, history: [] };
   window.droverRollout = debug;
   let frame = 0;
   const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
 
-  watch(jp + q, (j) => { s.job = j; schedule(); });
-  watch(jp + '/versions' + q, (v) => { s.versions = v.Versions || []; schedule(); });
+  // Four long polls at most (a browser holds six connections per host, and
+  // actions need one): the job and its versions are read again whenever the
+  // deployment changes, not watched.
+  const refreshJob = () => Promise.all([get(jp + q), get(jp + '/versions' + q)]).then(([j, v]) => {
+    s.job = j; s.versions = v.Versions || []; schedule();
+  }).catch((err) => flash('Cannot read the job: ' + err.message));
   watch(jp + '/allocations' + q + '&all=true', (a) => { s.allocs = a || []; schedule(); });
   watch('/v1/nodes', (n) => { s.nodes = n || []; schedule(); });
-  if (pinned) watch('/v1/deployment/' + encodeURIComponent(pinned), (d) => { s.deployment = d; s.haveDeployment = true; schedule(); });
-  else watch(jp + '/deployment' + q, (d) => { s.deployment = d; s.haveDeployment = true; schedule(); });
+  // The deployment's own allocations are watched per deployment: a new
+  // deployment (a new version, an auto-revert) replaces the watch.
+  let depWatch = null;
+  const onDeployment = (d) => {
+    if (!d || !s.deployment || d.ID !== s.deployment.ID) {
+      if (depWatch) depWatch.abort();
+      s.depAllocs = d ? null : new Set();
+      if (d) {
+        depWatch = new AbortController();
+        watch('/v1/deployment/allocations/' + encodeURIComponent(d.ID), (list) => {
+          s.depAllocs = new Set((list || []).map((a) => a.ID));
+          schedule();
+        }, { signal: depWatch.signal });
+      }
+    }
+    s.deployment = d; s.haveDeployment = true;
+    refreshJob();
+  };
+  if (pinned) watch('/v1/deployment/' + encodeURIComponent(pinned), onDeployment);
+  else watch(jp + '/deployment' + q, onDeployment);
 
   function render() {
     frame = 0;
-    if (!s.job || !s.allocs || !s.nodes || !s.haveDeployment) return;
+    if (!s.job || !s.allocs || !s.nodes || !s.haveDeployment || !s.depAllocs) return;
     const t0 = performance.now();
     const d = s.deployment;
-    s.model = buildModel({ job: s.job, deployment: d, allocs: s.allocs, nodes: s.nodes });
+    s.model = buildModel({ job: s.job, deployment: d, allocs: s.allocs, deploymentAllocs: s.depAllocs, nodes: s.nodes });
     renderPanel(s, d);
     renderLegend(s.model);
     view.set(s.model);
     debug.renders++;
     debug.cells = s.model.cells.map((c) => ({ node: c.nodeID, name: c.nodeName, alloc: c.allocID, version: c.version, state: c.state, canary: c.canary, wave: c.wave }));
     debug.deployment = d ? { id: d.ID, status: d.Status, version: d.JobVersion } : null;
+    // What was drawn, one line per distinct picture: "v2 running: v2 unhealthy ×1, v1 waiting ×3".
+    const seen = {};
+    for (const c of s.model.cells) { const k = `v${c.version} ${c.state}`; seen[k] = (seen[k] || 0) + 1; }
+    const line = (d ? `v${d.JobVersion} ${d.Status}: ` : '') + Object.entries(seen).sort().map(([k, n]) => `${k} ×${n}`).join(', ');
+    if (debug.history.at(-1) !== line) debug.history.push(line);
     debug.lastDrawMs = performance.now() - t0;
     if (!debug.drawnAt) {
       debug.drawnAt = performance.now(); // from navigation start
@@ -93,15 +120,15 @@ function renderPanel(s, d) {
   const deadlines = d ? Object.values(d.TaskGroups || {}).map((g) => g.RequireProgressBy).filter((t) => t && !t.startsWith('0001')) : [];
   if (deadlines.length && (d.Status === 'running' || d.Status === 'paused')) fact('Progress deadline', fmtRelative(deadlines.sort()[0]));
 
+  const active = d && (d.Status === 'running' || d.Status === 'paused' || d.Status === 'pending' || d.Status === 'initializing' || d.Status === 'blocked');
   const tbody = document.querySelector('#dep-groups tbody');
   tbody.replaceChildren(...Object.entries((d && d.TaskGroups) || {}).sort().map(([name, g]) => el('tr', {},
     el('td', {}, name), el('td', {}, String(g.DesiredTotal)),
     el('td', {}, g.DesiredCanaries ? `${(g.PlacedCanaries || []).length} / ${g.DesiredCanaries}` : '–'),
     el('td', {}, String(g.PlacedAllocs)), el('td', {}, String(g.HealthyAllocs)), el('td', {}, String(g.UnhealthyAllocs)),
     el('td', {}, g.DesiredCanaries ? (g.Promoted ? 'yes' : 'no') : '–'),
-    el('td', {}, g.RequireProgressBy && !g.RequireProgressBy.startsWith('0001') ? fmtTime(g.RequireProgressBy) : '–'))));
+    el('td', {}, active && g.RequireProgressBy && !g.RequireProgressBy.startsWith('0001') ? fmtTime(g.RequireProgressBy) : '–'))));
 
-  const active = d && (d.Status === 'running' || d.Status === 'paused' || d.Status === 'pending' || d.Status === 'initializing' || d.Status === 'blocked');
   const needsPromotion = active && Object.values(d.TaskGroups || {}).some((g) => g.DesiredCanaries > 0 && !g.Promoted);
   show('act-promote', needsPromotion);
   show('act-pause', active && d.Status !== 'paused');
@@ -140,9 +167,9 @@ function renderImage(s, d) {
 
 function renderLegend(m) {
   const ul = document.getElementById('legend');
-  const items = STATES.map((st) => el('li', {}, el('span', { class: 'sw', style: `background:${st.color}` }),
-    st.label, el('span', { class: 'n' }, String(m.counts[st.key]))));
-  items.push(el('li', {}, el('span', { class: 'sw canary' }), 'canary', el('span', { class: 'n' }, String(m.canaries))));
+  const swatch = (color) => { const sw = el('span', { class: 'sw', 'aria-hidden': 'true' }); sw.style.background = color; return sw; };
+  const items = STATES.map((st) => el('li', {}, swatch(st.color), st.label, el('span', { class: 'n' }, String(m.counts[st.key]))));
+  items.push(el('li', {}, el('span', { class: 'sw canary', 'aria-hidden': 'true' }), 'canary', el('span', { class: 'n' }, String(m.canaries))));
   if (m.oldVersions.length > 1) items.push(el('li', { class: 'muted' }, `older versions darker: ${m.oldVersions.map((v) => 'v' + v).join(', ')}`));
   ul.replaceChildren(...items);
 }
