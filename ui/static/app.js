@@ -211,7 +211,7 @@ function allocPage() {
     const f = (k, v) => el('div', {}, el('dt', {}, k), el('dd', {}, v));
     document.getElementById('alloc-facts').replaceChildren(
       f('ID', el('span', { class: 'mono' }, a.ID)), f('Node', nodeLink(a.NodeID, a.NodeName)),
-      f('Job version', 'v' + a.JobVersion), f('Desired', a.DesiredStatus + (a.DesiredDescription ? ' — ' + a.DesiredDescription : '')),
+      f('Job version', 'v' + (a.Job ? a.Job.Version : a.JobVersion)), f('Desired', a.DesiredStatus + (a.DesiredDescription ? ' — ' + a.DesiredDescription : '')),
       f('Deployment health', healthOf(a)), f('Created', fmtTime(a.CreateTime)));
     const tasks = Object.entries(a.TaskStates || {}).sort();
     document.getElementById('alloc-tasks').replaceChildren(...(tasks.length ? tasks.map(([name, ts]) => el('div', { class: 'task' },

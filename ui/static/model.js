@@ -148,8 +148,12 @@ function makeCell(a, n, nodeID, d, ofDeployment) {
 // MAX_GROUPS bounds the drawn groups: with more waves, neighbours merge.
 export const MAX_GROUPS = 30;
 
+// One collator for every sort: localeCompare with options builds one per
+// call, which costs more than the rest of a 10,000-node update.
+const collator = new Intl.Collator(undefined, { numeric: true });
+
 function groupWaves(cells, d) {
-  const byName = (x, y) => x.nodeName.localeCompare(y.nodeName, undefined, { numeric: true });
+  const byName = (x, y) => collator.compare(x.nodeName, y.nodeName);
   const canaries = cells.filter((c) => c.canary).sort(byName);
   const placed = cells.filter((c) => c.inDeployment && !c.canary);
   const rest = cells.filter((c) => !c.inDeployment).sort(byName);

@@ -90,6 +90,27 @@ export function startRollout(body) {
   view.onFocusText = (t) => text(document.getElementById('grid-focus'), t);
   // Expose for measuring: draw n synthetic cells and return the time taken.
   debug.benchmark = (n) => view.benchmark(n);
+  // benchmarkModel times one whole update at fleet scale: the model built
+  // from n synthetic nodes and allocations (waves of 500, canaries, every
+  // state) and drawn; the real view comes back on the next frame.
+  debug.benchmarkModel = (n) => {
+    const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
+    const nodes = [], allocs = [], dep = new Set();
+    for (let i = 0; i < n; i++) {
+      const id = 'node-' + i;
+      nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
+      const placed = i < n / 2;
+      const a = { ID: 'alloc-' + i, NodeID: id, JobVersion: placed ? 2 : 1, DesiredStatus: 'run', CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10,
+        CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running', DeploymentStatus: placed ? { Healthy: i % 13 === 0 ? false : i % 3 === 0 ? null : true, Canary: i < 20 } : null, TaskStates: {} };
+      allocs.push(a);
+      if (placed) dep.add(a.ID);
+    }
+    const t0 = performance.now();
+    view.set(buildModel({ job: s.job, deployment: d, allocs, deploymentAllocs: dep, nodes }));
+    const ms = performance.now() - t0;
+    schedule();
+    return ms;
+  };
 }
 
 // revertTarget is the newest stable version older than the job's current
