@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead vet fmt-check deps clean demo conformance conformance-baseline
+.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline
 
 all: build
 
@@ -67,6 +67,12 @@ bench-prefetch: build
 # about two and a half minutes).
 bench-prefetch-ahead: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchAhead -benchtime 1x -timeout 20m ./e2e/
+
+# Fleet-size benchmarks: simulated nodes (nodesim) against a real server
+# process; prints CPU, RSS, heartbeat latency, placement and rollout
+# timings (DROVER_SCALE_NODES, DROVER_SCALE_ROLLOUTS; several minutes).
+bench-scale: build
+	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e/
 
 # The demo: a dev agent and a system job rolled out with a deployment.
 demo: build

@@ -59,6 +59,10 @@ func commands() []*command {
 				{name: "rotate", synopsis: "Generates a new active signing key", run: keyringRotate},
 			}},
 		}},
+		{name: "nodesim", synopsis: "Runs simulated client nodes (mock driver) against the servers", run: runNodesim},
+		{name: "system", synopsis: "Interact with the system API", subs: []*command{
+			{name: "gc", synopsis: "Run the system garbage collection process", run: systemGC},
+		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -11,16 +12,20 @@ import (
 const (
 	defaultMinHeartbeatTTL = 10 * time.Second
 	defaultHeartbeatGrace  = 10 * time.Second
-	// maxHeartbeatsPerSecond bounds the heartbeat load: the TTL grows with
-	// the number of nodes so that all of them together send at most this
-	// many heartbeats a second.
-	maxHeartbeatsPerSecond = 50.0
+	// defaultMaxHeartbeatsPerSecond bounds the heartbeat load: the TTL
+	// grows with the number of nodes so that all of them together send
+	// at most this many heartbeats a second (max_heartbeats_per_second).
+	defaultMaxHeartbeatsPerSecond = 50.0
 )
 
-// heartbeatTTL is the TTL given to a client when nodes are registered.
-func heartbeatTTL(minTTL time.Duration, nodes int) time.Duration {
-	scaled := time.Duration(float64(nodes) / maxHeartbeatsPerSecond * float64(time.Second))
-	return max(minTTL, scaled)
+// heartbeatTTL is the TTL given to a client when nodes are registered:
+// max(minTTL, nodes / perSecond), plus a random jitter of up to the same
+// again (jitter in [0,1)) so that heartbeats spread out instead of
+// arriving in step.
+func heartbeatTTL(minTTL time.Duration, perSecond float64, nodes int, jitter float64) time.Duration {
+	scaled := time.Duration(float64(nodes) / perSecond * float64(time.Second))
+	base := max(minTTL, scaled)
+	return base + time.Duration(float64(base)*jitter)
 }
 
 // heartbeats tracks, on the leader, when each client must heartbeat next.
@@ -43,6 +48,13 @@ func (h *heartbeats) reset(nodeID string, d time.Duration, expire func(nodeID st
 		t.Stop()
 	}
 	h.timers[nodeID] = time.AfterFunc(d, func() { expire(nodeID) })
+}
+
+// count is the number of nodes with a deadline (0 when not leading).
+func (h *heartbeats) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.timers)
 }
 
 // forget drops nodeID's deadline.
@@ -87,10 +99,17 @@ func (s *Server) heartbeatGrace() time.Duration {
 	return defaultHeartbeatGrace
 }
 
-// currentHeartbeatTTL is the TTL to hand to a client now.
+func (s *Server) maxHeartbeatsPerSecond() float64 {
+	if s.config.MaxHeartbeatsPerSecond > 0 {
+		return s.config.MaxHeartbeatsPerSecond
+	}
+	return defaultMaxHeartbeatsPerSecond
+}
+
+// currentHeartbeatTTL is the TTL to hand to a client now: it scales with
+// the number of nodes the leader tracks, with jitter.
 func (s *Server) currentHeartbeatTTL() time.Duration {
-	nodes, _ := s.State().Nodes(nil)
-	return heartbeatTTL(s.minHeartbeatTTL(), len(nodes))
+	return heartbeatTTL(s.minHeartbeatTTL(), s.maxHeartbeatsPerSecond(), s.heartbeats.count(), rand.Float64())
 }
 
 // initializeHeartbeats arms a deadline for every node that is not down, on
@@ -103,7 +122,7 @@ func (s *Server) initializeHeartbeats() {
 		s.logger.Error("failed to list nodes for heartbeats", "error", err)
 		return
 	}
-	allowance := 2 * (heartbeatTTL(s.minHeartbeatTTL(), len(nodes)) + s.heartbeatGrace())
+	allowance := 2 * (heartbeatTTL(s.minHeartbeatTTL(), s.maxHeartbeatsPerSecond(), len(nodes), 1) + s.heartbeatGrace())
 	for _, n := range nodes {
 		if n.Status != structs.NodeStatusDown {
 			s.heartbeats.reset(n.ID, allowance, s.heartbeatExpired)

@@ -80,6 +80,11 @@ func (s *Server) establishLeadership() {
 	s.leaderDone.Add(1)
 	go func() {
 		defer s.leaderDone.Done()
+		s.runGC(ctx)
+	}()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
 		s.runDrainer(ctx)
 	}()
 	for i := 0; i < s.config.NumSchedulers; i++ {

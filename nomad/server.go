@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/nomad/broker"
 	"github.com/drover-project/drover/nomad/cluster"
 	"github.com/drover-project/drover/nomad/fsm"
+	"github.com/drover-project/drover/nomad/gc"
 	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/planner"
@@ -55,7 +56,14 @@ type Config struct {
 	// Metrics is the registry the server's metrics are added to; nil means
 	// a private one.
 	Metrics *metrics.Registry
-	Logger  hclog.Logger
+	// GC holds the garbage collector's thresholds (zero: Nomad's
+	// defaults) and GCInterval how often the leader collects (zero: 5m).
+	GC         gc.Thresholds
+	GCInterval time.Duration
+	// MaxHeartbeatsPerSecond scales the heartbeat TTL with the node count;
+	// zero means 50.
+	MaxHeartbeatsPerSecond float64
+	Logger                 hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }

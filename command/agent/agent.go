@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/client"
 	"github.com/drover-project/drover/command/agent/config"
 	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/gc"
 	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/version"
 )
@@ -104,6 +105,11 @@ func (a *Agent) start() error {
 			RegistryBudget: cfg.Server.RegistryRequestBudget,
 			Metrics:        a.metrics.registry,
 			Logger:         a.logger,
+			GC: gc.Thresholds{
+				Eval: cfg.Server.EvalGCThreshold, Job: cfg.Server.JobGCThreshold,
+				Deployment: cfg.Server.DeploymentGCThreshold, Node: cfg.Server.NodeGCThreshold,
+			},
+			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond,
 		})
 		if err != nil {
 			return err
@@ -154,9 +160,9 @@ func (a *Agent) handler() http.Handler {
 	if a.server != nil {
 		h := NewHTTPServer(a, a.logger)
 		a.server.SetHTTPHandler(h)
-		return h
+		return withDebug(a.config.EnableDebug, h)
 	}
-	return newClientOnlyHandler(a)
+	return withDebug(a.config.EnableDebug, newClientOnlyHandler(a))
 }
 
 // HTTPAddr is the address the HTTP API listens on.

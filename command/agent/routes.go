@@ -66,6 +66,7 @@ func (h *HTTPServer) registerRoutes() {
 	getLocal("/v1/status/leader", h.statusLeader)
 	getLocal("/v1/status/peers", h.statusPeers)
 	getLocal("/v1/regions", h.regions)
+	put("/v1/system/gc", h.systemGC)
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
 	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)

@@ -41,6 +41,8 @@ type Config struct {
 	LogLevel string
 	// DevMode is set by -dev: one server and one client in one process.
 	DevMode bool
+	// EnableDebug serves Go's profiler at /debug/pprof/ (enable_debug).
+	EnableDebug bool
 
 	Ports     Ports
 	Advertise Advertise
@@ -97,6 +99,14 @@ type ServerConfig struct {
 	// checks the image watcher sends one registry per minute; zero means
 	// the default (60).
 	RegistryRequestBudget int
+	// MaxHeartbeatsPerSecond bounds the heartbeats all clients send
+	// together: the TTL grows with the node count. Zero means 50.
+	MaxHeartbeatsPerSecond float64
+	// The ages after which the garbage collector removes terminal
+	// evaluations (with their allocations), stopped jobs, terminal
+	// deployments and down nodes. Zero means Nomad's defaults (1h, 4h,
+	// 1h, 24h).
+	EvalGCThreshold, JobGCThreshold, DeploymentGCThreshold, NodeGCThreshold time.Duration
 }
 
 // ClientConfig is the `client` block.
@@ -224,6 +234,8 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Server.InsecureRegistries = slices.Clone(o.Server.InsecureRegistries)
 	}
 	setInt(&out.Server.RegistryRequestBudget, o.Server.RegistryRequestBudget)
+	mergeScaleConfig(&out.Server, &o.Server)
+	out.EnableDebug = out.EnableDebug || o.EnableDebug
 
 	out.Client.Enabled = out.Client.Enabled || o.Client.Enabled
 	if len(o.Client.Servers) > 0 {

@@ -112,7 +112,7 @@ var (
 	rootSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "name"}, {Name: "data_dir"}, {Name: "bind_addr"},
-			{Name: "datacenter"}, {Name: "region"}, {Name: "log_level"},
+			{Name: "datacenter"}, {Name: "region"}, {Name: "log_level"}, {Name: "enable_debug"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "ports"}, {Type: "advertise"}, {Type: "server"}, {Type: "client"},
@@ -130,6 +130,8 @@ var (
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"},
 			{Name: "registry_auth_config"}, {Name: "insecure_registries"}, {Name: "registry_request_budget"},
+			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"}, {Name: "max_heartbeats_per_second"},
+			{Name: "eval_gc_threshold"}, {Name: "job_gc_threshold"}, {Name: "deployment_gc_threshold"}, {Name: "node_gc_threshold"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}},
 	}
@@ -159,6 +161,9 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 		"region":     &c.Region,
 		"log_level":  &c.LogLevel,
 	})...)
+	if a := content.Attributes["enable_debug"]; a != nil {
+		diags = append(diags, decodeAttr(a, &c.EnableDebug)...)
+	}
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		if b.Type != "plugin" {
@@ -224,6 +229,7 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 	})...)
 	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
 	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)
+	diags = append(diags, decodeScaleConfig(content.Attributes, s)...)
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		if b.Type != "server_join" {

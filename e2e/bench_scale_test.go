@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nodesim"
+)
+
+// BenchmarkScale runs simulated fleets (package nodesim, in this process)
+// against real server processes and prints, per fleet size: server CPU
+// and RSS at rest, heartbeat latency, the time to place and run a system
+// job on every node, a rollout in waves of 10% with min_healthy_time 5s
+// against its floor, and the wave-to-wave control-plane delay.
+//
+//	DROVER_SCALE_NODES    fleet sizes (default "1000,10000")
+//	DROVER_SCALE_ROLLOUTS extra quick rollouts for the memory row (default 0)
+//
+// `make bench-scale` runs it; it is not part of the test suite.
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if v := os.Getenv("DROVER_SCALE_NODES"); v != "" {
+		sizes = nil
+		for _, s := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			require.NoError(b, err)
+			sizes = append(sizes, n)
+		}
+	}
+	rollouts, _ := strconv.Atoi(os.Getenv("DROVER_SCALE_ROLLOUTS"))
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("servers=1/nodes=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchScaleOnce(b, n, rollouts)
+			}
+		})
+	}
+}
+
+func scaleJob(nodes int, version string, minHealthy time.Duration) *api.Job {
+	job := api.NewSystemJob("fleet", "fleet", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	task := api.NewTask("app", "mock").SetConfig("run_for", "0s")
+	task.Env = map[string]string{"VERSION": version}
+	task.Resources = &api.Resources{CPU: new(10), MemoryMB: new(16)}
+	tg := api.NewTaskGroup("app", 1).AddTask(task)
+	tg.Update = &api.UpdateStrategy{
+		MaxParallel: new(max(1, nodes/10)), HealthCheck: new("task_states"), MinHealthyTime: new(minHealthy),
+		HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(10 * time.Minute), AutoRevert: new(false),
+	}
+	job.AddTaskGroup(tg)
+	return job
+}
+
+func benchScaleOnce(b *testing.B, nodes, rollouts int) {
+	srv := newServer(b, serverSpec{name: "s1", bootstrapExpect: 1})
+	waitLeader(b, srv)
+	c := srv.client(b)
+	pid := srv.cmd.Process.Pid
+
+	sim, err := nodesim.New(nodesim.Config{Servers: []string{srv.httpAddr()}, Nodes: nodes, Logger: hclog.NewNullLogger()})
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	start := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	require.NoError(b, sim.WaitRegistered(wctx))
+	wcancel()
+	report(b, "register_all_s", time.Since(start).Seconds())
+
+	// At rest: heartbeats only.
+	time.Sleep(5 * time.Second)
+	sim.ResetLatencies()
+	cpu0, t0 := procCPU(b, pid), time.Now()
+	time.Sleep(30 * time.Second)
+	cpu := (procCPU(b, pid) - cpu0) / time.Since(t0).Seconds()
+	st := sim.Stats()
+	report(b, "rest_server_cpu_cores", cpu)
+	report(b, "rest_server_rss_MB", procRSSMB(b, pid))
+	report(b, "heartbeat_p50_ms", float64(st.HeartbeatP50.Microseconds())/1000)
+	report(b, "heartbeat_p99_ms", float64(st.HeartbeatP99.Microseconds())/1000)
+
+	// A system job placed everywhere.
+	start = time.Now()
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "1", 5*time.Second), nil)
+	require.NoError(b, err)
+	waitSummaryRunning(b, c, nodes, 10*time.Minute)
+	place := time.Since(start)
+	report(b, "place_all_running_s", place.Seconds())
+	report(b, "placements_per_s", float64(nodes)/place.Seconds())
+	waitFleetDeployment(b, c, 0, 10*time.Minute)
+
+	// A rollout in waves of 10%, min_healthy_time 5s.
+	start = time.Now()
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "2", 5*time.Second), nil)
+	require.NoError(b, err)
+	waitFleetDeployment(b, c, 1, 20*time.Minute)
+	total := time.Since(start)
+	waves, delays := fleetWaveDelays(b, c, 1, max(1, nodes/10))
+	floor := time.Duration(waves) * 5 * time.Second
+	report(b, "rollout_total_s", total.Seconds())
+	report(b, "rollout_waves", float64(waves))
+	report(b, "rollout_total_over_floor", total.Seconds()/floor.Seconds())
+	report(b, "wave_delay_p50_ms", pct(delays, 50))
+	report(b, "wave_delay_p99_ms", pct(delays, 99))
+	report(b, "after_rollout_server_rss_MB", procRSSMB(b, pid))
+	st = sim.Stats()
+	report(b, "missed_heartbeats", float64(st.Missed))
+	report(b, "update_errors", float64(st.UpdateErrors))
+
+	if rollouts > 0 {
+		rss := map[int]float64{}
+		for i := 1; i <= rollouts; i++ {
+			_, _, err = c.Jobs().Register(scaleJob(nodes, fmt.Sprint(10+i), 0), nil)
+			require.NoError(b, err)
+			waitFleetDeployment(b, c, uint64(1+i), 10*time.Minute)
+			require.NoError(b, c.System().GarbageCollect())
+			if i == 10 || i == rollouts {
+				rss[i] = procRSSMB(b, pid)
+				report(b, fmt.Sprintf("rss_after_%d_rollouts_MB", i), rss[i])
+				report(b, fmt.Sprintf("snapshot_allocs_after_%d_rollouts", i), float64(countAllocs(b, c)))
+			}
+		}
+	}
+}
+
+func report(b *testing.B, name string, v float64) {
+	b.ReportMetric(v, name)
+	fmt.Fprintf(os.Stderr, "    %-34s %.3f\n", name, v)
+}
+
+func countAllocs(b *testing.B, c *api.Client) int {
+	all, _, err := c.Allocations().List(nil)
+	require.NoError(b, err)
+	return len(all)
+}
+
+func waitSummaryRunning(b *testing.B, c *api.Client, want int, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		s, _, err := c.Jobs().Summary("fleet", nil)
+		if err == nil && s.Summary["app"].Running >= want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("not all %d allocations running within %v", want, within)
+}
+
+func waitFleetDeployment(b *testing.B, c *api.Client, version uint64, within time.Duration) {
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		d, _, err := c.Jobs().LatestDeployment("fleet", nil)
+		if err == nil && d != nil && d.JobVersion == version {
+			last = d.Status + " " + d.StatusDescription
+			switch d.Status {
+			case "successful":
+				return
+			case "failed", "cancelled":
+				b.Fatalf("deployment of version %d: %s", version, last)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("deployment of version %d not successful within %v (last %s)", version, within, last)
+}
+
+// fleetWaveDelays returns, for version's allocations placed in waves of
+// at most maxParallel, the waves a rollout needs (nodes / maxParallel,
+// rounded up) and the control-plane delay of every placement beyond the
+// first wave, in milliseconds: the k-th placement waits for the
+// (k-maxParallel)-th health report to free a slot, so its delay is its
+// create time less that report's time.
+func fleetWaveDelays(b *testing.B, c *api.Client, version uint64, maxParallel int) (int, []float64) {
+	stubs, _, err := c.Jobs().Allocations("fleet", true, nil)
+	require.NoError(b, err)
+	var created, healthy []int64
+	for _, s := range stubs {
+		if s.JobVersion != version {
+			continue
+		}
+		created = append(created, s.CreateTime)
+		if s.DeploymentStatus != nil && s.DeploymentStatus.Healthy != nil {
+			healthy = append(healthy, s.DeploymentStatus.Timestamp.UnixNano())
+		}
+	}
+	slices.Sort(created)
+	slices.Sort(healthy)
+	var delays []float64
+	for k := maxParallel; k < len(created) && k-maxParallel < len(healthy); k++ {
+		delays = append(delays, float64(created[k]-healthy[k-maxParallel])/1e6)
+	}
+	return (len(created) + maxParallel - 1) / maxParallel, delays
+}
+
+func pct(v []float64, p int) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// procCPU is the CPU time (user+system) process pid used, in seconds.
+func procCPU(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	require.NoError(b, err)
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	stt, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + stt) / 100 // USER_HZ
+}
+
+func procRSSMB(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	require.NoError(b, err)
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

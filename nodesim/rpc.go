@@ -1,0 +1,156 @@
+package nodesim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// callTimeout bounds every call but the blocking alloc query.
+const callTimeout = 15 * time.Second
+
+// statusError is a server's non-2xx answer.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("server answered %d: %s", e.code, e.msg)
+}
+
+// Wire types of the internal client endpoints (JSON field names as the
+// client agent sends them).
+type registerRequest struct {
+	Node     *api.Node
+	SecretID string
+}
+
+type registerResponse struct {
+	EvalIDs      []string
+	Index        uint64
+	HeartbeatTTL time.Duration
+}
+
+type heartbeatRequest struct{ Status string }
+
+type heartbeatResponse struct {
+	HeartbeatTTL time.Duration
+	Index        uint64
+}
+
+type allocUpdateRequest struct{ Allocs []*api.Allocation }
+
+// conn makes the internal calls of every simulated node over one shared
+// HTTP transport (idle connections are reused across nodes; each pending
+// long poll holds one connection).
+type conn struct {
+	http *http.Client
+	base []string // server base URLs; a node uses base[i % len]
+}
+
+func newConn(addrs []string, maxIdle int) *conn {
+	tr := &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        maxIdle,
+		MaxIdleConnsPerHost: maxIdle,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	c := &conn{http: &http.Client{Transport: tr}}
+	for _, a := range addrs {
+		a = strings.TrimSuffix(a, "/")
+		if !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		c.base = append(c.base, a)
+	}
+	return c
+}
+
+func (c *conn) close() { c.http.CloseIdleConnections() }
+
+// call sends method path with the node's secret and decodes a 2xx answer
+// into out (when non-nil); it returns the X-Nomad-Index header.
+func (c *conn) call(ctx context.Context, server int, secret, method, path string, query url.Values, body, out any) (uint64, error) {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u := c.base[server%len(c.base)] + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Nomad-Token", secret)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, &statusError{code: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return 0, fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
+		}
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	idx, _ := strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
+	return idx, nil
+}
+
+func (c *conn) register(ctx context.Context, server int, n *api.Node, secret string) (*registerResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out registerResponse
+	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: n, SecretID: secret}, &out)
+	return &out, err
+}
+
+func (c *conn) heartbeat(ctx context.Context, server int, nodeID, secret string) (*heartbeatResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out heartbeatResponse
+	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/"+nodeID+"/heartbeat", nil, &heartbeatRequest{Status: "ready"}, &out)
+	return &out, err
+}
+
+// allocs is the node's blocking allocation query.
+func (c *conn) allocs(ctx context.Context, server int, nodeID, secret string, index uint64, wait time.Duration) ([]*api.Allocation, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
+	defer cancel()
+	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {strconv.FormatInt(wait.Milliseconds(), 10) + "ms"}}
+	var out []*api.Allocation
+	idx, err := c.call(ctx, server, secret, http.MethodGet, "/v1/internal/node/"+nodeID+"/allocs", q, nil, &out)
+	return out, idx, err
+}
+
+func (c *conn) updateAllocs(ctx context.Context, server int, nodeID, secret string, allocs []*api.Allocation) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/"+nodeID+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, nil)
+	return err
+}
