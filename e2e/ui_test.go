@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nodesim"
 )
 
 // rolloutCell is what the rollout view exposes of one drawn cell.
@@ -155,53 +157,63 @@ func TestUIRolloutStory(t *testing.T) {
 	waitDeployment(t, c, 4, "successful")
 }
 
-// TestUIRolloutLoad2000 measures the rollout view's load with 2,000 nodes:
-// navigation start to the grid drawn with every node, in the browser.
-// The nodes are registered through the internal endpoint and never run
-// anything, so the system job's allocations stay pending.
+// TestUIRolloutLoad2000 measures the rollout view with 2,000 simulated
+// nodes (nodesim: real clients of the internal protocol running mock
+// tasks) in the middle of a rollout in waves of 200: navigation start to
+// the grid drawn with every node, in the browser, and a screenshot.
 func TestUIRolloutLoad2000(t *testing.T) {
 	const nodes = 2000
 	ctx := newBrowser(t, 1280, 900)
-	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1,
-		extra: `min_heartbeat_ttl = "30m"
-  heartbeat_grace = "30m"`})
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
 	waitLeader(t, srv)
 	c := srv.client(t)
-	start := time.Now()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range work {
-				registerNode(t, c, fmt.Sprintf("sim-%04d", i))
-			}
-		})
-	}
-	for i := range nodes {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	t.Logf("registered %d nodes in %s", nodes, time.Since(start).Round(time.Millisecond))
-	job := systemJob("fleet", "1")
-	job.Update = &api.UpdateStrategy{MaxParallel: new(100), ProgressDeadline: new(time.Hour), HealthyDeadline: new(50 * time.Minute)}
-	_, _, err := c.Jobs().Register(job, nil)
+	sim, err := nodesim.New(nodesim.Config{Servers: []string{srv.httpAddr()}, Nodes: nodes, Logger: hclog.NewNullLogger()})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		allocs, _, err := c.Jobs().Allocations("fleet", false, nil)
-		return err == nil && len(allocs) == nodes
-	}, 60*time.Second, 250*time.Millisecond, "the system job placed on every node")
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); _ = sim.Run(simCtx) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+	start := time.Now()
+	wctx, wcancel := context.WithTimeout(simCtx, 2*time.Minute)
+	require.NoError(t, sim.WaitRegistered(wctx))
+	wcancel()
+	t.Logf("registered %d simulated nodes in %s", nodes, time.Since(start).Round(time.Millisecond))
 
-	var drawn []float64
-	for range 2 {
-		run(t, ctx, 30*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/fleet/rollout"))
-		waitJS(t, ctx, 20*time.Second, fmt.Sprintf(`window.droverRollout && window.droverRollout.cells.length === %d`, nodes))
-		ms := evalJS[float64](t, ctx, `window.droverRollout.drawnAt`)
-		drawn = append(drawn, ms)
+	// Version 0 everywhere, then version 1 rolling in waves of 200 with
+	// min_healthy_time 4s: the view is measured mid-rollout.
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "0", 0), nil)
+	require.NoError(t, err)
+	fleetDeployment := func(version uint64, ok func(*api.Deployment) bool, within time.Duration) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			d, _, err := c.Jobs().LatestDeployment("fleet", nil)
+			return err == nil && d != nil && d.JobVersion == version && ok(d)
+		}, within, 250*time.Millisecond, "fleet deployment of version %d", version)
 	}
-	t.Logf("rollout view with %d nodes: navigation start to grid drawn %.0f ms (cold), %.0f ms (warm)", nodes, drawn[0], drawn[1])
+	fleetDeployment(0, func(d *api.Deployment) bool { return d.Status == "successful" }, 2*time.Minute)
+	var drawn []float64
+	measure := func() float64 {
+		run(t, ctx, 30*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/fleet/rollout"))
+		waitJS(t, ctx, 30*time.Second, fmt.Sprintf(`window.droverRollout && window.droverRollout.cells.length === %d`, nodes))
+		return evalJS[float64](t, ctx, `window.droverRollout.drawnAt`)
+	}
+	for range 2 {
+		drawn = append(drawn, measure())
+	}
+	t.Logf("rollout view with %d nodes at rest: navigation start to grid drawn %.0f ms (cold), %.0f ms (warm)", nodes, drawn[0], drawn[1])
 	require.Less(t, drawn[0], 3000.0, "the rollout view with 2,000 nodes draws within 3 s of navigation (target 1 s)")
 	require.Less(t, drawn[1], 3000.0)
+
+	// Mid-rollout: the simulator and the server busy on the same 2 cores.
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "1", 4*time.Second), nil)
+	require.NoError(t, err)
+	fleetDeployment(1, func(d *api.Deployment) bool { return d.TaskGroups["app"].HealthyAllocs >= 200 }, 2*time.Minute)
+	busy := measure()
+	t.Logf("rollout view with %d nodes mid-rollout: navigation start to grid drawn %.0f ms", nodes, busy)
+	require.Less(t, busy, 6000.0, "mid-rollout, with the fleet simulated on the same machine")
+	waitJS(t, ctx, 10*time.Second, `window.droverRollout.cells.some(c => c.version === 1 && c.state === 'healthy') &&
+		window.droverRollout.cells.some(c => c.version === 0 && c.state === 'waiting')`)
+	screenshot(t, ctx, "rollout-2000.png")
 
 	// Responsiveness at fleet scale: one full redraw of 10,000 cells.
 	var worst float64
