@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline
+.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline
 
 all: build
 
@@ -25,7 +25,7 @@ fmt-check:
 # rollouts on the shared Docker engine, so nothing else runs beside them),
 # then short fuzz runs, then the nomad/api conformance suite (a baselined
 # test that stops passing fails the build).
-test: build fmt-check vet
+test: build fmt-check vet ui-deps
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
@@ -39,6 +39,15 @@ conformance: build
 # Same, and make the baseline CI checks the tests that passed in this run.
 conformance-baseline: build
 	./scripts/conformance/run.sh -write-baseline
+
+# Headless Chromium for the web UI's browser tests (Debian's chromium),
+# installed only when no Chromium is found; without one they skip loudly.
+ui-deps:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then \
+		echo "ui-deps: chromium found"; \
+	else \
+		(apt-get update && apt-get install -y chromium) || echo "ui-deps: could not install chromium; the UI browser tests will skip"; \
+	fi
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.
 fuzz:

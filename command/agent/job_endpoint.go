@@ -235,6 +235,16 @@ func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, u
 	if err != nil {
 		return nil, 0, err
 	}
+	// diff_version: every version is diffed against that one instead of
+	// against its predecessor (Nomad's parameter of the same name).
+	var base *uint64
+	if s := r.URL.Query().Get("diff_version"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, 0, badRequest("diff_version must be a version number: %v", err)
+		}
+		base = &v
+	}
 	ns, id := namespace(r), r.PathValue("id")
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		versions, err := snap.JobVersionsByID(ws, ns, id)
@@ -244,10 +254,27 @@ func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, u
 		if len(versions) == 0 {
 			return nil, tableIndex(snap, state.TableJobVersions), notFound("job versions not found")
 		}
+		var against *structs.Job
+		if base != nil {
+			for _, v := range versions {
+				if v.Version == *base {
+					against = v
+				}
+			}
+			if against == nil {
+				return nil, 0, badRequest("diff_version %d: no such version of job %q", *base, id)
+			}
+		}
 		resp := &jobVersionsResponse{KnownLeader: true}
 		for i, v := range versions {
 			resp.Versions = append(resp.Versions, apiconv.JobToAPI(v))
-			if diffs && i+1 < len(versions) {
+			if diffs && against != nil {
+				d, err := against.Diff(v, false)
+				if err != nil {
+					return nil, 0, err
+				}
+				resp.Diffs = append(resp.Diffs, apiconv.JobDiffToAPI(d))
+			} else if diffs && i+1 < len(versions) {
 				d, err := versions[i+1].Diff(v, false)
 				if err != nil {
 					return nil, 0, err

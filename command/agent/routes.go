@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/ui"
 )
 
 // registeredRoute is one entry of the route table (for the test that walks
@@ -111,6 +112,10 @@ func (h *HTTPServer) registerRoutes() {
 	handle("GET", "/v1/internal/node/{id}/prefetch", nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put("/v1/internal/node/{id}/prefetch", nodeSecret(), h.internalNodePrefetchReport)
 
+	// The web UI (static pages that read the API with the user's own
+	// token); the root redirects to it.
+	handle("GET", "/ui/", public(), ui.New().ServeHTTP)
+	handle("GET", "/{$}", public(), http.RedirectHandler("/ui/", http.StatusTemporaryRedirect).ServeHTTP)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Invalid URL path: "+r.URL.Path, http.StatusNotFound)
 	})

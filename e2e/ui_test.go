@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nodesim"
+)
+
+// rolloutCell is what the rollout view exposes of one drawn cell.
+type rolloutCell struct {
+	Node    string
+	Name    string
+	Alloc   string
+	Version *uint64
+	State   string
+	Canary  bool
+	Wave    string
+}
+
+// TestUIRolloutStory drives the web UI in a headless Chromium against a
+// server and four raw_exec clients: the jobs list, canaries shown on the
+// nodes the API names, a promotion clicked in the page, the view following
+// the deployment to "successful" and through a failing version and its
+// auto-revert without a reload, an allocation page with its log tail, and
+// a revert clicked on the job page.
+func TestUIRolloutStory(t *testing.T) {
+	ctx := newBrowser(t, 1200, 820)
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	for i := 1; i <= 4; i++ {
+		newClientAgent(t, fmt.Sprintf("client-%d", i), srv.httpHostPort())
+	}
+	waitReadyNodes(t, c, 4)
+	jobFile := writeJobFile(t, deployJobHCL)
+	code, out := drover(t, srv.httpAddr(), "job", "run", "-var", "version=0", jobFile)
+	require.Equal(t, 0, code, out)
+
+	// The jobs list shows the job, its type, version and deployment.
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/"))
+	waitJS(t, ctx, 10*time.Second, `(() => { const r = document.querySelector('#jobs-table tr[data-job="web"]');
+		return r && r.textContent.includes('system') && r.textContent.includes('v0') && r.textContent.includes('successful'); })()`)
+	require.True(t, strings.HasSuffix(evalJS[string](t, ctx, `location.pathname`), "/ui/"), "the root redirects to /ui/")
+	screenshot(t, ctx, "jobs.png")
+
+	// Version 1 with canary = 50: two canaries. The view marks exactly the
+	// nodes whose allocations the API flags as canaries.
+	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "version=1", "-var", "canary=50", jobFile)
+	require.Equal(t, 0, code, out)
+	var d *api.Deployment
+	require.Eventually(t, func() bool {
+		d = latestDeployment(t, c)
+		return d != nil && d.JobVersion == 1 && d.TaskGroups["web"].HealthyAllocs == 2
+	}, 60*time.Second, 200*time.Millisecond)
+	var canaryNodes []string
+	stubs, _, err := c.Deployments().Allocations(d.ID, nil)
+	require.NoError(t, err)
+	for _, a := range stubs {
+		if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+			canaryNodes = append(canaryNodes, a.NodeID)
+		}
+	}
+	sort.Strings(canaryNodes)
+	require.Len(t, canaryNodes, 2)
+
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/web@default/rollout"))
+	waitJS(t, ctx, 10*time.Second, `window.droverRollout && window.droverRollout.deployment && window.droverRollout.deployment.version === 1 &&
+		window.droverRollout.cells.filter(c => c.canary && c.state === 'healthy').length === 2`)
+	run(t, ctx, 5*time.Second, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`)(ctx, t)
+		return err
+	}))
+	cells := evalJS[[]rolloutCell](t, ctx, `window.droverRollout.cells`)
+	require.Len(t, cells, 4)
+	var shown []string
+	for _, cl := range cells {
+		if cl.Canary {
+			shown = append(shown, cl.Node)
+			require.Equal(t, "Canaries", cl.Wave)
+			require.EqualValues(t, 1, *cl.Version)
+		} else {
+			require.Equal(t, "waiting", cl.State, "a node the canaries have not reached waits on version 0: %+v", cl)
+			require.EqualValues(t, 0, *cl.Version)
+		}
+	}
+	sort.Strings(shown)
+	require.Equal(t, canaryNodes, shown, "the view's canaries are the API's canaries")
+	require.Equal(t, "Deployment is running but requires manual promotion",
+		evalJS[string](t, ctx, `document.getElementById('dep-description').textContent`))
+	screenshot(t, ctx, "rollout.png")
+
+	// Promote in the page; the API sees the promotion and the view follows
+	// the rollout to "successful" without a reload.
+	run(t, ctx, 10*time.Second, chromedp.Click(chromedp.ID("act-promote")))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('flash').textContent === 'Promote: done'`)
+	d = latestDeployment(t, c)
+	require.True(t, d.JobVersion == 1 && d.TaskGroups["web"].Promoted, "the click promoted the deployment: %+v", d.TaskGroups["web"])
+	waitJS(t, ctx, 60*time.Second, `document.getElementById('dep-status').textContent === 'successful' &&
+		window.droverRollout.cells.length === 4 && window.droverRollout.cells.every(c => c.version === 1 && c.state === 'healthy')`)
+	require.True(t, evalJS[bool](t, ctx, `window.__sameDocument === true`), "the page was not reloaded")
+	require.Equal(t, "successful", waitDeployment(t, c, 1, "successful").Status)
+
+	// A failing version: the view shows its nodes unhealthy, then the
+	// auto-revert's deployment (version 3, version 1's spec) to success.
+	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "version=2", "-var", "command=exit 1", jobFile)
+	require.Equal(t, 0, code, out)
+	waitJS(t, ctx, 60*time.Second, `window.droverRollout.history.some(h => h.startsWith('v2 ') && h.includes('v2 unhealthy'))`)
+	waitJS(t, ctx, 90*time.Second, `window.droverRollout.deployment.version === 3 && document.getElementById('dep-status').textContent === 'successful' &&
+		window.droverRollout.cells.every(c => c.version === 3 && c.state === 'healthy')`)
+	require.True(t, evalJS[bool](t, ctx, `window.__sameDocument === true`), "the page was not reloaded")
+	t.Logf("what the view drew, in order:\n%s", strings.Join(evalJS[[]string](t, ctx, `window.droverRollout.history`), "\n"))
+	for _, ds := range mustDeployments(t, c) {
+		if ds.JobVersion == 2 {
+			require.Equal(t, "failed", ds.Status)
+		}
+	}
+
+	// An allocation page: its task events and the tail of its log.
+	allocs, _, err := c.Jobs().Allocations("web", false, nil)
+	require.NoError(t, err)
+	var live *api.AllocationListStub
+	for _, a := range allocs {
+		if a.JobVersion == 3 && a.ClientStatus == "running" {
+			live = a
+		}
+	}
+	require.NotNil(t, live)
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/allocations/"+live.ID))
+	waitJS(t, ctx, 15*time.Second, `document.getElementById('log-out').textContent.includes('version 1') &&
+		document.querySelector('#alloc-tasks .task') && document.getElementById('alloc-tasks').textContent.includes('Started')`)
+	screenshot(t, ctx, "allocation.png")
+
+	// The job page: versions, a diff between two of them, and a revert
+	// clicked there.
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/web"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#versions-table tbody tr').length === 4`)
+	run(t, ctx, 10*time.Second,
+		chromedp.SetValue(chromedp.ID("diff-from"), "0"), chromedp.SetValue(chromedp.ID("diff-to"), "2"),
+		chromedp.Click(chromedp.CSS(`#diff-form button[type="submit"]`)))
+	waitJS(t, ctx, 10*time.Second, `(() => { const t = document.getElementById('diff-out').textContent;
+		return t.includes('v0 → v2') && t.includes('VERSION') && t.includes('exit 1'); })()`)
+	run(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(`#versions-table button[data-version="0"]`)))
+	require.Eventually(t, func() bool {
+		job, _, err := c.Jobs().Info("web", nil)
+		return err == nil && *job.Version == 4 && job.TaskGroups[0].Tasks[0].Env["VERSION"] == "0"
+	}, 20*time.Second, 100*time.Millisecond, "the revert clicked on the job page registered version 0's spec")
+	waitDeployment(t, c, 4, "successful")
+}
+
+// TestUIRolloutLoad2000 measures the rollout view with 2,000 simulated
+// nodes (nodesim: real clients of the internal protocol running mock
+// tasks) in the middle of a rollout in waves of 200: navigation start to
+// the grid drawn with every node, in the browser, and a screenshot.
+func TestUIRolloutLoad2000(t *testing.T) {
+	const nodes = 2000
+	ctx := newBrowser(t, 1280, 900)
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	sim, err := nodesim.New(nodesim.Config{Servers: []string{srv.httpAddr()}, Nodes: nodes, Logger: hclog.NewNullLogger()})
+	require.NoError(t, err)
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); _ = sim.Run(simCtx) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+	start := time.Now()
+	wctx, wcancel := context.WithTimeout(simCtx, 2*time.Minute)
+	require.NoError(t, sim.WaitRegistered(wctx))
+	wcancel()
+	t.Logf("registered %d simulated nodes in %s", nodes, time.Since(start).Round(time.Millisecond))
+
+	// Version 0 everywhere, then version 1 rolling in waves of 200 with
+	// min_healthy_time 4s: the view is measured mid-rollout.
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "0", 0), nil)
+	require.NoError(t, err)
+	fleetDeployment := func(version uint64, ok func(*api.Deployment) bool, within time.Duration) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			d, _, err := c.Jobs().LatestDeployment("fleet", nil)
+			return err == nil && d != nil && d.JobVersion == version && ok(d)
+		}, within, 250*time.Millisecond, "fleet deployment of version %d", version)
+	}
+	fleetDeployment(0, func(d *api.Deployment) bool { return d.Status == "successful" }, 2*time.Minute)
+	var drawn []float64
+	measure := func() float64 {
+		run(t, ctx, 30*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/fleet/rollout"))
+		waitJS(t, ctx, 30*time.Second, fmt.Sprintf(`window.droverRollout && window.droverRollout.cells.length === %d`, nodes))
+		return evalJS[float64](t, ctx, `window.droverRollout.drawnAt`)
+	}
+	for range 2 {
+		drawn = append(drawn, measure())
+	}
+	t.Logf("rollout view with %d nodes at rest: navigation start to grid drawn %.0f ms (cold), %.0f ms (warm)", nodes, drawn[0], drawn[1])
+	require.Less(t, drawn[0], 3000.0, "the rollout view with 2,000 nodes draws within 3 s of navigation (target 1 s)")
+	require.Less(t, drawn[1], 3000.0)
+
+	// Mid-rollout: the simulator and the server busy on the same 2 cores.
+	_, _, err = c.Jobs().Register(scaleJob(nodes, "1", 4*time.Second), nil)
+	require.NoError(t, err)
+	fleetDeployment(1, func(d *api.Deployment) bool { return d.TaskGroups["app"].HealthyAllocs >= 200 }, 2*time.Minute)
+	busy := measure()
+	t.Logf("rollout view with %d nodes mid-rollout: navigation start to grid drawn %.0f ms", nodes, busy)
+	require.Less(t, busy, 6000.0, "mid-rollout, with the fleet simulated on the same machine")
+	waitJS(t, ctx, 10*time.Second, `window.droverRollout.cells.some(c => c.version === 1 && c.state === 'healthy') &&
+		window.droverRollout.cells.some(c => c.version === 0 && c.state === 'waiting')`)
+	screenshot(t, ctx, "rollout-2000.png")
+
+	// Responsiveness at fleet scale: one full redraw of 10,000 cells.
+	var worst float64
+	for range 5 {
+		worst = max(worst, evalJS[float64](t, ctx, `window.droverRollout.benchmark(10000)`))
+	}
+	t.Logf("canvas redraw of 10,000 cells: worst of 5 %.1f ms", worst)
+	require.Less(t, worst, 250.0, "a 10,000-node redraw stays interactive")
+	var worstUpdate float64
+	for range 5 {
+		worstUpdate = max(worstUpdate, evalJS[float64](t, ctx, `window.droverRollout.benchmarkModel(10000)`))
+	}
+	t.Logf("one live update at 10,000 nodes (model from 10,000 allocations and nodes, then drawn): worst of 5 %.1f ms", worstUpdate)
+	require.Less(t, worstUpdate, 500.0, "a 10,000-node live update stays interactive")
+}

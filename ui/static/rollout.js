@@ -1,0 +1,355 @@
+// The rollout view: the deployment panel, its actions, and every node of
+// the job drawn on one canvas by wave. Data comes from watch(); each change
+// schedules one redraw on the next animation frame.
+import { get, put, watch } from './api.js';
+import { STATES, CANARY_COLOR, buildModel } from './model.js';
+import { el, text, fmtTime, fmtRelative, runAction, shortID, imagesOf, jobPath, flash } from './util.js';
+
+const COLORS = Object.fromEntries(STATES.map((s) => [s.key, s.color]));
+const LABELS = Object.fromEntries(STATES.map((s) => [s.key, s.label]));
+
+export function startRollout(body) {
+  const jobID = body.dataset.job, ns = body.dataset.namespace || 'default';
+  const pinned = body.dataset.deployment; // ?deployment=<id> shows that one
+  const q = '?namespace=' + encodeURIComponent(ns);
+  const jp = jobPath(jobID);
+  const s = { job: null, deployment: null, allocs: null, nodes: null, versions: null, model: null };
+  const view = new GridView(document.getElementById('grid'), document.getElementById('grid-tip'));
+  const debug = { renders: 0, drawnAt: 0, cells: [], deployment: null, lastDrawMs: 0, history: [] };
+  window.droverRollout = debug;
+  let frame = 0;
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
+
+  // Four long polls at most (a browser holds six connections per host, and
+  // actions need one): the job and its versions are read again whenever the
+  // deployment changes, not watched.
+  const refreshJob = () => Promise.all([get(jp + q), get(jp + '/versions' + q)]).then(([j, v]) => {
+    s.job = j; s.versions = v.Versions || []; schedule();
+  }).catch((err) => flash('Cannot read the job: ' + err.message));
+  watch(jp + '/allocations' + q + '&all=true', (a) => { s.allocs = a || []; schedule(); });
+  watch('/v1/nodes', (n) => { s.nodes = n || []; schedule(); });
+  // The deployment's own allocations are watched per deployment: a new
+  // deployment (a new version, an auto-revert) replaces the watch.
+  let depWatch = null;
+  const onDeployment = (d) => {
+    if (!d || !s.deployment || d.ID !== s.deployment.ID) {
+      if (depWatch) depWatch.abort();
+      s.depAllocs = d ? null : new Set();
+      if (d) {
+        depWatch = new AbortController();
+        watch('/v1/deployment/allocations/' + encodeURIComponent(d.ID), (list) => {
+          s.depAllocs = new Set((list || []).map((a) => a.ID));
+          schedule();
+        }, { signal: depWatch.signal });
+      }
+    }
+    s.deployment = d; s.haveDeployment = true;
+    refreshJob();
+  };
+  if (pinned) watch('/v1/deployment/' + encodeURIComponent(pinned), onDeployment);
+  else watch(jp + '/deployment' + q, onDeployment);
+
+  function render() {
+    frame = 0;
+    if (!s.job || !s.allocs || !s.nodes || !s.haveDeployment || !s.depAllocs) return;
+    const t0 = performance.now();
+    const d = s.deployment;
+    s.model = buildModel({ job: s.job, deployment: d, allocs: s.allocs, deploymentAllocs: s.depAllocs, nodes: s.nodes });
+    renderPanel(s, d);
+    renderLegend(s.model);
+    view.set(s.model);
+    debug.renders++;
+    debug.cells = s.model.cells.map((c) => ({ node: c.nodeID, name: c.nodeName, alloc: c.allocID, version: c.version, state: c.state, canary: c.canary, wave: c.wave }));
+    debug.deployment = d ? { id: d.ID, status: d.Status, version: d.JobVersion } : null;
+    // What was drawn, one line per distinct picture: "v2 running: v2 unhealthy ×1, v1 waiting ×3".
+    const seen = {};
+    for (const c of s.model.cells) { const k = `v${c.version} ${c.state}`; seen[k] = (seen[k] || 0) + 1; }
+    const line = (d ? `v${d.JobVersion} ${d.Status}: ` : '') + Object.entries(seen).sort().map(([k, n]) => `${k} ×${n}`).join(', ');
+    if (debug.history.at(-1) !== line) debug.history.push(line);
+    debug.lastDrawMs = performance.now() - t0;
+    if (!debug.drawnAt) {
+      debug.drawnAt = performance.now(); // from navigation start
+      performance.mark('rollout-drawn');
+    }
+    body.dataset.drawn = 'true';
+  }
+
+  function act(id, fn) {
+    document.getElementById(id).addEventListener('click', (ev) => runAction(ev.currentTarget, fn));
+  }
+  act('act-promote', () => put('/v1/deployment/promote/' + s.deployment.ID, { DeploymentID: s.deployment.ID, All: true }));
+  act('act-pause', () => put('/v1/deployment/pause/' + s.deployment.ID, { DeploymentID: s.deployment.ID, Pause: true }));
+  act('act-resume', () => put('/v1/deployment/pause/' + s.deployment.ID, { DeploymentID: s.deployment.ID, Pause: false }));
+  act('act-fail', () => put('/v1/deployment/fail/' + s.deployment.ID, { DeploymentID: s.deployment.ID }));
+  act('act-revert', () => {
+    const v = revertTarget(s);
+    return put(jp + '/revert' + q, { JobID: jobID, JobVersion: v, EnforcePriorVersion: null });
+  });
+
+  view.onOpen = (c) => { if (c.allocID) location.href = '/ui/allocations/' + c.allocID; };
+  view.onFocusText = (t) => text(document.getElementById('grid-focus'), t);
+  // Expose for measuring: draw n synthetic cells and return the time taken.
+  debug.benchmark = (n) => view.benchmark(n);
+  // benchmarkModel times one whole update at fleet scale: the model built
+  // from n synthetic nodes and allocations (waves of 500, canaries, every
+  // state) and drawn; the real view comes back on the next frame.
+  debug.benchmarkModel = (n) => {
+    const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
+    const nodes = [], allocs = [], dep = new Set();
+    for (let i = 0; i < n; i++) {
+      const id = 'node-' + i;
+      nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
+      const placed = i < n / 2;
+      const a = { ID: 'alloc-' + i, NodeID: id, JobVersion: placed ? 2 : 1, DesiredStatus: 'run', CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10,
+        CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running', DeploymentStatus: placed ? { Healthy: i % 13 === 0 ? false : i % 3 === 0 ? null : true, Canary: i < 20 } : null, TaskStates: {} };
+      allocs.push(a);
+      if (placed) dep.add(a.ID);
+    }
+    const t0 = performance.now();
+    view.set(buildModel({ job: s.job, deployment: d, allocs, deploymentAllocs: dep, nodes }));
+    const ms = performance.now() - t0;
+    schedule();
+    return ms;
+  };
+}
+
+// revertTarget is the newest stable version older than the job's current
+// one, else the version before it.
+function revertTarget(s) {
+  const cur = s.job.Version;
+  const stable = (s.versions || []).filter((v) => v.Stable && v.Version < cur).sort((a, b) => b.Version - a.Version);
+  return stable.length ? stable[0].Version : Math.max(cur - 1, 0);
+}
+
+function renderPanel(s, d) {
+  const status = document.getElementById('dep-status');
+  const st = d ? d.Status : 'no deployment';
+  status.textContent = st;
+  status.dataset.status = st;
+  text(document.getElementById('dep-description'), d ? d.StatusDescription : 'This job has no deployment: its allocations were placed all at once.');
+  const facts = document.getElementById('dep-facts');
+  facts.replaceChildren();
+  const fact = (k, v) => facts.append(el('div', {}, el('dt', {}, k), el('dd', {}, v)));
+  const m = s.model;
+  if (d) {
+    fact('Deployment', el('span', { class: 'mono', title: d.ID }, shortID(d.ID)));
+    fact('Version', 'v' + d.JobVersion);
+  }
+  fact('Nodes', String(m.cells.length));
+  fact('Healthy', `${m.counts.healthy} of ${m.cells.length}`);
+  if (m.oldVersions.length) fact('Older versions', m.oldVersions.map((v) => 'v' + v).join(', '));
+  const deadlines = d ? Object.values(d.TaskGroups || {}).map((g) => g.RequireProgressBy).filter((t) => t && !t.startsWith('0001')) : [];
+  if (deadlines.length && (d.Status === 'running' || d.Status === 'paused')) fact('Progress deadline', fmtRelative(deadlines.sort()[0]));
+
+  const active = d && (d.Status === 'running' || d.Status === 'paused' || d.Status === 'pending' || d.Status === 'initializing' || d.Status === 'blocked');
+  const tbody = document.querySelector('#dep-groups tbody');
+  tbody.replaceChildren(...Object.entries((d && d.TaskGroups) || {}).sort().map(([name, g]) => el('tr', {},
+    el('td', {}, name), el('td', {}, String(g.DesiredTotal)),
+    el('td', {}, g.DesiredCanaries ? `${(g.PlacedCanaries || []).length} / ${g.DesiredCanaries}` : '–'),
+    el('td', {}, String(g.PlacedAllocs)), el('td', {}, String(g.HealthyAllocs)), el('td', {}, String(g.UnhealthyAllocs)),
+    el('td', {}, g.DesiredCanaries ? (g.Promoted ? 'yes' : 'no') : '–'),
+    el('td', {}, active && g.RequireProgressBy && !g.RequireProgressBy.startsWith('0001') ? fmtTime(g.RequireProgressBy) : '–'))));
+
+  const needsPromotion = active && Object.values(d.TaskGroups || {}).some((g) => g.DesiredCanaries > 0 && !g.Promoted);
+  show('act-promote', needsPromotion);
+  show('act-pause', active && d.Status !== 'paused');
+  show('act-resume', active && d.Status === 'paused');
+  show('act-fail', active);
+  const canRevert = s.job && s.job.Version > 0;
+  show('act-revert', canRevert);
+  if (canRevert) document.getElementById('act-revert').textContent = 'Revert to v' + revertTarget(s);
+  renderImage(s, d);
+}
+
+function show(id, on) { document.getElementById(id).hidden = !on; }
+
+// renderImage names the images going out: the deployment's version against
+// the version before it, and the version tag that says why.
+function renderImage(s, d) {
+  const box = document.getElementById('dep-image');
+  const versions = s.versions || [];
+  const v = d ? d.JobVersion : s.job.Version;
+  const cur = versions.find((x) => x.Version === v);
+  const prev = versions.filter((x) => x.Version < v).sort((a, b) => b.Version - a.Version)[0];
+  if (!cur) { box.hidden = true; return; }
+  const now = imagesOf(cur), before = prev ? imagesOf(prev) : {};
+  const rows = [];
+  for (const [task, img] of Object.entries(now)) {
+    const line = el('div', {}, el('strong', {}, task + ': '), el('code', {}, img));
+    if (before[task] && before[task] !== img) line.append(el('span', { class: 'muted' }, ' (was '), el('code', { class: 'muted' }, before[task]), el('span', { class: 'muted' }, ')'));
+    rows.push(line);
+  }
+  if (cur.VersionTag && (cur.VersionTag.Name || cur.VersionTag.Description)) {
+    rows.push(el('div', { class: 'muted' }, `v${v} tag ${cur.VersionTag.Name || ''}: ${cur.VersionTag.Description || ''}`));
+  }
+  box.hidden = rows.length === 0;
+  box.replaceChildren(el('div', { class: 'small muted' }, `Image${rows.length > 1 ? 's' : ''} going out with v${v}`), ...rows);
+}
+
+function renderLegend(m) {
+  const ul = document.getElementById('legend');
+  const swatch = (color) => { const sw = el('span', { class: 'sw', 'aria-hidden': 'true' }); sw.style.background = color; return sw; };
+  const items = STATES.map((st) => el('li', {}, swatch(st.color), st.label, el('span', { class: 'n' }, String(m.counts[st.key]))));
+  items.push(el('li', {}, el('span', { class: 'sw canary', 'aria-hidden': 'true' }), 'canary', el('span', { class: 'n' }, String(m.canaries))));
+  if (m.oldVersions.length > 1) items.push(el('li', { class: 'muted' }, `older versions darker: ${m.oldVersions.map((v) => 'v' + v).join(', ')}`));
+  ul.replaceChildren(...items);
+}
+
+// GridView draws cells in groups on a canvas and maps pointer and keyboard
+// positions back to cells.
+class GridView {
+  constructor(canvas, tip) {
+    this.canvas = canvas; this.tip = tip; this.model = null; this.layout = []; this.focus = -1;
+    this.onOpen = () => {}; this.onFocusText = () => {};
+    new ResizeObserver(() => this.draw()).observe(canvas.parentElement);
+    canvas.addEventListener('mousemove', (e) => this.hover(e));
+    canvas.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+    canvas.addEventListener('click', (e) => { const c = this.at(e); if (c) this.onOpen(c); });
+    canvas.addEventListener('keydown', (e) => this.key(e));
+    canvas.addEventListener('focus', () => { if (this.focus < 0 && this.cells().length) this.setFocus(0); });
+  }
+
+  cells() { return this.model ? this.model.waves.flatMap((w) => w.cells) : []; }
+
+  set(model) { this.model = model; this.draw(); }
+
+  // geometry picks the cell size from the count: big cells for a few
+  // nodes, small ones for thousands.
+  geometry(n, width) {
+    const size = n <= 100 ? 22 : n <= 600 ? 16 : n <= 2500 ? 11 : n <= 6000 ? 8 : 6;
+    const gap = size >= 11 ? 3 : 1;
+    const pitch = size + gap;
+    const cols = Math.max(1, Math.floor((width + gap) / pitch));
+    return { size, gap, pitch, cols };
+  }
+
+  draw() {
+    if (!this.model) return;
+    const canvas = this.canvas;
+    const width = canvas.parentElement.clientWidth - 20;
+    const cells = this.cells();
+    const g = this.geometry(cells.length, width);
+    const label = 22;
+    let y = 0;
+    this.layout = [];
+    for (const w of this.model.waves) {
+      const rows = Math.ceil(w.cells.length / g.cols);
+      this.layout.push({ wave: w, top: y + label, rows });
+      y += label + rows * g.pitch + 8;
+    }
+    const dpr = window.devicePixelRatio || 1;
+    const height = Math.max(y, 40);
+    canvas.style.height = height + 'px';
+    canvas.width = Math.round(width * dpr); canvas.height = Math.round(height * dpr);
+    const ctx = canvas.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    this.g = g;
+    ctx.font = '600 13px system-ui, sans-serif';
+    ctx.textBaseline = 'alphabetic';
+    for (const L of this.layout) {
+      const w = L.wave;
+      ctx.fillStyle = '#1a1f29';
+      const head = `${w.label} · ${w.cells.length} node${w.cells.length === 1 ? '' : 's'}`;
+      ctx.fillText(head, 0, L.top - 7);
+      if (w.time) {
+        const hw = ctx.measureText(head).width;
+        ctx.fillStyle = '#525c6b'; ctx.font = '13px system-ui, sans-serif';
+        ctx.fillText('  placed ' + fmtTime(w.time / 1e6), hw, L.top - 7);
+        ctx.font = '600 13px system-ui, sans-serif';
+      }
+      w.cells.forEach((c, i) => this.drawCell(ctx, c, L.top + Math.floor(i / g.cols) * g.pitch, (i % g.cols) * g.pitch));
+    }
+    const f = this.focus >= 0 ? cells[this.focus] : null;
+    if (f && document.activeElement === canvas) {
+      const p = this.pos(f);
+      ctx.strokeStyle = '#f59e0b'; ctx.lineWidth = 2;
+      ctx.strokeRect(p.x - 2, p.y - 2, g.size + 4, g.size + 4);
+    }
+  }
+
+  drawCell(ctx, c, y, x) {
+    const s = this.g.size;
+    ctx.fillStyle = c.shade || COLORS[c.state];
+    ctx.fillRect(x, y, s, s);
+    if (c.canary) {
+      const b = s >= 11 ? 3 : 2;
+      ctx.strokeStyle = CANARY_COLOR; ctx.lineWidth = b;
+      ctx.strokeRect(x + b / 2, y + b / 2, s - b, s - b);
+    }
+  }
+
+  pos(c) {
+    for (const L of this.layout) {
+      const i = L.wave.cells.indexOf(c);
+      if (i >= 0) return { x: (i % this.g.cols) * this.g.pitch, y: L.top + Math.floor(i / this.g.cols) * this.g.pitch };
+    }
+    return { x: 0, y: 0 };
+  }
+
+  at(e) {
+    if (!this.g) return null;
+    const r = this.canvas.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    for (const L of this.layout) {
+      if (y < L.top || y >= L.top + L.rows * this.g.pitch) continue;
+      const col = Math.floor(x / this.g.pitch), row = Math.floor((y - L.top) / this.g.pitch);
+      if (col >= this.g.cols || x % this.g.pitch > this.g.size || (y - L.top) % this.g.pitch > this.g.size) return null;
+      return L.wave.cells[row * this.g.cols + col] || null;
+    }
+    return null;
+  }
+
+  describe(c) {
+    return `${c.nodeName}: ${c.version === null ? 'no allocation' : 'v' + c.version}, ${LABELS[c.state]}${c.canary ? ', canary' : ''} (${c.wave})`;
+  }
+
+  hover(e) {
+    const c = this.at(e);
+    this.canvas.style.cursor = c && c.allocID ? 'pointer' : 'default';
+    if (!c) { this.tip.hidden = true; return; }
+    this.tip.textContent = this.describe(c) + (c.allocID ? ` · alloc ${shortID(c.allocID)}` : '');
+    const wrap = this.canvas.parentElement.getBoundingClientRect();
+    this.tip.style.left = Math.min(e.clientX - wrap.left + 12, wrap.width - 240) + 'px';
+    this.tip.style.top = (e.clientY - wrap.top + 14) + 'px';
+    this.tip.hidden = false;
+  }
+
+  setFocus(i) {
+    const cells = this.cells();
+    if (!cells.length) return;
+    this.focus = Math.max(0, Math.min(i, cells.length - 1));
+    this.onFocusText(this.describe(cells[this.focus]));
+    this.draw();
+  }
+
+  key(e) {
+    const cols = this.g ? this.g.cols : 1;
+    const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: cols, ArrowUp: -cols, Home: -Infinity, End: Infinity };
+    if (e.key in moves) {
+      e.preventDefault();
+      const n = this.cells().length;
+      const d = moves[e.key];
+      this.setFocus(d === -Infinity ? 0 : d === Infinity ? n - 1 : this.focus + d);
+    } else if (e.key === 'Enter' && this.focus >= 0) {
+      this.onOpen(this.cells()[this.focus]);
+    }
+  }
+
+  // benchmark draws n synthetic cells (every state, some canaries, in waves
+  // of 500) and restores the real model; it returns the draw time in ms.
+  benchmark(n) {
+    const real = this.model;
+    const cells = Array.from({ length: n }, (_, i) => ({ nodeID: 'n' + i, nodeName: 'node-' + i, allocID: '', version: 1,
+      state: STATES[i % STATES.length].key, canary: i % 97 === 0, shade: null }));
+    const waves = [];
+    for (let i = 0; i < n; i += 500) waves.push({ label: `Wave ${waves.length + 1}`, cells: cells.slice(i, i + 500), time: 0 });
+    this.model = { waves };
+    const t0 = performance.now();
+    this.draw();
+    const ms = performance.now() - t0;
+    this.model = real;
+    this.draw();
+    return ms;
+  }
+}
