@@ -90,7 +90,7 @@ func TestNodesimSmoke(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, _, err := c.Jobs().LatestDeployment("fleet", nil)
 		return err == nil && d != nil && d.JobVersion == 1 && d.Status == "successful"
-	}, 20*time.Second, 100*time.Millisecond, "the rollout did not succeed")
+	}, 90*time.Second, 100*time.Millisecond, "the rollout did not succeed")
 	waitRunningVersion(t, c, "fleet", 1, nodes)
 	st := sim.Stats()
 	require.Zero(t, st.Missed)

@@ -32,12 +32,13 @@ func TestContractKeyring(t *testing.T) {
 	ta := newTestAgent(t, "")
 	kr := ta.client.Keyring()
 
-	// The leader creates the first key by itself.
+	// The leader creates the first key by itself (published, then
+	// activated: two writes).
 	var keys []*api.RootKeyMeta
 	require.Eventually(t, func() bool {
 		var err error
 		keys, _, err = kr.List(nil)
-		return err == nil && len(keys) == 1
+		return err == nil && len(keys) == 1 && keys[0].State == api.RootKeyStateActive
 	}, 10*time.Second, 20*time.Millisecond)
 	first := keys[0]
 	require.Equal(t, api.RootKeyStateActive, first.State)
