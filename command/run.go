@@ -40,6 +40,9 @@ func commands() []*command {
 			{name: "history", synopsis: "Display all tracked versions of a job", run: jobHistory},
 			{name: "image-updates", synopsis: "Show and trigger image auto-updates of a job", run: jobImageUpdates},
 			{name: "inspect", synopsis: "Inspect a submitted job", run: jobInspect},
+			{name: "periodic", synopsis: "Interact with periodic jobs", subs: []*command{
+				{name: "force", synopsis: "Force the launch of a periodic job", run: jobPeriodicForce},
+			}},
 			{name: "plan", synopsis: "Dry-run a job update to determine its effects", run: jobPlan},
 			{name: "revert", synopsis: "Revert to a prior version of the job", run: jobRevert},
 			{name: "run", synopsis: "Run a new job or update an existing job", run: jobRun},

@@ -116,6 +116,8 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyKeyringDelete(index, buf)
 	case structs.ImageWatchUpdateRequestType:
 		return f.applyImageWatchUpdate(index, buf)
+	case structs.PeriodicLaunchRequestType:
+		return f.applyPeriodicLaunch(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

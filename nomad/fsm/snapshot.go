@@ -41,6 +41,8 @@ const (
 	// Image watcher records (range 40-49).
 	imageCheckRecord recordType = 40
 	imageWatchRecord recordType = 41
+	// Periodic launch records (range 100-109).
+	periodicLaunchRecord recordType = 100
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -85,6 +87,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	watches, err := snap.ImageWatches(nil)
 	enc.fail(err)
 	writeAll(enc, imageWatchRecord, watches)
+	launches, err := snap.PeriodicLaunches(nil)
+	enc.fail(err)
+	writeAll(enc, periodicLaunchRecord, launches)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -180,6 +185,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.ImageCheckRestore)
 	case imageWatchRecord:
 		return restoreOne(dec, r.ImageWatchRestore)
+	case periodicLaunchRecord:
+		return restoreOne(dec, r.PeriodicLaunchRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}

@@ -79,6 +79,7 @@ func (j *Job) Validate() error {
 	var p problems
 	j.validateHeader(&p)
 	j.validateJobUpdate(&p)
+	j.validateTemplates(&p)
 	for _, c := range j.Constraints {
 		p.addAllWith("constraint: ", describeTarget(c), c.Validate())
 	}
@@ -306,6 +307,9 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	}
 	for i, s := range t.Services {
 		p.addAll(servicePrefix(s, i), s.validate(labels))
+	}
+	if t.DispatchPayload != nil {
+		p = append(p, t.DispatchPayload.validate()...)
 	}
 	p = append(p, t.validateDriverConfig()...)
 	return p
