@@ -37,6 +37,7 @@ func commands() []*command {
 			{name: "status", synopsis: "Display evaluation status and placement failure reasons", run: evalStatus},
 		}},
 		{name: "job", synopsis: "Interact with jobs", subs: []*command{
+			{name: "dispatch", synopsis: "Dispatch an instance of a parameterized job", run: jobDispatch},
 			{name: "history", synopsis: "Display all tracked versions of a job", run: jobHistory},
 			{name: "image-updates", synopsis: "Show and trigger image auto-updates of a job", run: jobImageUpdates},
 			{name: "inspect", synopsis: "Inspect a submitted job", run: jobInspect},

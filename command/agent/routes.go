@@ -31,6 +31,7 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/stable", h.jobStable)
 	put("/v1/job/{id}/evaluate", h.jobEvaluate)
 	put("/v1/job/{id}/periodic/force", h.jobPeriodicForce)
+	put("/v1/job/{id}/dispatch", h.jobDispatch)
 	get("/v1/job/{id}/image-updates", h.jobImageUpdates)
 	put("/v1/job/{id}/image-updates/check", h.jobImageCheck)
 
