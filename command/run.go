@@ -47,6 +47,8 @@ func commands() []*command {
 			{name: "plan", synopsis: "Dry-run a job update to determine its effects", run: jobPlan},
 			{name: "revert", synopsis: "Revert to a prior version of the job", run: jobRevert},
 			{name: "run", synopsis: "Run a new job or update an existing job", run: jobRun},
+			{name: "scale", synopsis: "Change the count of a job group", run: jobScale},
+			{name: "scaling-events", synopsis: "Display the most recent scaling events for a job", run: jobScalingEvents},
 			{name: "status", synopsis: "Display status information about a job", run: jobStatus},
 			{name: "stop", synopsis: "Stop a running job", run: jobStop},
 			{name: "validate", synopsis: "Checks if a given job specification is valid", run: jobValidate},

@@ -51,6 +51,9 @@ func TestPeriodicAndDispatchEndToEnd(t *testing.T) {
 	require.Contains(t, out, "Next Periodic Launch")
 	require.Contains(t, out, "Previously Launched Jobs")
 	require.Contains(t, out, "tick/periodic-")
+	code, out = drover(t, srv.httpAddr(), "job", "periodic", "force", "-detach", "tick")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Evaluation ID: ")
 	code, out = drover(t, srv.httpAddr(), "job", "stop", "-detach", "tick")
 	require.Equal(t, 0, code, out)
 
@@ -93,4 +96,29 @@ func TestPeriodicAndDispatchEndToEnd(t *testing.T) {
 	code, out = drover(t, srv.httpAddr(), "job", "dispatch", "render")
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "Payload is not provided but required by parameterized job")
+
+	// Scaling a service group through the CLI, within its scaling bounds.
+	svc := genericServiceJob("scaled", 1, "1")
+	svc.TaskGroups[0].Update = nil
+	svc.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(2))}
+	_, _, err = c.Jobs().Register(svc, nil)
+	require.NoError(t, err)
+	code, out = drover(t, srv.httpAddr(), "job", "scale", "-detach", "scaled", "3")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "group count was greater than scaling policy maximum: 3 > 2")
+	code, out = drover(t, srv.httpAddr(), "job", "scale", "-detach", "scaled", "2")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Job scale successful")
+	require.Eventually(t, func() bool {
+		running := 0
+		for _, a := range liveAllocs(t, c, "scaled") {
+			if a.ClientStatus == "running" {
+				running++
+			}
+		}
+		return running == 2
+	}, 30*time.Second, 200*time.Millisecond, "the scaled group runs two allocations")
+	code, out = drover(t, srv.httpAddr(), "job", "scaling-events", "-verbose", "scaled")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `web +2 +1 +false .* submitted using the Drover CLI`, out)
 }

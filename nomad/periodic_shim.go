@@ -59,6 +59,9 @@ func (s *Server) launchPeriodic(job *structs.Job, at time.Time, skip bool) (*str
 	return req.Eval, index, nil
 }
 
+// maxForceSeconds bounds how far a forced launch steps past taken seconds.
+const maxForceSeconds = 10
+
 // PeriodicForceReply reports a forced periodic launch.
 type PeriodicForceReply struct {
 	EvalID          string
@@ -83,11 +86,21 @@ func (s *Server) PeriodicForce(namespace, jobID string) (*PeriodicForceReply, er
 	case job.Stop:
 		return nil, structs.BadRequestf("can't force launch stopped periodic job")
 	}
+	// Child IDs carry the launch second: a force in the same second as a
+	// scheduled launch (or another force) takes the next free second.
 	at := s.now().UTC().Truncate(time.Second)
-	if existing, err := s.State().JobByID(nil, namespace, structs.PeriodicChildID(jobID, at)); err != nil {
-		return nil, err
-	} else if existing != nil {
-		return nil, structs.BadRequestf("periodic job %q was already launched at %s", jobID, at.Format(time.RFC3339))
+	for i := 0; ; i++ {
+		existing, err := s.State().JobByID(nil, namespace, structs.PeriodicChildID(jobID, at))
+		if err != nil {
+			return nil, err
+		}
+		if existing == nil {
+			break
+		}
+		if i == maxForceSeconds {
+			return nil, structs.BadRequestf("periodic job %q was already launched at %s", jobID, at.Format(time.RFC3339))
+		}
+		at = at.Add(time.Second)
 	}
 	eval, index, err := s.launchPeriodic(job, at, false)
 	if err != nil {

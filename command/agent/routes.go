@@ -32,6 +32,10 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/evaluate", h.jobEvaluate)
 	put("/v1/job/{id}/periodic/force", h.jobPeriodicForce)
 	put("/v1/job/{id}/dispatch", h.jobDispatch)
+	put("/v1/job/{id}/scale", h.jobScale)
+	get("/v1/job/{id}/scale", h.jobScaleStatus)
+	get("/v1/scaling/policies", h.scalingPoliciesList)
+	get("/v1/scaling/policy/{id}", h.scalingPolicyGet)
 	get("/v1/job/{id}/image-updates", h.jobImageUpdates)
 	put("/v1/job/{id}/image-updates/check", h.jobImageCheck)
 

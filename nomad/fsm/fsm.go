@@ -118,6 +118,8 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyImageWatchUpdate(index, buf)
 	case structs.PeriodicLaunchRequestType:
 		return f.applyPeriodicLaunch(index, buf)
+	case structs.ScalingEventRequestType:
+		return f.applyScalingEvent(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

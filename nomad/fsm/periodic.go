@@ -26,3 +26,23 @@ func (f *FSM) applyPeriodicLaunch(index uint64, buf []byte) any {
 	}
 	return f.state.UpsertPeriodicLaunch(index, req.Launch)
 }
+
+// applyScalingEvent registers the scaled job version and its evaluation
+// (when the count changed) and records the scaling event.
+func (f *FSM) applyScalingEvent(index uint64, buf []byte) any {
+	var req structs.ScalingEventRequest
+	decode(index, buf, &req)
+	if req.Event == nil {
+		return fmt.Errorf("fsm: scaling event at index %d without an event", index)
+	}
+	if req.Job != nil {
+		job, err := f.registerJob(index, nil, req.Job, req.SubmitTime)
+		if err != nil {
+			return err
+		}
+		if err := f.upsertEvals(index, evalForJob(req.Eval, job)); err != nil {
+			return err
+		}
+	}
+	return f.state.UpsertScalingEvent(index, req.Namespace, req.JobID, req.Group, req.Event)
+}

@@ -43,6 +43,7 @@ const (
 	imageWatchRecord recordType = 41
 	// Periodic launch records (range 100-109).
 	periodicLaunchRecord recordType = 100
+	scalingEventsRecord  recordType = 101
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -90,6 +91,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	launches, err := snap.PeriodicLaunches(nil)
 	enc.fail(err)
 	writeAll(enc, periodicLaunchRecord, launches)
+	scaling, err := snap.AllScalingEvents(nil)
+	enc.fail(err)
+	writeAll(enc, scalingEventsRecord, scaling)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -187,6 +191,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.ImageWatchRestore)
 	case periodicLaunchRecord:
 		return restoreOne(dec, r.PeriodicLaunchRestore)
+	case scalingEventsRecord:
+		return restoreOne(dec, r.ScalingEventsRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}

@@ -186,6 +186,9 @@ func (s *StateStore) DeleteJob(index uint64, ns, id string) error {
 				return err
 			}
 		}
+		if err := tx.deleteScalingEvents(ns, id); err != nil {
+			return err
+		}
 		return tx.deletePeriodicLaunch(ns, id)
 	})
 }

@@ -107,6 +107,8 @@ type TaskGroup struct {
 	ShutdownDelay             *time.Duration
 	StopAfterClientDisconnect *time.Duration
 	MaxClientDisconnect       *time.Duration
+	// Scaling bounds the count changes of `job scale`.
+	Scaling *ScalingPolicy
 }
 
 // LookupTask returns the task named name, or nil.

@@ -47,6 +47,8 @@ const (
 const (
 	// PeriodicLaunchRequestType carries a PeriodicLaunchRequest.
 	PeriodicLaunchRequestType MessageType = 100
+	// ScalingEventRequestType carries a ScalingEventRequest.
+	ScalingEventRequestType MessageType = 101
 )
 
 // IgnoreUnknownTypeFlag set on a MessageType tells an older FSM to skip an

@@ -201,6 +201,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	if tg.RestartPolicy != nil {
 		p.addAll("restart: ", tg.RestartPolicy.validate())
 	}
+	if tg.Scaling != nil {
+		p.addAll("Scaling policy invalid: ", tg.Scaling.validate(tg.Count))
+	}
 	if tg.EphemeralDisk != nil && tg.EphemeralDisk.SizeMB < 0 {
 		p.addf("ephemeral_disk: size must not be negative, got %d", tg.EphemeralDisk.SizeMB)
 	}
