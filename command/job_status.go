@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -171,7 +172,23 @@ func showJob(m *Meta, c *api.Client, stub *api.JobListStub, o jobStatusOptions) 
 		return m.printJSON(d)
 	}
 	m.outf("%s", formatJobHeader(d.Job))
+	if d.Job.IsPeriodic() {
+		m.outf("%s", formatKV([]string{"Next Periodic Launch|" + nextPeriodicLaunch(d.Job, time.Now())}))
+	}
 	if o.short {
+		return 0
+	}
+	if d.Job.IsPeriodic() || d.Job.IsParameterized() {
+		// A template runs nothing itself: show its children instead.
+		children, err := childJobs(c, d.Job, jobQuery(stub))
+		if err != nil {
+			m.errorf("Error querying child jobs: %s", err)
+			return 1
+		}
+		if d.Job.IsParameterized() {
+			m.outf("\n%s", formatParameterized(d.Job.ParameterizedJob))
+		}
+		m.outf("\n%s", formatChildren(d.Job, children))
 		return 0
 	}
 	m.outf("\n%s", formatJobDetails(d, o.verbose))

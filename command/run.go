@@ -38,12 +38,18 @@ func commands() []*command {
 			{name: "status", synopsis: "Display evaluation status and placement failure reasons", run: evalStatus},
 		}},
 		{name: "job", synopsis: "Interact with jobs", subs: []*command{
+			{name: "dispatch", synopsis: "Dispatch an instance of a parameterized job", run: jobDispatch},
 			{name: "history", synopsis: "Display all tracked versions of a job", run: jobHistory},
 			{name: "image-updates", synopsis: "Show and trigger image auto-updates of a job", run: jobImageUpdates},
 			{name: "inspect", synopsis: "Inspect a submitted job", run: jobInspect},
+			{name: "periodic", synopsis: "Interact with periodic jobs", subs: []*command{
+				{name: "force", synopsis: "Force the launch of a periodic job", run: jobPeriodicForce},
+			}},
 			{name: "plan", synopsis: "Dry-run a job update to determine its effects", run: jobPlan},
 			{name: "revert", synopsis: "Revert to a prior version of the job", run: jobRevert},
 			{name: "run", synopsis: "Run a new job or update an existing job", run: jobRun},
+			{name: "scale", synopsis: "Change the count of a job group", run: jobScale},
+			{name: "scaling-events", synopsis: "Display the most recent scaling events for a job", run: jobScalingEvents},
 			{name: "status", synopsis: "Display status information about a job", run: jobStatus},
 			{name: "stop", synopsis: "Stop a running job", run: jobStop},
 			{name: "validate", synopsis: "Checks if a given job specification is valid", run: jobValidate},

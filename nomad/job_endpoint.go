@@ -39,6 +39,9 @@ type JobRegisterReply struct {
 // digest first (see pinImages); a tag that cannot be resolved refuses the
 // registration.
 func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
+	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
+		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")
+	}
 	if err := args.Job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -55,6 +58,11 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 		if err := checkJobModifyIndex(current, args.JobModifyIndex); err != nil {
 			return nil, err
 		}
+	}
+	if job.IsTemplate() && (current == nil || current.IsTemplate()) {
+		// A periodic or parameterized parent runs nothing: no evaluation
+		// (its children get theirs when they are launched).
+		return s.applyJobRegister(job, args.Submission, nil)
 	}
 	eval := s.newEval(job, structs.EvalTriggerJobRegister)
 	if args.EvalPriority > 0 {

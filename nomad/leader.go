@@ -71,6 +71,12 @@ func (s *Server) establishLeadership() {
 		defer s.leaderDone.Done()
 		s.runImageWatcher(ctx)
 	}()
+	// The periodic dispatcher's launch records are in raft too.
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runPeriodicDispatcher(ctx)
+	}()
 	s.initializeHeartbeats()
 	s.leaderDone.Add(1)
 	go func() {

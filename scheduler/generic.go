@@ -131,6 +131,7 @@ func (s *genericScheduler) computePlan(eval *structs.Evaluation) (planOutcome, e
 	if err != nil {
 		return planOutcome{}, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
 	}
+	job = runnable(job)
 	allocs, err := s.state.AllocsByJob(nil, eval.Namespace, eval.JobID, true)
 	if err != nil {
 		return planOutcome{}, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)

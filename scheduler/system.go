@@ -139,6 +139,7 @@ func (s *systemScheduler) computePlan(eval *structs.Evaluation) (planOutcome, er
 	if err != nil {
 		return planOutcome{}, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
 	}
+	job = runnable(job)
 	allocs, err := s.state.AllocsByJob(nil, eval.Namespace, eval.JobID, true)
 	if err != nil {
 		return planOutcome{}, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)

@@ -107,6 +107,7 @@ func (ar *AllocRunner) initHooks(node *structs.Node) {
 	ar.healthHook = newHealthHook(ar, node)
 	ar.hooks = []RunnerHook{
 		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
+		&dispatchPayloadHook{dir: ar.allocDir, alloc: ar.alloc},
 		ar.healthHook,
 		newPrepareHook(ar),
 		newShutdownDelayHook(ar),

@@ -48,6 +48,12 @@ func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
 // ServeHTTP implements http.Handler.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+	if strings.HasPrefix(r.URL.Path, "/v1/job//") {
+		// An empty job ID: answered here, before the mux would redirect
+		// the uncleaned path to another endpoint.
+		http.Error(w, "Missing job ID", http.StatusBadRequest)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

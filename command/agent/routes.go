@@ -59,6 +59,12 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/revert", nsCap(submitJob), h.jobRevert)
 	put("/v1/job/{id}/stable", nsCap(submitJob), h.jobStable)
 	put("/v1/job/{id}/evaluate", nsCap(submitJob), h.jobEvaluate)
+	put("/v1/job/{id}/periodic/force", nsCap(submitJob), h.jobPeriodicForce)
+	put("/v1/job/{id}/dispatch", nsCap(acl.NamespaceCapabilityDispatchJob), h.jobDispatch)
+	put("/v1/job/{id}/scale", nsCap(acl.NamespaceCapabilityScaleJob), h.jobScale)
+	get("/v1/job/{id}/scale", nsCap(acl.NamespaceCapabilityReadJobScaling), h.jobScaleStatus)
+	get("/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), h.scalingPoliciesList)
+	get("/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), h.scalingPolicyGet)
 	get("/v1/job/{id}/image-updates", nsCap(readJob), h.jobImageUpdates)
 	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
 

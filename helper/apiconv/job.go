@@ -140,7 +140,6 @@ func defaultServiceProviders(j *api.Job) []string {
 // api.Job.Canonicalize merges into every group (where Drover keeps them).
 var ignoredAPIFields = map[string]bool{
 	"Job.Reschedule": true, "Job.Migrate": true,
-	"Job.Dispatched": true, "Job.DispatchIdempotencyToken": true, "Job.Payload": true,
 	"Job.ConsulNamespace": true, "Job.VaultNamespace": true, "Job.NomadTokenID": true,
 	"LogConfig.Enabled": true,
 }

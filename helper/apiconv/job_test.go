@@ -229,8 +229,6 @@ func TestJobFromAPI_Warnings(t *testing.T) {
 	tg.Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}}
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
-	j.Periodic = &api.PeriodicConfig{Spec: new("@daily")}
-	j.ParameterizedJob = &api.ParameterizedJobConfig{}
 	j.Multiregion = &api.Multiregion{}
 	j.Reschedule = &api.ReschedulePolicy{Attempts: new(1)} // merged into groups: no warning
 
@@ -246,8 +244,6 @@ func TestJobFromAPI_Warnings(t *testing.T) {
 		`group "proxy": dns blocks are not supported by Drover and were ignored`,
 		`group "proxy": service "proxy": check "alive": grpc_service is not supported by Drover and was ignored`,
 		"multiregion blocks are not supported by Drover and were ignored",
-		"periodic blocks are not supported by Drover and were ignored",
-		"parameterized blocks are not supported by Drover and were ignored",
 		`group "proxy": service "legacy": provider "consul" is not supported by Drover: the service is not registered and its checks do not count towards deployment health`,
 	}, warnings)
 	assert.Equal(t, 1, job.TaskGroups[0].ReschedulePolicy.Attempts)

@@ -176,6 +176,8 @@ func JobStubToAPI(j *structs.Job, summary *structs.JobSummary) *api.JobListStub 
 		Datacenters:       append([]string(nil), j.Datacenters...),
 		Type:              j.Type,
 		Priority:          j.Priority,
+		Periodic:          j.IsPeriodic(),
+		ParameterizedJob:  j.IsParameterized(),
 		Stop:              j.Stop,
 		Status:            j.Status,
 		StatusDescription: j.StatusDescription,

@@ -118,6 +118,10 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyImageWatchUpdate(index, buf)
 	case structs.GCRequestType:
 		return f.applyGC(index, buf)
+	case structs.PeriodicLaunchRequestType:
+		return f.applyPeriodicLaunch(index, buf)
+	case structs.ScalingEventRequestType:
+		return f.applyScalingEvent(index, buf)
 	}
 	if resp, ok := f.applyACL(msgType, index, buf); ok {
 		return resp

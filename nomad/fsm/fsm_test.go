@@ -407,7 +407,7 @@ func TestApply(t *testing.T) {
 
 func TestApply_UnknownType(t *testing.T) {
 	f := newFSM()
-	const unknown structs.MessageType = 100
+	const unknown structs.MessageType = 127
 	resp := f.Apply(&raft.Log{Index: 1, Data: append([]byte{uint8(unknown | structs.IgnoreUnknownTypeFlag)}, 0xc0)})
 	require.Nil(t, resp)
 	require.Zero(t, f.State().LatestIndex())

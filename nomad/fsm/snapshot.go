@@ -47,6 +47,9 @@ const (
 	aclRoleRecord      recordType = 112
 	namespaceRecord    recordType = 113
 	oneTimeTokenRecord recordType = 114
+	// Periodic launch records (range 100-109).
+	periodicLaunchRecord recordType = 100
+	scalingEventsRecord  recordType = 101
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -92,6 +95,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	enc.fail(err)
 	writeAll(enc, imageWatchRecord, watches)
 	writeACL(enc, snap)
+	launches, err := snap.PeriodicLaunches(nil)
+	enc.fail(err)
+	writeAll(enc, periodicLaunchRecord, launches)
+	scaling, err := snap.AllScalingEvents(nil)
+	enc.fail(err)
+	writeAll(enc, scalingEventsRecord, scaling)
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -197,6 +206,10 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.NamespaceRestore)
 	case oneTimeTokenRecord:
 		return restoreOne(dec, r.OneTimeTokenRestore)
+	case periodicLaunchRecord:
+		return restoreOne(dec, r.PeriodicLaunchRestore)
+	case scalingEventsRecord:
+		return restoreOne(dec, r.ScalingEventsRestore)
 	default:
 		return fmt.Errorf("unknown record type")
 	}

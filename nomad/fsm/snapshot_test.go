@@ -63,6 +63,17 @@ func populate(t *testing.T, f *FSM) {
 		Watches: []*structs.ImageWatch{{Namespace: "default", JobID: "web", Group: "web", Task: "server", Key: "nginx:2|",
 			Bad: []string{"sha256:x"}, LastRoll: &structs.ImageRoll{From: "sha256:a", To: "sha256:b", JobVersion: 1, Time: 750}}},
 	})
+	parent := testJob("nightly")
+	parent.Type = structs.JobTypeBatch
+	parent.Periodic = &structs.PeriodicConfig{Enabled: true, Specs: []string{"0 3 * * *"}}
+	mustApply(t, f, 11, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: parent})
+	at := time.Unix(86400+3*3600, 0).UTC()
+	child := parent.DeriveChild(structs.PeriodicChildID("nightly", at))
+	mustApply(t, f, 12, structs.PeriodicLaunchRequestType, &structs.PeriodicLaunchRequest{
+		Launch: &structs.PeriodicLaunch{Namespace: "default", ID: "nightly", Launch: at},
+		Child:  child,
+		Eval:   &structs.Evaluation{ID: "eval-periodic", Namespace: "default", JobID: child.ID, Status: structs.EvalStatusPending, TriggeredBy: structs.EvalTriggerPeriodicJob},
+	})
 }
 
 // contents reads every table of s.
@@ -76,6 +87,7 @@ type contents struct {
 	Keys           []*structs.RootKey
 	Checks         []*structs.ImageCheck
 	Watches        []*structs.ImageWatch
+	Launches       []*structs.PeriodicLaunch
 	Indexes        []*state.IndexEntry
 }
 
@@ -103,6 +115,8 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	require.NoError(t, err)
 	c.Watches, err = s.ImageWatches(nil)
 	require.NoError(t, err)
+	c.Launches, err = s.PeriodicLaunches(nil)
+	require.NoError(t, err)
 	c.Indexes, err = s.Indexes()
 	require.NoError(t, err)
 	return c
@@ -113,7 +127,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	populate(t, src)
 	want := readContents(t, src.State())
 	for _, n := range []int{len(want.Jobs), len(want.Versions), len(want.Subs), len(want.Nodes),
-		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Checks), len(want.Watches), len(want.Indexes)} {
+		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Checks), len(want.Watches), len(want.Launches), len(want.Indexes)} {
 		require.NotZero(t, n, "every table populated")
 	}
 
@@ -148,7 +162,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	gotAllocs := got.Allocs
 	want.Allocs, got.Allocs = strip(want.Allocs), strip(got.Allocs)
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(10), dst.State().LatestIndex())
+	require.Equal(t, uint64(12), dst.State().LatestIndex())
 	for _, a := range gotAllocs {
 		require.NotNil(t, a.Job, "alloc %s re-linked", a.ID)
 		require.Equal(t, a.JobVersion, a.Job.Version)

@@ -186,7 +186,10 @@ func (s *StateStore) DeleteJob(index uint64, ns, id string) error {
 				return err
 			}
 		}
-		return nil
+		if err := tx.deleteScalingEvents(ns, id); err != nil {
+			return err
+		}
+		return tx.deletePeriodicLaunch(ns, id)
 	})
 }
 
@@ -211,10 +214,19 @@ func (tx *writeTxn) refreshJobStatus(ns, id string) error {
 // incarnation) and evaluations:
 //
 //   - running: some allocation is live (not terminal);
-//   - dead: the job is stopped, or it is a sysbatch job whose allocations
+//   - dead: the job is stopped, or it is a batch or sysbatch job whose allocations
 //     (at least one) are all terminal with no pending or blocked evaluation;
 //   - pending: otherwise.
+//
+// A template (periodic or parameterized parent) runs nothing itself: it is
+// running until stopped, then dead.
 func computeJobStatus(txn *memdb.Txn, job *structs.Job) (string, error) {
+	if job.IsTemplate() {
+		if job.Stop {
+			return structs.JobStatusDead, nil
+		}
+		return structs.JobStatusRunning, nil
+	}
 	allocs, err := list[*structs.Allocation](txn, nil, TableAllocs, indexJob, job.Namespace, job.ID)
 	if err != nil {
 		return "", err
@@ -227,7 +239,7 @@ func computeJobStatus(txn *memdb.Txn, job *structs.Job) (string, error) {
 	if job.Stop {
 		return structs.JobStatusDead, nil
 	}
-	if job.Type != structs.JobTypeSysBatch || len(allocs) == 0 {
+	if (job.Type != structs.JobTypeSysBatch && job.Type != structs.JobTypeBatch) || len(allocs) == 0 {
 		return structs.JobStatusPending, nil
 	}
 	evals, err := list[*structs.Evaluation](txn, nil, TableEvals, indexJob, job.Namespace, job.ID)

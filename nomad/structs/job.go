@@ -20,6 +20,15 @@ type Job struct {
 	TaskGroups  []*TaskGroup
 	Update      UpdateStrategy
 	Meta        map[string]string
+	// Periodic and ParameterizedJob make the job a template that never runs
+	// allocations itself (see periodic.go).
+	Periodic         *PeriodicConfig
+	ParameterizedJob *ParameterizedJobConfig
+	// Dispatched, DispatchIdempotencyToken and Payload are set by the
+	// server on a dispatched child job.
+	Dispatched               bool
+	DispatchIdempotencyToken string
+	Payload                  []byte
 
 	// Server-set fields.
 	Stop              bool
@@ -98,6 +107,8 @@ type TaskGroup struct {
 	ShutdownDelay             *time.Duration
 	StopAfterClientDisconnect *time.Duration
 	MaxClientDisconnect       *time.Duration
+	// Scaling bounds the count changes of `job scale`.
+	Scaling *ScalingPolicy
 }
 
 // LookupTask returns the task named name, or nil.
@@ -135,6 +146,8 @@ type Task struct {
 	ShutdownDelay time.Duration
 	KillSignal    string
 	Kind          string
+	// DispatchPayload names the file the dispatch payload is written to.
+	DispatchPayload *DispatchPayloadConfig
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

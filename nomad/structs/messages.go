@@ -43,6 +43,14 @@ const (
 	KeyringDeleteRequestType MessageType = 61
 )
 
+// Periodic, dispatch and scaling messages (range 100-109).
+const (
+	// PeriodicLaunchRequestType carries a PeriodicLaunchRequest.
+	PeriodicLaunchRequestType MessageType = 100
+	// ScalingEventRequestType carries a ScalingEventRequest.
+	ScalingEventRequestType MessageType = 101
+)
+
 // IgnoreUnknownTypeFlag set on a MessageType tells an older FSM to skip an
 // entry it does not know instead of failing.
 const IgnoreUnknownTypeFlag MessageType = 128

@@ -79,6 +79,7 @@ func (j *Job) Validate() error {
 	var p problems
 	j.validateHeader(&p)
 	j.validateJobUpdate(&p)
+	j.validateTemplates(&p)
 	for _, c := range j.Constraints {
 		p.addAllWith("constraint: ", describeTarget(c), c.Validate())
 	}
@@ -200,6 +201,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	if tg.RestartPolicy != nil {
 		p.addAll("restart: ", tg.RestartPolicy.validate())
 	}
+	if tg.Scaling != nil {
+		p.addAll("Scaling policy invalid: ", tg.Scaling.validate(tg.Count))
+	}
 	if tg.EphemeralDisk != nil && tg.EphemeralDisk.SizeMB < 0 {
 		p.addf("ephemeral_disk: size must not be negative, got %d", tg.EphemeralDisk.SizeMB)
 	}
@@ -306,6 +310,9 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	}
 	for i, s := range t.Services {
 		p.addAll(servicePrefix(s, i), s.validate(labels))
+	}
+	if t.DispatchPayload != nil {
+		p = append(p, t.DispatchPayload.validate()...)
 	}
 	p = append(p, t.validateDriverConfig()...)
 	return p

@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"net/http"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func (h *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.ScalingRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	id := r.PathValue("id")
+	if j := req.Target["Job"]; j != "" && j != id {
+		return nil, 0, badRequest("job ID in payload did not match URL")
+	}
+	reply, err := h.srv.JobScale(&nomad.JobScaleArgs{
+		Namespace: namespace(r), JobID: id, Group: req.Target["Group"], Count: req.Count,
+		Message: req.Message, Error: req.Error, Meta: req.Meta,
+		EnforceIndex: req.JobModifyIndex, PolicyOverride: req.PolicyOverride,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.JobRegisterResponse{EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex,
+		JobModifyIndex: reply.JobModifyIndex, QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true}}, reply.Index, nil
+}
+
+func (h *HTTPServer) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
+		allocs, err := snap.AllocsByJob(ws, job.Namespace, job.ID, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		events, err := snap.ScalingEventsByJob(ws, job.Namespace, job.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		return scaleStatus(job, allocs, events), tableIndex(snap, state.TableJobs, state.TableAllocs, state.TableScalingEvents), nil
+	})
+}
+
+// scaleStatus counts, per group, the desired count, the allocations placed
+// (wanted running, not finished), running, and healthy or unhealthy in
+// their deployment, with the group's recent scaling events.
+func scaleStatus(job *structs.Job, allocs []*structs.Allocation, events *structs.JobScalingEvents) *api.JobScaleStatusResponse {
+	out := &api.JobScaleStatusResponse{
+		JobID: job.ID, Namespace: job.Namespace, JobCreateIndex: job.CreateIndex, JobModifyIndex: job.JobModifyIndex,
+		JobStopped: job.Stop, TaskGroups: map[string]api.TaskGroupScaleStatus{},
+	}
+	for _, tg := range job.TaskGroups {
+		s := api.TaskGroupScaleStatus{Desired: tg.Count, Events: []api.ScalingEvent{}}
+		for _, a := range allocs {
+			if a.TaskGroup != tg.Name || a.Terminal() {
+				continue
+			}
+			s.Placed++
+			if a.ClientStatus == structs.AllocClientStatusRunning {
+				s.Running++
+			}
+			switch {
+			case a.DeploymentStatus.IsHealthy():
+				s.Healthy++
+			case a.DeploymentStatus.IsUnhealthy():
+				s.Unhealthy++
+			}
+		}
+		if events != nil {
+			for _, e := range events.ScalingEvents[tg.Name] {
+				s.Events = append(s.Events, api.ScalingEvent{
+					Count: e.Count, PreviousCount: e.PreviousCount, Error: e.Error, Message: e.Message,
+					Meta: e.Meta, EvalID: e.EvalID, Time: e.Time, CreateIndex: e.CreateIndex,
+				})
+			}
+		}
+		out.TaskGroups[tg.Name] = s
+	}
+	return out
+}
+
+// scalingPolicies lists the scaling blocks of the current job versions of
+// namespace ns ("*": all).
+func scalingPolicies(snap *state.Snapshot, ws memdb.WatchSet, ns string) ([]*api.ScalingPolicy, error) {
+	jobs, err := snap.Jobs(ws, ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []*api.ScalingPolicy
+	for _, j := range jobs {
+		for _, tg := range j.TaskGroups {
+			p := tg.Scaling
+			if p == nil {
+				continue
+			}
+			out = append(out, &api.ScalingPolicy{
+				ID: structs.ScalingPolicyID(j.Namespace, j.ID, tg.Name), Namespace: j.Namespace,
+				Min: new(p.Min), Max: p.Max, Policy: p.Policy, Enabled: new(p.Enabled), Type: p.Type,
+				Target:      map[string]string{"Namespace": j.Namespace, "Job": j.ID, "Group": tg.Name},
+				CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
+			})
+		}
+	}
+	return out, nil
+}
+
+func (h *HTTPServer) scalingPoliciesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	ns := namespace(r)
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		ps, err := scalingPolicies(snap, ws, ns)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.ScalingPolicyListStub, 0, len(ps))
+		for _, p := range ps {
+			out = append(out, &api.ScalingPolicyListStub{ID: p.ID, Enabled: *p.Enabled, Type: p.Type, Target: p.Target,
+				CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
+		}
+		return out, tableIndex(snap, state.TableJobs), nil
+	})
+}
+
+func (h *HTTPServer) scalingPolicyGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		ps, err := scalingPolicies(snap, ws, "*")
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, p := range ps {
+			if p.ID == id {
+				return p, tableIndex(snap, state.TableJobs), nil
+			}
+		}
+		return nil, tableIndex(snap, state.TableJobs), notFound("scaling policy not found")
+	})
+}

@@ -1,0 +1,110 @@
+package nomad
+
+import (
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// JobScaleArgs is a scaling action on a job's group.
+type JobScaleArgs struct {
+	Namespace string
+	JobID     string
+	Group     string
+	// Count is the new count, or nil for an event that changes nothing
+	// (an error an autoscaler reports, or a note).
+	Count   *int64
+	Message string
+	Error   bool
+	Meta    map[string]any
+	// EnforceIndex, when not 0, must equal the job's JobModifyIndex.
+	EnforceIndex   uint64
+	PolicyOverride bool
+}
+
+// JobScaleReply reports a scaling action: the evaluation (empty without a
+// count change) and the job modify index after it.
+type JobScaleReply struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Index           uint64
+}
+
+// JobScale records a scaling event for a group and, when a count is given,
+// registers a job version with that count and an evaluation, in one raft
+// entry. The count must lie within the group's scaling bounds. Refusals
+// use Nomad's wording.
+func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
+	if args.Group == "" {
+		return nil, structs.BadRequestf("missing task group name for scaling action")
+	}
+	if args.Count != nil {
+		if *args.Count < 0 {
+			return nil, structs.BadRequestf("scaling action count can't be negative")
+		}
+		if args.Error {
+			return nil, structs.BadRequestf("scaling action should not contain count if error is true")
+		}
+	}
+	job, err := s.State().JobByID(nil, args.Namespace, args.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, structs.NotFoundf("job %q not found", args.JobID)
+	}
+	if args.EnforceIndex != 0 && args.EnforceIndex != job.JobModifyIndex {
+		return nil, structs.BadRequestf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", args.EnforceIndex, job.JobModifyIndex)
+	}
+	tg := job.LookupTaskGroup(args.Group)
+	if tg == nil {
+		return nil, structs.BadRequestf("task group %q specified for scaling does not exist in job", args.Group)
+	}
+	ev := &structs.ScalingEvent{
+		Time: uint64(s.now().UnixNano()), PreviousCount: int64(tg.Count),
+		Error: args.Error, Message: args.Message, Meta: args.Meta,
+	}
+	req := &structs.ScalingEventRequest{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Event: ev, SubmitTime: s.now().UnixNano()}
+	if args.Count != nil {
+		if p := tg.Scaling; p != nil {
+			if p.Max != nil && *args.Count > *p.Max {
+				return nil, structs.BadRequestf("group count was greater than scaling policy maximum: %d > %d", *args.Count, *p.Max)
+			}
+			if *args.Count < p.Min {
+				return nil, structs.BadRequestf("group count was less than scaling policy minimum: %d < %d", *args.Count, p.Min)
+			}
+		}
+		if job.IsTemplate() {
+			return nil, structs.BadRequestf("cannot scale a periodic or parameterized job")
+		}
+		scaled := job.Copy()
+		for i, g := range scaled.TaskGroups {
+			if g.Name == tg.Name {
+				c := *g
+				c.Count = int(*args.Count)
+				scaled.TaskGroups[i] = &c
+			}
+		}
+		scaled.VersionTag = nil
+		if err := scaled.Validate(); err != nil {
+			return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+		}
+		count := *args.Count
+		ev.Count = &count
+		req.Job = scaled
+		req.Eval = s.newEval(scaled, structs.EvalTriggerScaling)
+		evalID := req.Eval.ID
+		ev.EvalID = &evalID
+	}
+	_, index, err := s.raftApply(structs.ScalingEventRequestType, req)
+	if err != nil {
+		return nil, err
+	}
+	reply := &JobScaleReply{JobModifyIndex: job.JobModifyIndex, Index: index}
+	if req.Eval != nil {
+		reply.EvalID, reply.EvalCreateIndex = req.Eval.ID, index
+		if cur, err := s.State().JobByID(nil, job.Namespace, job.ID); err == nil && cur != nil {
+			reply.JobModifyIndex = cur.JobModifyIndex
+		}
+	}
+	return reply, nil
+}
