@@ -39,32 +39,14 @@ func NewBatchScheduler(logger hclog.Logger, state State, planner Planner, now fu
 	return &genericScheduler{logger: logger.Named("batch_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
 }
 
-// Process plans eval like the system scheduler does (re-planning after a
-// partial commit, at most maxPlanAttempts times) and records the outcome.
+// Process plans eval and records its outcome (runPlanLoop), as the system
+// scheduler does.
 func (s *genericScheduler) Process(eval *structs.Evaluation) error {
-	var out planOutcome
-	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
-		var err error
-		out, err = s.computePlan(eval)
-		if err != nil {
-			return err
-		}
-		if out.plan.IsNoOp() {
-			return s.finish(eval, out, structs.EvalStatusComplete, "")
-		}
-		result, fresh, err := s.planner.SubmitPlan(out.plan)
-		if err != nil {
-			return fmt.Errorf("scheduler: submit plan of eval %q: %w", eval.ID, err)
-		}
-		if result.RefreshIndex == 0 && result.FullCommit(out.plan) {
-			return s.finish(eval, out, structs.EvalStatusComplete, "")
-		}
-		if fresh != nil {
-			s.state = fresh
-		}
-	}
-	return s.finish(eval, out, structs.EvalStatusFailed, descMaxAttempts)
+	return runPlanLoop(s, s.planner, s.logger, eval)
 }
+
+// refresh replaces the state after a partial commit.
+func (s *genericScheduler) refresh(fresh State) { s.state = fresh }
 
 func (s *genericScheduler) finish(eval *structs.Evaluation, out planOutcome, status, desc string) error {
 	upd := eval.Copy()

@@ -40,40 +40,58 @@ func NewSysBatchScheduler(logger hclog.Logger, state State, planner Planner, now
 	return &systemScheduler{logger: logger.Named("sysbatch_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
 }
 
-// Process plans eval, submits the plan (re-planning against the fresher
-// state the planner returns after a partial commit, at most
-// maxPlanAttempts times) and records the evaluation's outcome through
-// Planner.UpdateEval. It returns an error only when state cannot be read or
-// the planner fails; the caller then retries the evaluation.
+// Process plans eval and records its outcome (runPlanLoop).
 //
 // Every evaluation is planned against all nodes, also one triggered by a
 // single node's event: DesiredTotal and placements that failed before must
 // see the whole cluster.
 func (s *systemScheduler) Process(eval *structs.Evaluation) error {
+	return runPlanLoop(s, s.planner, s.logger, eval)
+}
+
+// refresh replaces the state after a partial commit.
+func (s *systemScheduler) refresh(fresh State) { s.state = fresh }
+
+// planLoop is a scheduler as runPlanLoop drives it: it plans an evaluation
+// against its current state, takes a fresher state after a partial commit,
+// and records the evaluation's outcome.
+type planLoop interface {
+	computePlan(eval *structs.Evaluation) (planOutcome, error)
+	refresh(fresh State)
+	finish(eval *structs.Evaluation, out planOutcome, status, desc string) error
+}
+
+// runPlanLoop plans eval, submits the plan (re-planning against the fresher
+// state the planner returns after a partial commit, at most
+// maxPlanAttempts times) and records the outcome: complete when a plan
+// committed in full or there was nothing to do, failed with
+// descMaxAttempts otherwise. It returns an error only when state cannot be
+// read or the planner fails; the caller then retries the evaluation.
+func runPlanLoop(l planLoop, planner Planner, logger hclog.Logger, eval *structs.Evaluation) error {
 	var out planOutcome
 	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
 		var err error
-		out, err = s.computePlan(eval)
+		out, err = l.computePlan(eval)
 		if err != nil {
 			return err
 		}
 		if out.plan.IsNoOp() {
-			return s.finish(eval, out, structs.EvalStatusComplete, "")
+			return l.finish(eval, out, structs.EvalStatusComplete, "")
 		}
-		result, fresh, err := s.planner.SubmitPlan(out.plan)
+		result, fresh, err := planner.SubmitPlan(out.plan)
 		if err != nil {
 			return fmt.Errorf("scheduler: submit plan of eval %q: %w", eval.ID, err)
 		}
 		if result.RefreshIndex == 0 && result.FullCommit(out.plan) {
-			return s.finish(eval, out, structs.EvalStatusComplete, "")
+			return l.finish(eval, out, structs.EvalStatusComplete, "")
 		}
-		s.logger.Debug("plan partly committed, re-planning", "eval_id", eval.ID,
+		logger.Debug("plan partly committed, re-planning", "eval_id", eval.ID,
 			"attempt", attempt+1, "refresh_index", result.RefreshIndex)
 		if fresh != nil {
-			s.state = fresh
+			l.refresh(fresh)
 		}
 	}
-	return s.finish(eval, out, structs.EvalStatusFailed, descMaxAttempts)
+	return l.finish(eval, out, structs.EvalStatusFailed, descMaxAttempts)
 }
 
 // finish records the evaluation's final status, naming the deployment the
