@@ -135,6 +135,8 @@ type Task struct {
 	ShutdownDelay time.Duration
 	KillSignal    string
 	Kind          string
+	Identity      *WorkloadIdentity   // the default identity; see identity.go
+	Identities    []*WorkloadIdentity // named identities
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

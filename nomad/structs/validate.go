@@ -307,6 +307,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	for i, s := range t.Services {
 		p.addAll(servicePrefix(s, i), s.validate(labels))
 	}
+	t.validateIdentities(&p)
 	p = append(p, t.validateDriverConfig()...)
 	return p
 }
