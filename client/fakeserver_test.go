@@ -36,6 +36,7 @@ type fakeServer struct {
 	wake          chan struct{}                           // closed and replaced on every change
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
 	reports       []*structs.PrefetchReport               // every prefetch report, in order
+	identities    map[string]map[string]string            // signed identities, by alloc ID
 }
 
 type updateBatch struct {
@@ -154,10 +155,10 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	out := []*api.Allocation{}
+	out := []*nodeAlloc{}
 	for _, a := range s.allocs {
 		if a.NodeID == id {
-			out = append(out, a)
+			out = append(out, &nodeAlloc{Allocation: a, SignedIdentities: s.identities[a.ID]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -213,6 +214,18 @@ func (s *fakeServer) upsertAlloc(a *api.Allocation) {
 	}
 	a.ModifyIndex, a.AllocModifyIndex = idx, idx
 	s.allocs[a.ID] = a
+}
+
+// upsertAllocWithIdentities stores a with the signed identities the
+// server would send its node.
+func (s *fakeServer) upsertAllocWithIdentities(a *api.Allocation, ids map[string]string) {
+	s.mu.Lock()
+	if s.identities == nil {
+		s.identities = map[string]map[string]string{}
+	}
+	s.identities[a.ID] = ids
+	s.mu.Unlock()
+	s.upsertAlloc(a)
 }
 
 // stopAlloc sets the allocation's desired status to stop.
