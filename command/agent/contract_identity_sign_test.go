@@ -139,3 +139,40 @@ func TestContractIdentity_InvalidBlock400(t *testing.T) {
 	_, _, err = c.Jobs().Info("bad", nil)
 	requireStatus(t, err, http.StatusNotFound, "")
 }
+
+// TestContractACLResolve_ForClients: a client agent (its node secret)
+// learns the rights of a caller's token in a namespace; a wrong node
+// secret, or an unknown token, is refused.
+func TestContractACLResolve_ForClients(t *testing.T) {
+	ta := newACLTestAgent(t)
+	c := ta.client
+	nodeSecret, nodeID := uuid.NewString(), uuid.NewString()
+	var out nodeRegisterResponse
+	_, err := c.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: &api.Node{
+		ID: nodeID, Name: "n", Datacenter: "dc1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
+		NodeResources: &api.NodeResources{}, ReservedResources: &api.NodeReservedResources{},
+	}, SecretID: nodeSecret}, &out, nil)
+	require.NoError(t, err)
+	logsTok := ta.tokenFor(t, "logs-a", `namespace "a" { capabilities = ["read-logs"] }`)
+
+	path := "/v1/internal/node/" + nodeID + "/acl/resolve"
+	resolve := func(nodeToken, secret, ns string) (*aclResolveResponse, error) {
+		var resp aclResolveResponse
+		_, err := ta.clientWith(t, nodeToken).Raw().Write(path, &aclResolveRequest{SecretID: secret, Namespace: ns}, &resp, nil)
+		return &resp, err
+	}
+	r, err := resolve(nodeSecret, logsTok.SecretID, "a")
+	require.NoError(t, err)
+	require.Equal(t, &aclResolveResponse{ACLEnabled: true, Capabilities: []string{"read-logs"}}, r)
+	r, err = resolve(nodeSecret, logsTok.SecretID, "b")
+	require.NoError(t, err)
+	require.Empty(t, r.Capabilities)
+	r, err = resolve(nodeSecret, ta.root.SecretID, "b")
+	require.NoError(t, err)
+	require.True(t, r.Management)
+	require.True(t, r.NodeRead)
+	_, err = resolve(nodeSecret, uuid.NewString(), "a")
+	requireStatus(t, err, http.StatusForbidden, "ACL token not found")
+	_, err = resolve(logsTok.SecretID, logsTok.SecretID, "a") // not the node's secret
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+}
