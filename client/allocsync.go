@@ -104,10 +104,14 @@ func (c *Client) watchAllocs(ctx context.Context) {
 }
 
 // applyAllocs decodes the server's list and carries out the diff.
-func (c *Client) applyAllocs(list []*api.Allocation) {
+func (c *Client) applyAllocs(list []*nodeAlloc) {
 	incoming := make([]*structs.Allocation, 0, len(list))
 	var keep []string
-	for _, a := range list {
+	for _, na := range list {
+		var a *api.Allocation
+		if na != nil {
+			a = na.Allocation
+		}
 		sa, err := allocFromAPI(a)
 		if err != nil {
 			c.logger.Error("ignoring an allocation the client cannot decode", "error", err)
@@ -116,6 +120,7 @@ func (c *Client) applyAllocs(list []*api.Allocation) {
 			}
 			continue
 		}
+		sa.SignedIdentities = na.SignedIdentities
 		incoming = append(incoming, sa)
 	}
 	// Decide and book-keep under the lock; hand updates to runners after

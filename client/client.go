@@ -26,7 +26,8 @@ var _ allocrunner.StateDB = (*state.DB)(nil)
 // Client is a client agent: it registers its node, heartbeats, runs the
 // node's allocations and reports their status. Create it with New.
 type Client struct {
-	cfg      *Config // normalized; immutable
+	acls     aclCache // rights of callers of the /v1/client/* endpoints (acl.go)
+	cfg      *Config  // normalized; immutable
 	logger   hclog.Logger
 	db       *state.DB
 	drivers  drivers.Catalog

@@ -47,6 +47,10 @@ type Config struct {
 	MinDynamicPort, MaxDynamicPort int
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
+	// ACLEnabled makes the client's own /v1/client/* endpoints check the
+	// caller's token (resolved by a server, see acl.go), as the agent's
+	// acl { enabled = true } asks.
+	ACLEnabled bool
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now

@@ -36,6 +36,9 @@ type fakeServer struct {
 	wake          chan struct{}                           // closed and replaced on every change
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
 	reports       []*structs.PrefetchReport               // every prefetch report, in order
+	identities    map[string]map[string]string            // signed identities, by alloc ID
+	rights        map[string]*clientRights                // ACL resolve answers, by caller token ("" anonymous)
+	resolves      int                                     // ACL resolve calls
 }
 
 type updateBatch struct {
@@ -51,6 +54,7 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("PUT /v1/internal/node/{id}/heartbeat", s.heartbeat)
 	mux.HandleFunc("GET /v1/internal/node/{id}/allocs", s.getAllocs)
 	mux.HandleFunc("PUT /v1/internal/node/{id}/allocs", s.updateAllocs)
+	mux.HandleFunc("PUT /v1/internal/node/{id}/acl/resolve", s.resolveACL)
 	mux.HandleFunc("GET /v1/internal/node/{id}/prefetch", s.getPrefetch)
 	mux.HandleFunc("PUT /v1/internal/node/{id}/prefetch", s.putPrefetch)
 	s.srv = httptest.NewServer(mux)
@@ -154,10 +158,10 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	out := []*api.Allocation{}
+	out := []*nodeAlloc{}
 	for _, a := range s.allocs {
 		if a.NodeID == id {
-			out = append(out, a)
+			out = append(out, &nodeAlloc{Allocation: a, SignedIdentities: s.identities[a.ID]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -213,6 +217,47 @@ func (s *fakeServer) upsertAlloc(a *api.Allocation) {
 	}
 	a.ModifyIndex, a.AllocModifyIndex = idx, idx
 	s.allocs[a.ID] = a
+}
+
+// resolveACL answers from s.rights: a token not in it is "ACL token not
+// found"; rights without ACLEnabled mean ACLs are off.
+func (s *fakeServer) resolveACL(w http.ResponseWriter, r *http.Request) {
+	var req struct{ SecretID, Namespace string }
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authLocked(w, r, r.PathValue("id")) {
+		return
+	}
+	s.resolves++
+	rights, ok := s.rights[req.SecretID]
+	if !ok {
+		http.Error(w, "ACL token not found", http.StatusForbidden)
+		return
+	}
+	writeJSONT(w, s.index, rights)
+}
+
+// resolveCount is the number of ACL resolve calls so far.
+func (s *fakeServer) resolveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resolves
+}
+
+// upsertAllocWithIdentities stores a with the signed identities the
+// server would send its node.
+func (s *fakeServer) upsertAllocWithIdentities(a *api.Allocation, ids map[string]string) {
+	s.mu.Lock()
+	if s.identities == nil {
+		s.identities = map[string]map[string]string{}
+	}
+	s.identities[a.ID] = ids
+	s.mu.Unlock()
+	s.upsertAlloc(a)
 }
 
 // stopAlloc sets the allocation's desired status to stop.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/fingerprint"
@@ -46,7 +47,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the status is sent; nothing more to tell the caller
 }
 
-// Handler serves the client endpoints the servers proxy to this agent:
+// Handler serves the client endpoints the servers proxy to this agent
+// (with Config.ACLEnabled, each checks the caller's token: read-logs for
+// logs, read-job for alloc stats and checks, node read for host stats):
 //
 //	GET /v1/client/fs/logs/{alloc}?task=&type=stdout|stderr&plain=&follow=&origin=start|end&offset=
 //	GET /v1/client/allocation/{id}/stats
@@ -61,17 +64,21 @@ func (c *Client) Handler() http.Handler {
 	return mux
 }
 
-// allocRunner returns the runner of the allocation, or a 404.
-func (c *Client) allocRunner(id string) (*allocrunner.AllocRunner, error) {
+// allocRunner returns the runner of the allocation, or a 404; with ACLs on
+// the request's token must hold cap in the allocation's namespace (403).
+func (c *Client) allocRunner(r *http.Request, id, cap string) (*allocrunner.AllocRunner, error) {
 	ar := c.runner(id)
 	if ar == nil {
 		return nil, notFound("Unknown allocation %q", id)
+	}
+	if err := c.requireNamespace(r, ar.Alloc().Namespace, cap); err != nil {
+		return nil, err
 	}
 	return ar, nil
 }
 
 func (c *Client) handleAllocStats(w http.ResponseWriter, r *http.Request) {
-	ar, err := c.allocRunner(r.PathValue("id"))
+	ar, err := c.allocRunner(r, r.PathValue("id"), acl.NamespaceCapabilityReadJob)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -82,7 +89,7 @@ func (c *Client) handleAllocStats(w http.ResponseWriter, r *http.Request) {
 // handleAllocChecks answers the latest results of the allocation's
 // Nomad-native service checks, by check ID.
 func (c *Client) handleAllocChecks(w http.ResponseWriter, r *http.Request) {
-	ar, err := c.allocRunner(r.PathValue("id"))
+	ar, err := c.allocRunner(r, r.PathValue("id"), acl.NamespaceCapabilityReadJob)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -106,6 +113,10 @@ func checkStatuses(results []health.CheckResult) api.AllocCheckStatuses {
 }
 
 func (c *Client) handleHostStats(w http.ResponseWriter, r *http.Request) {
+	if err := c.requireNodeRead(r); err != nil {
+		writeError(w, err)
+		return
+	}
 	st, err := hostStats(c.cfg.procRoot, c.cfg.DataDir, c.Node().NodeResources.Cpu.CpuShares)
 	if err != nil {
 		writeError(w, err)
@@ -164,7 +175,7 @@ func parseLogParams(r *http.Request, defaultTask string) (logParams, error) {
 
 func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 	allocID := r.PathValue("alloc")
-	ar, err := c.allocRunner(allocID)
+	ar, err := c.allocRunner(r, allocID, acl.NamespaceCapabilityReadLogs)
 	if err != nil {
 		writeError(w, err)
 		return

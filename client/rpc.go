@@ -166,6 +166,13 @@ type heartbeatResponse struct {
 
 type allocUpdateRequest struct{ Allocs []*api.Allocation }
 
+// nodeAlloc is an allocation as the node receives it: the api form plus
+// the workload identities the leader signed for its tasks.
+type nodeAlloc struct {
+	*api.Allocation
+	SignedIdentities map[string]string `json:",omitempty"`
+}
+
 type indexResponse struct{ Index uint64 }
 
 func (s *serverConn) register(ctx context.Context, node *api.Node, secret string) (*registerResponse, error) {
@@ -186,11 +193,11 @@ func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*hea
 
 // nodeAllocs is the blocking query for the node's allocations: it returns
 // when the server's index passes index or after wait.
-func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*api.Allocation, uint64, error) {
+func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*nodeAlloc, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
-	var out []*api.Allocation
+	var out []*nodeAlloc
 	hdr, err := s.call(ctx, http.MethodGet, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", q, nil, &out)
 	if err != nil {
 		return nil, 0, err

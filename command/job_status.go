@@ -125,8 +125,13 @@ func jobStubNamespace(j *api.JobListStub) string {
 }
 
 // lookupJob resolves a job ID or prefix to one job. A nil stub means the
-// command must exit with code (the problem has been printed).
+// command must exit with code (the problem has been printed). An exact ID
+// is read first: that needs only read-job (all a workload identity has),
+// where the prefix search needs list-jobs.
 func lookupJob(m *Meta, c *api.Client, prefix string) (*api.JobListStub, int) {
+	if job, _, err := c.Jobs().Info(prefix, nil); err == nil && job != nil && job.ID != nil && *job.ID == prefix {
+		return &api.JobListStub{ID: *job.ID, Name: deref(job.Name), Namespace: deref(job.Namespace), Type: deref(job.Type)}, 0
+	}
 	jobs, _, err := c.Jobs().List(&api.QueryOptions{Prefix: prefix})
 	if err != nil {
 		m.errorf("Error querying job prefix: %s", err)

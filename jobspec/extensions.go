@@ -163,3 +163,30 @@ func normalizeNetworks(nets []*api.NetworkResource) {
 		n.DynamicPorts = dynamic
 	}
 }
+
+// normalizeIdentities moves each task's first `identity` block without a
+// name (or named "default") from Identities to Identity, the task's default
+// identity, as Nomad's parser does. Named blocks stay in Identities; a
+// second unnamed block stays there too and the server rejects it.
+func normalizeIdentities(job *api.Job) {
+	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t == nil || t.Identity != nil {
+				continue
+			}
+			for i, wi := range t.Identities {
+				if wi != nil && (wi.Name == "" || wi.Name == "default") {
+					t.Identity = wi
+					t.Identities = append(t.Identities[:i:i], t.Identities[i+1:]...)
+					if len(t.Identities) == 0 {
+						t.Identities = nil
+					}
+					break
+				}
+			}
+		}
+	}
+}

@@ -164,5 +164,6 @@ func (p *parser) decodeJob(block *hcl.Block, ctx *hcl.EvalContext) (*api.Job, hc
 		job.Name = new(id)
 	}
 	normalizePorts(job)
+	normalizeIdentities(job)
 	return job, diags
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -34,41 +35,123 @@ const identityLeeway = 5 * time.Second
 // root key: RS256, the key ID in the "kid" header. ttl 0 means no "exp"
 // (the identity lives as long as the allocation is not terminal).
 func (s *Server) SignIdentity(alloc *structs.Allocation, task string, audience []string, ttl time.Duration) (string, error) {
-	key, err := s.State().ActiveRootKey(nil)
+	sg, err := s.newIdentitySigner()
 	if err != nil {
 		return "", err
 	}
+	return sg.sign(alloc, task, &structs.WorkloadIdentity{Name: structs.WorkloadIdentityDefaultName, Audience: audience, TTL: ttl})
+}
+
+// identitySigner signs identities with one root key; building it parses
+// the key once, so a plan with many allocations pays for that once.
+type identitySigner struct {
+	signer jose.Signer
+	region string
+	now    time.Time
+}
+
+// newIdentitySigner returns a signer for the active root key, at the
+// server's current time.
+func (s *Server) newIdentitySigner() (*identitySigner, error) {
+	key, err := s.State().ActiveRootKey(nil)
+	if err != nil {
+		return nil, err
+	}
 	if key == nil {
-		return "", errors.New("identity: no active signing key")
+		return nil, errors.New("identity: no active signing key")
 	}
 	priv, err := rsaKey(key)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: priv},
 		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", key.KeyID))
 	if err != nil {
-		return "", fmt.Errorf("identity: signer: %w", err)
+		return nil, fmt.Errorf("identity: signer: %w", err)
 	}
+	return &identitySigner{signer: signer, region: s.config.Region, now: s.now().UTC()}, nil
+}
+
+// sign signs identity wi of task in alloc. Its audience defaults to
+// DefaultIdentityAudience; its subject is Nomad's
+// "<region>:<namespace>:<job>:<group>:<task>:<identity name>".
+func (sg *identitySigner) sign(alloc *structs.Allocation, task string, wi *structs.WorkloadIdentity) (string, error) {
+	audience := wi.Audience
 	if len(audience) == 0 {
 		audience = []string{DefaultIdentityAudience}
 	}
-	now := s.now().UTC()
+	name := wi.Name
+	if name == "" {
+		name = structs.WorkloadIdentityDefaultName
+	}
 	claims := IdentityClaims{
 		Namespace: alloc.Namespace, JobID: alloc.JobID, AllocationID: alloc.ID, Task: task,
 		Claims: jwt.Claims{
-			Subject: fmt.Sprintf("%s:%s:%s:%s:%s:default", s.config.Region, alloc.Namespace, alloc.JobID, alloc.TaskGroup, task),
+			Subject: fmt.Sprintf("%s:%s:%s:%s:%s:%s", sg.region, alloc.Namespace, alloc.JobID, alloc.TaskGroup, task, name),
 			// Nomad's jti is unique per signature.
 			ID:        generateUUID(),
 			Audience:  jwt.Audience(audience),
-			IssuedAt:  jwt.NewNumericDate(now),
-			NotBefore: jwt.NewNumericDate(now),
+			IssuedAt:  jwt.NewNumericDate(sg.now),
+			NotBefore: jwt.NewNumericDate(sg.now),
 		},
 	}
-	if ttl > 0 {
-		claims.Expiry = jwt.NewNumericDate(now.Add(ttl))
+	if wi.TTL > 0 {
+		claims.Expiry = jwt.NewNumericDate(sg.now.Add(wi.TTL))
 	}
-	return jwt.Signed(signer).Claims(claims).Serialize()
+	return jwt.Signed(sg.signer).Claims(claims).Serialize()
+}
+
+// signPlanIdentities gives every allocation the plan places or updates the
+// signed identities that its tasks' identity blocks ask for and that it
+// does not carry yet (an in-place update keeps the ones it has). It runs on
+// the leader before the plan is committed through raft: signing is not
+// deterministic (jti, iat), so the FSM only stores the result. Tasks
+// without an identity block get nothing: signing costs an RSA operation
+// per task, which a system job on thousands of nodes should not pay for
+// tokens no task sees.
+func (s *Server) signPlanIdentities(req *structs.ApplyPlanResultsRequest) error {
+	var sg *identitySigner
+	for _, a := range req.AllocsUpdated {
+		job := req.Job
+		if job == nil {
+			job = a.Job
+		}
+		if job == nil {
+			continue
+		}
+		tg := job.LookupTaskGroup(a.TaskGroup)
+		if tg == nil {
+			continue
+		}
+		var signed map[string]string
+		for _, t := range tg.Tasks {
+			for _, wi := range t.AllIdentities() {
+				key := structs.IdentityKey(t.Name, wi)
+				if _, ok := a.SignedIdentities[key]; ok {
+					continue
+				}
+				if sg == nil {
+					var err error
+					if sg, err = s.newIdentitySigner(); err != nil {
+						return err
+					}
+				}
+				tok, err := sg.sign(a, t.Name, wi)
+				if err != nil {
+					return fmt.Errorf("identity: sign %q of task %q in alloc %s: %w", wi.Name, t.Name, a.ID, err)
+				}
+				if signed == nil {
+					signed = make(map[string]string, len(a.SignedIdentities)+1)
+					maps.Copy(signed, a.SignedIdentities)
+				}
+				signed[key] = tok
+			}
+		}
+		if signed != nil {
+			a.SignedIdentities = signed
+		}
+	}
+	return nil
 }
 
 func rsaKey(k *structs.RootKey) (*rsa.PrivateKey, error) {
@@ -114,6 +197,12 @@ func (s *Server) VerifyIdentity(snap *state.Snapshot, token string) (*IdentityCl
 	}
 	if err := claims.ValidateWithLeeway(jwt.Expected{Time: s.now()}, identityLeeway); err != nil {
 		return nil, nil, structs.ErrTokenExpired
+	}
+	// Only identities meant for Drover itself act as tokens: a named
+	// identity signed for an outside system (its own audience) cannot be
+	// replayed against the API.
+	if !claims.Audience.Contains(DefaultIdentityAudience) {
+		return nil, nil, structs.ErrTokenInvalid
 	}
 	alloc, err := snap.AllocByID(nil, claims.AllocationID)
 	if err != nil {

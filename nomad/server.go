@@ -238,6 +238,9 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (any, uint64, error) 
 
 // commitPlan is the plan queue's committer.
 func (s *Server) commitPlan(req *structs.ApplyPlanResultsRequest) (uint64, error) {
+	if err := s.signPlanIdentities(req); err != nil {
+		return 0, err
+	}
 	_, index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
 	return index, err
 }

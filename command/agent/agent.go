@@ -160,7 +160,7 @@ func (a *Agent) startClient() error {
 		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
-		Plugins: plugins, Logger: a.logger,
+		Plugins: plugins, Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)

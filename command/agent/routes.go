@@ -117,6 +117,7 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/internal/node/{id}/allocs", nodeSecret(), h.internalAllocUpdate)
 	handle("GET", "/v1/internal/node/{id}/prefetch", nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put("/v1/internal/node/{id}/prefetch", nodeSecret(), h.internalNodePrefetchReport)
+	handle("PUT", "/v1/internal/node/{id}/acl/resolve", nodeSecret(), h.local(h.authorize(nodeSecret(), h.internalACLResolve)))
 
 	// The web UI (static pages that read the API with the user's own
 	// token); the root redirects to it.

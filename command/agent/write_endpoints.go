@@ -185,12 +185,20 @@ func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) 
 		if err != nil {
 			return nil, 0, err
 		}
-		out := make([]*api.Allocation, 0, len(allocs))
+		out := make([]*nodeAlloc, 0, len(allocs))
 		for _, a := range allocs {
-			out = append(out, apiconv.AllocToAPI(a))
+			out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPI(a), SignedIdentities: a.SignedIdentities})
 		}
 		return out, tableIndex(snap, state.TableAllocs), nil
 	})
+}
+
+// nodeAlloc is an allocation as its node receives it: the api form plus
+// the workload identities signed for its tasks, which only this node
+// (authenticated by its secret) ever receives.
+type nodeAlloc struct {
+	*api.Allocation
+	SignedIdentities map[string]string `json:",omitempty"`
 }
 
 // allocUpdateRequest is the body of the internal client alloc update.

@@ -19,6 +19,7 @@ var structsOnlyFields = map[string]bool{
 	"Allocation.JobVersion":       true, // api: Job.Version / stub JobVersion
 	"Node.SecretID":               true, // never sent
 	"DeploymentState.AutoPromote": true, // server-side in Nomad too
+	"Allocation.SignedIdentities": true, // only to the node that runs it (internal endpoint)
 }
 
 // convertedPairs are the top-level types converted by name.

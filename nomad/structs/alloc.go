@@ -36,6 +36,12 @@ type Allocation struct {
 	AllocModifyIndex   uint64
 	CreateTime         int64 // unix nanoseconds
 	ModifyTime         int64 // unix nanoseconds
+	// SignedIdentities are the workload identity JWTs of the tasks that
+	// have an identity block, by IdentityKey, signed by the leader when
+	// the plan placing the allocation is committed. Never part of the
+	// public API (api.Allocation has no such field); only the node that
+	// runs the allocation receives them.
+	SignedIdentities map[string]string
 }
 
 // Copy returns a copy whose top-level fields and maps may be changed freely.

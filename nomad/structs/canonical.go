@@ -29,6 +29,16 @@ func (j *Job) Canonicalize() {
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{AllDatacenters}
 	}
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t != nil {
+				t.canonicalizeIdentities()
+			}
+		}
+	}
 }
 
 // SpecChanged reports whether other differs from j in anything the user

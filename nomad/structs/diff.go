@@ -191,7 +191,8 @@ func taskUpdateType(old, new *Task) string {
 	if old.Driver != new.Driver || old.User != new.User || old.KillSignal != new.KillSignal ||
 		old.Leader != new.Leader || !equalSpec(old.Config, new.Config) ||
 		!equalSpec(old.Env, new.Env) || !equalSpec(old.Resources, new.Resources) ||
-		!equalSpec(old.Lifecycle, new.Lifecycle) {
+		!equalSpec(old.Lifecycle, new.Lifecycle) ||
+		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) {
 		return UpdateTypeDestructive
 	}
 	if !equalSpec(old, new) {

@@ -148,6 +148,8 @@ type Task struct {
 	Kind          string
 	// DispatchPayload names the file the dispatch payload is written to.
 	DispatchPayload *DispatchPayloadConfig
+	Identity        *WorkloadIdentity   // the default identity; see identity.go
+	Identities      []*WorkloadIdentity // named identities
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

@@ -314,6 +314,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	if t.DispatchPayload != nil {
 		p = append(p, t.DispatchPayload.validate()...)
 	}
+	t.validateIdentities(&p)
 	p = append(p, t.validateDriverConfig()...)
 	return p
 }

@@ -45,7 +45,22 @@ func Build(in Input) *Env {
 			e.vars[k] = base.Replace(v)
 		}
 	}
+	e.addIdentities(in.Alloc, in.Task)
 	return e
+}
+
+// addIdentities exposes the task's signed workload identities that ask for
+// it (env = true): NOMAD_TOKEN for the default one, NOMAD_TOKEN_<name> for
+// named ones. They are set last, so the env block cannot shadow them.
+func (e *Env) addIdentities(a *structs.Allocation, t *structs.Task) {
+	if a == nil || t == nil {
+		return
+	}
+	for _, wi := range t.AllIdentities() {
+		if tok := a.SignedIdentities[structs.IdentityKey(t.Name, wi)]; wi.Env && tok != "" {
+			e.vars[wi.EnvVar()] = tok
+		}
+	}
 }
 
 // Map returns a copy of the environment variables.

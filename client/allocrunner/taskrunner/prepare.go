@@ -105,6 +105,9 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	alloc, task := tr.alloc, tr.task
 	tr.mu.Unlock()
 	td := tr.allocDir.TaskDir(tr.name)
+	if err := writeIdentities(td.Dir, alloc, task); err != nil {
+		return nil, err
+	}
 	env := taskenv.Build(taskenv.Input{
 		Alloc: alloc, Task: task, Node: tr.node,
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,

@@ -1,0 +1,81 @@
+package structs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCanonicalize_Identities(t *testing.T) {
+	j := testJob()
+	task := j.TaskGroups[0].Tasks[0]
+	task.Identities = []*WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}}, {Env: true}}
+	j.Canonicalize()
+	require.Equal(t, &WorkloadIdentity{Name: "default", Audience: []string{"nomadproject.io"}, Env: true}, task.Identity)
+	require.Equal(t, []*WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}}}, task.Identities)
+	j.Canonicalize() // idempotent
+	require.Len(t, task.Identities, 1)
+	require.NoError(t, j.Validate())
+
+	// A task without identity blocks keeps none.
+	j2 := testJob()
+	j2.Canonicalize()
+	require.Nil(t, j2.TaskGroups[0].Tasks[0].Identity)
+	require.Nil(t, j2.TaskGroups[0].Tasks[0].Identities)
+}
+
+func TestIdentity_EnvAndFileNames(t *testing.T) {
+	def := &WorkloadIdentity{Name: "default"}
+	named := &WorkloadIdentity{Name: "vault"}
+	custom := &WorkloadIdentity{Name: "x", File: true, Filepath: "local/x.jwt"}
+	assert.Equal(t, "NOMAD_TOKEN", def.EnvVar())
+	assert.Equal(t, "NOMAD_TOKEN_vault", named.EnvVar())
+	assert.Equal(t, "secrets/nomad_token", def.FilePath())
+	assert.Equal(t, "secrets/nomad_vault.jwt", named.FilePath())
+	assert.Equal(t, "local/x.jwt", custom.FilePath())
+	assert.Equal(t, "web", IdentityKey("web", def))
+	assert.Equal(t, "web/vault", IdentityKey("web", named))
+}
+
+func TestValidate_IdentityProblems(t *testing.T) {
+	cases := []struct {
+		name string
+		def  *WorkloadIdentity
+		more []*WorkloadIdentity
+		want string
+	}{
+		{"negative ttl", &WorkloadIdentity{TTL: -time.Second}, nil, `task "server": identity: ttl must not be negative, got -1s`},
+		{"bad change_mode", &WorkloadIdentity{ChangeMode: "reload"}, nil, `identity: change_mode must be one of noop, restart or signal, got "reload"`},
+		{"signal without signal", &WorkloadIdentity{ChangeMode: "signal"}, nil, `identity: change_signal is required with change_mode "signal"`},
+		{"signal with restart", &WorkloadIdentity{ChangeMode: "restart", ChangeSignal: "SIGHUP"}, nil, `change_signal is only allowed with change_mode "signal"`},
+		{"filepath without file", &WorkloadIdentity{Filepath: "local/t"}, nil, "identity: filepath requires file = true"},
+		{"filepath escapes", &WorkloadIdentity{File: true, Filepath: "../../etc/passwd"}, nil, `filepath must be a path inside the task directory, got "../../etc/passwd"`},
+		{"absolute filepath", &WorkloadIdentity{File: true, Filepath: "/etc/x"}, nil, `filepath must be a path inside the task directory, got "/etc/x"`},
+		{"empty aud", &WorkloadIdentity{Audience: []string{""}}, nil, "identity: aud must not contain an empty string"},
+		{"two unnamed", &WorkloadIdentity{}, []*WorkloadIdentity{{Env: true}}, `identity 1: only one identity block may omit name (or use "default")`},
+		{"duplicate name", nil, []*WorkloadIdentity{{Name: "v"}, {Name: "v"}}, `identity "v": name is used by more than one identity`},
+		{"bad name", nil, []*WorkloadIdentity{{Name: "a b"}}, `identity 0: name "a b" must be 1 to 128 letters, digits, "_" or "-"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			task := j.TaskGroups[0].Tasks[0]
+			task.Identity, task.Identities = tc.def, tc.more
+			err := j.Validate()
+			var verr *ValidationError
+			require.ErrorAs(t, err, &verr)
+			assert.True(t, containsProblem(verr.Problems, tc.want), "want %q, got:\n%s", tc.want, err)
+		})
+	}
+}
+
+func TestTaskUpdateType_IdentityIsDestructive(t *testing.T) {
+	old := testJob().TaskGroups[0].Tasks[0]
+	changed := testJob().TaskGroups[0].Tasks[0]
+	changed.Identity = &WorkloadIdentity{Name: "default", Env: true}
+	assert.Equal(t, UpdateTypeDestructive, taskUpdateType(old, changed))
+	same := testJob().TaskGroups[0].Tasks[0]
+	assert.Equal(t, UpdateTypeNone, taskUpdateType(old, same))
+}
