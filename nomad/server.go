@@ -78,8 +78,9 @@ type Server struct {
 	plans   *planner.Queue
 	handler atomic.Pointer[http.Handler]
 
-	heartbeats heartbeats
-	prefetch   *prefetch.Coordinator
+	heartbeats   heartbeats
+	prefetch     *prefetch.Coordinator
+	allocUpdates *allocUpdateBatcher
 
 	resolver     *imageresolve.Resolver
 	imageMetrics *imagewatcher.Metrics
@@ -125,6 +126,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)
+	s.allocUpdates = newAllocUpdateBatcher(allocUpdateWindow, s.applyAllocClientUpdates)
 	s.prefetch = prefetch.NewCoordinator(s.State(), s.logger, cfg.Now, 0)
 	s.plans = planner.NewQueue(s.logger, func() planner.Snapshot { return s.State().Snapshot() },
 		s.commitPlan, func() int64 { return s.config.Now().UnixNano() })
