@@ -103,6 +103,7 @@ func (n *node) heartbeat(ctx context.Context) {
 			return
 		}
 		n.sim.stats.heartbeatErrors.Add(1)
+		n.sim.logger.Debug("heartbeat failed", "node", n.api.Name, "error", err)
 		var se *statusError
 		if errors.As(err, &se) && se.code == http.StatusNotFound {
 			n.sim.logger.Warn("server does not know the node; registering again", "node", n.api.Name)
@@ -269,6 +270,7 @@ func (n *node) flush(ctx context.Context) {
 		n.sim.stats.updates.Add(1)
 	} else if ctx.Err() == nil {
 		n.sim.stats.updateErrors.Add(1)
+		n.sim.logger.Debug("allocation update failed", "node", n.api.Name, "error", err)
 		n.failover(err)
 	}
 	n.mu.Lock()
