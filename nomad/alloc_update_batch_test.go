@@ -36,6 +36,13 @@ func (r *recordingApply) apply(allocs []*structs.Allocation) (uint64, error) {
 	return uint64(100 + len(r.batches)), r.err
 }
 
+// got returns the batches applied so far.
+func (r *recordingApply) got() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]string(nil), r.batches...)
+}
+
 func submitAsync(b *allocUpdateBatcher, id string, out map[string]uint64, errs map[string]error, mu *sync.Mutex, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
@@ -58,11 +65,11 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 			submitAsync(b, fmt.Sprint("a", i), idx, errs, &mu, &wg)
 		}
 		synctest.Wait()
-		require.Empty(t, rec.batches, "nothing is applied before the window ends")
+		require.Empty(t, rec.got(), "nothing is applied before the window ends")
 		time.Sleep(50 * time.Millisecond)
 		wg.Wait()
-		require.Len(t, rec.batches, 1)
-		require.ElementsMatch(t, []string{"a0", "a1", "a2", "a3", "a4"}, rec.batches[0])
+		require.Len(t, rec.got(), 1)
+		require.ElementsMatch(t, []string{"a0", "a1", "a2", "a3", "a4"}, rec.got()[0])
 		for i := range 5 {
 			require.Equal(t, uint64(101), idx[fmt.Sprint("a", i)], "every submitter gets its batch's index")
 			require.NoError(t, errs[fmt.Sprint("a", i)])
@@ -72,7 +79,7 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 		got, err := b.submit([]*structs.Allocation{{ID: "b0"}})
 		require.NoError(t, err)
 		require.Equal(t, uint64(102), got)
-		require.Equal(t, []string{"b0"}, rec.batches[1])
+		require.Equal(t, []string{"b0"}, rec.got()[1])
 	})
 }
 
@@ -89,11 +96,11 @@ func TestAllocUpdateBatcher_GathersDuringApplyAndPropagatesErrors(t *testing.T) 
 		time.Sleep(200 * time.Millisecond) // window long past, but the first apply still runs
 		submitAsync(b, "y", idx, errs, &mu, &wg)
 		synctest.Wait()
-		require.Empty(t, rec.batches)
+		require.Empty(t, rec.got())
 		rec.hold <- struct{}{} // finish the first apply
 		rec.hold <- struct{}{} // and the second
 		wg.Wait()
-		require.Equal(t, [][]string{{"first"}, {"x", "y"}}, rec.batches,
+		require.Equal(t, [][]string{{"first"}, {"x", "y"}}, rec.got(),
 			"updates arriving during an apply go into one next batch")
 		for _, id := range []string{"first", "x", "y"} {
 			require.EqualError(t, errs[id], "not leader", id)
