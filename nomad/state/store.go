@@ -176,14 +176,25 @@ func (tx *writeTxn) insert(table string, obj any) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.countAlloc(before, a); err != nil {
-			return err
-		}
+		return tx.insertAlloc(before, a)
 	}
 	if err := tx.Insert(table, obj); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", table, err)
 	}
 	tx.touched[table] = struct{}{}
+	return nil
+}
+
+// insertAlloc inserts a, replacing before (the stored version of a, or nil
+// when a is new), and moves its job's counts.
+func (tx *writeTxn) insertAlloc(before, a *structs.Allocation) error {
+	if err := tx.countAlloc(before, a); err != nil {
+		return err
+	}
+	if err := tx.Insert(TableAllocs, a); err != nil {
+		return fmt.Errorf("state: insert into %s: %w", TableAllocs, err)
+	}
+	tx.touched[TableAllocs] = struct{}{}
 	return nil
 }
 
