@@ -227,3 +227,14 @@ func TestComputeStopHolds(t *testing.T) {
 	}, func(id string) bool { return runners[id] })
 	require.Equal(t, map[string]bool{"old1": true}, holds)
 }
+
+func TestPendingUpdates_HealthVerdictIsMarkedForAnImmediateFlush(t *testing.T) {
+	p := newPendingUpdates()
+	p.addAPI(&api.Allocation{ID: "a1", ClientStatus: "running"})
+	require.False(t, p.takeHealth(), "a status change waits for the flush interval")
+	healthy := true
+	p.addAPI(&api.Allocation{ID: "a1", ClientStatus: "running", DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &healthy}})
+	require.True(t, p.takeHealth(), "a health verdict is flushed at once")
+	require.False(t, p.takeHealth(), "the mark is cleared by taking it")
+	require.Len(t, p.take(), 1)
+}

@@ -18,6 +18,9 @@ import (
 type pendingUpdates struct {
 	mu   sync.Mutex
 	byID map[string]*api.Allocation // latest update per alloc; guarded by mu
+	// health: a pending update carries a deployment-health verdict;
+	// guarded by mu.
+	health bool
 
 	// kick has room for one token: a flush is wanted.
 	kick chan struct{}
@@ -36,8 +39,21 @@ func (p *pendingUpdates) add(u *structs.Allocation) {
 func (p *pendingUpdates) addAPI(u *api.Allocation) {
 	p.mu.Lock()
 	p.byID[u.ID] = u
+	if u.DeploymentStatus != nil && u.DeploymentStatus.Healthy != nil {
+		p.health = true
+	}
 	p.mu.Unlock()
 	p.wake()
+}
+
+// takeHealth reports whether a health verdict was added since the last
+// call, and clears the mark.
+func (p *pendingUpdates) takeHealth() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.health
+	p.health = false
+	return h
 }
 
 func (p *pendingUpdates) wake() {
@@ -85,7 +101,9 @@ func (p *pendingUpdates) len() int {
 }
 
 // flushLoop sends pending updates, at most once per flushInterval, retrying
-// failed batches with backoff until ctx ends.
+// failed batches with backoff until ctx ends. A deployment-health verdict
+// is sent without waiting for the interval: it is what lets the next wave
+// of a rollout go.
 func (c *Client) flushLoop(ctx context.Context) {
 	var last time.Time
 	failures := 0
@@ -96,6 +114,9 @@ func (c *Client) flushLoop(ctx context.Context) {
 		case <-c.updates.kick:
 		}
 		wait := c.cfg.timing.flushInterval - time.Since(last)
+		if c.updates.takeHealth() {
+			wait = 0
+		}
 		if failures > 0 {
 			wait = max(wait, backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures))
 		}

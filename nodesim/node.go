@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +32,9 @@ type node struct {
 	wake       *time.Timer // next task transition or health decision; or nil
 	wakeAt     time.Time
 	pending    map[string]*api.Allocation // reports not yet sent
-	flushing   bool                       // a flush is scheduled or running
+	flushTimer *time.Timer                // a scheduled flush, or nil
+	inFlight   bool                       // a flush is sending
+	urgent     bool                       // a pending report carries a new health verdict
 	stopped    bool
 }
 
@@ -100,6 +103,7 @@ func (n *node) heartbeat(ctx context.Context) {
 			return
 		}
 		n.sim.stats.heartbeatErrors.Add(1)
+		n.sim.logger.Debug("heartbeat failed", "node", n.api.Name, "error", err)
 		var se *statusError
 		if errors.As(err, &se) && se.code == http.StatusNotFound {
 			n.sim.logger.Warn("server does not know the node; registering again", "node", n.api.Name)
@@ -186,6 +190,10 @@ func (n *node) stepLocked(ctx context.Context, now time.Time) {
 		}
 		rep, at := a.report(now)
 		if sig := signature(rep); sig != a.lastSent {
+			if rep.DeploymentStatus != nil && rep.DeploymentStatus.Healthy != nil &&
+				!strings.Contains(a.lastSent, "|healthy=") {
+				n.urgent = true
+			}
 			a.lastSent = sig
 			n.pending[a.id] = rep
 		}
@@ -202,10 +210,29 @@ func (n *node) stepLocked(ctx context.Context, now time.Time) {
 			n.wake.Reset(d)
 		}
 	}
-	if len(n.pending) > 0 && !n.flushing {
-		n.flushing = true
-		time.AfterFunc(n.sim.cfg.UpdateInterval, func() { n.flush(ctx) })
+	n.scheduleFlushLocked(ctx)
+}
+
+// scheduleFlushLocked arranges for the pending reports to be sent after
+// UpdateInterval, or at once when one carries a new deployment-health
+// verdict (the client agent's flush does the same: a health change is what
+// lets the next wave of a rollout go). While a send is in flight, the
+// flush that ends it schedules the next.
+func (n *node) scheduleFlushLocked(ctx context.Context) {
+	if len(n.pending) == 0 || n.inFlight || ctx.Err() != nil {
+		return
 	}
+	d := n.sim.cfg.UpdateInterval
+	if n.urgent {
+		d = 0
+	}
+	if n.flushTimer != nil {
+		if d == 0 {
+			n.flushTimer.Reset(0)
+		}
+		return
+	}
+	n.flushTimer = time.AfterFunc(d, func() { n.flush(ctx) })
 }
 
 func (n *node) onWake(ctx context.Context) {
@@ -225,6 +252,11 @@ func (n *node) flush(ctx context.Context) {
 		return
 	}
 	n.mu.Lock()
+	if n.inFlight || len(n.pending) == 0 { // a timer reset after it fired
+		n.mu.Unlock()
+		return
+	}
+	n.flushTimer, n.inFlight, n.urgent = nil, true, false
 	batch := make([]*api.Allocation, 0, len(n.pending))
 	for _, a := range n.pending {
 		batch = append(batch, a)
@@ -238,22 +270,21 @@ func (n *node) flush(ctx context.Context) {
 		n.sim.stats.updates.Add(1)
 	} else if ctx.Err() == nil {
 		n.sim.stats.updateErrors.Add(1)
+		n.sim.logger.Debug("allocation update failed", "node", n.api.Name, "error", err)
 		n.failover(err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.inFlight = false
 	if err != nil && ctx.Err() == nil {
 		for _, a := range batch {
 			if _, newer := n.pending[a.ID]; !newer && n.allocs[a.ID] != nil {
 				n.pending[a.ID] = a
 			}
 		}
+		n.urgent = false // a failed send retries after the interval
 	}
-	if len(n.pending) > 0 && ctx.Err() == nil {
-		time.AfterFunc(n.sim.cfg.UpdateInterval, func() { n.flush(ctx) })
-		return
-	}
-	n.flushing = false
+	n.scheduleFlushLocked(ctx)
 }
 
 // backoff is the retry delay after failures consecutive failures: 250ms

@@ -104,7 +104,11 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("address: at least one server is required")
 	}
 	s := &Sim{cfg: cfg, logger: cfg.Logger}
-	s.conn = newConn(cfg.Servers, min(cfg.Nodes, 1024))
+	// Every node may have a long poll and an update or heartbeat open at
+	// once: keep that many connections for reuse, or a fleet-wide burst
+	// closes thousands of them and the TIME_WAIT sockets exhaust the
+	// local ports (heartbeats and updates then fail to connect).
+	s.conn = newConn(cfg.Servers, 2*cfg.Nodes+64)
 	for i := range cfg.Nodes {
 		id := uuid.NewString()
 		n := &node{

@@ -207,8 +207,15 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 }
 
 // AllocClientUpdate records client-reported allocation status, then
-// creates the evaluations the updates call for (allocUpdateEvals).
+// creates the evaluations the updates call for (allocUpdateEvals). Updates
+// from many clients are committed together (allocUpdateBatcher); it
+// returns once the batch carrying allocs is applied.
 func (s *Server) AllocClientUpdate(allocs []*structs.Allocation) (uint64, error) {
+	return s.allocUpdates.submit(allocs)
+}
+
+// applyAllocClientUpdates commits one batch of client updates.
+func (s *Server) applyAllocClientUpdates(allocs []*structs.Allocation) (uint64, error) {
 	evals, err := s.allocUpdateEvals(allocs)
 	if err != nil {
 		return 0, err

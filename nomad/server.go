@@ -83,9 +83,10 @@ type Server struct {
 	plans   *planner.Queue
 	handler atomic.Pointer[http.Handler]
 
-	heartbeats heartbeats
-	policies   policyCache // parsed ACL policies
-	prefetch   *prefetch.Coordinator
+	heartbeats   heartbeats
+	policies     policyCache // parsed ACL policies
+	prefetch     *prefetch.Coordinator
+	allocUpdates *allocUpdateBatcher
 
 	resolver     *imageresolve.Resolver
 	imageMetrics *imagewatcher.Metrics
@@ -131,6 +132,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)
+	s.allocUpdates = newAllocUpdateBatcher(allocUpdateWindow, s.applyAllocClientUpdates)
 	s.prefetch = prefetch.NewCoordinator(s.State(), s.logger, cfg.Now, 0)
 	s.plans = planner.NewQueue(s.logger, func() planner.Snapshot { return s.State().Snapshot() },
 		s.commitPlan, func() int64 { return s.config.Now().UnixNano() })

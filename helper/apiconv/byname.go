@@ -3,6 +3,8 @@ package apiconv
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 )
 
 // copyByName copies src into dst, which must be settable. Struct fields are
@@ -14,7 +16,7 @@ import (
 // are deep-copied keeping their dynamic types; numbers convert between sizes
 // and signedness. A shape mismatch between the two types is a programming
 // error and panics with the field path; the tests walk every converted type.
-func copyByName(dst, src reflect.Value, path string) {
+func copyByName(dst, src reflect.Value, path *fieldPath) {
 	if dst.Kind() == reflect.Interface {
 		if !src.IsValid() || isNil(src) {
 			dst.SetZero()
@@ -47,7 +49,7 @@ func copyByName(dst, src reflect.Value, path string) {
 		}
 		s := reflect.MakeSlice(dst.Type(), src.Len(), src.Len())
 		for i := range src.Len() {
-			copyByName(s.Index(i), src.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			copyByName(s.Index(i), src.Index(i), &fieldPath{parent: path, index: i, isIndex: true})
 		}
 		dst.Set(s)
 	case reflect.Map:
@@ -62,7 +64,7 @@ func copyByName(dst, src reflect.Value, path string) {
 			k := reflect.New(dst.Type().Key()).Elem()
 			copyByName(k, iter.Key(), path)
 			v := reflect.New(dst.Type().Elem()).Elem()
-			copyByName(v, iter.Value(), fmt.Sprintf("%s[%v]", path, iter.Key()))
+			copyByName(v, iter.Value(), &fieldPath{parent: path, key: iter.Key()})
 			m.SetMapIndex(k, v)
 		}
 		dst.Set(m)
@@ -74,26 +76,89 @@ func copyByName(dst, src reflect.Value, path string) {
 	}
 }
 
-func copyStruct(dst, src reflect.Value, path string) {
-	if dst.Type() == src.Type() && !hasExportedFields(dst.Type()) {
+func copyStruct(dst, src reflect.Value, path *fieldPath) {
+	plan := structPlanFor(dst.Type(), src.Type())
+	if plan.opaque {
 		dst.Set(src) // time.Time and other opaque values
 		return
 	}
 	mustKind(src, reflect.Struct, dst, path)
-	for i := range dst.NumField() {
-		f := dst.Type().Field(i)
-		if !f.IsExported() || f.Anonymous {
-			continue
-		}
-		sf, ok := src.Type().FieldByName(f.Name)
-		if !ok || !sf.IsExported() || len(sf.Index) != 1 {
-			continue
-		}
-		copyByName(dst.Field(i), src.Field(sf.Index[0]), path+"."+f.Name)
+	for _, f := range plan.fields {
+		copyByName(dst.Field(f.dst), src.Field(f.src), &fieldPath{parent: path, name: f.name})
 	}
 }
 
-func mustKind(src reflect.Value, k reflect.Kind, dst reflect.Value, path string) {
+// structPlan is how copyStruct copies one struct type into another: the
+// pairs of fields matched by name, or the whole value when it is opaque.
+// Plans are computed once per pair of types: the allocations a client's
+// long poll returns are converted on every answer.
+type structPlan struct {
+	opaque bool
+	fields []fieldPair
+}
+
+type fieldPair struct {
+	dst, src int
+	name     string
+}
+
+var structPlans sync.Map // [2]reflect.Type{dst, src} → *structPlan
+
+func structPlanFor(dt, st reflect.Type) *structPlan {
+	key := [2]reflect.Type{dt, st}
+	if p, ok := structPlans.Load(key); ok {
+		return p.(*structPlan)
+	}
+	plan := &structPlan{opaque: dt == st && !hasExportedFields(dt)}
+	if !plan.opaque && st.Kind() == reflect.Struct {
+		for i := range dt.NumField() {
+			f := dt.Field(i)
+			if !f.IsExported() || f.Anonymous {
+				continue
+			}
+			sf, ok := st.FieldByName(f.Name)
+			if !ok || !sf.IsExported() || len(sf.Index) != 1 {
+				continue
+			}
+			plan.fields = append(plan.fields, fieldPair{dst: i, src: sf.Index[0], name: f.Name})
+		}
+	}
+	structPlans.Store(key, plan)
+	return plan
+}
+
+// fieldPath names the value being copied, for the panic of a shape
+// mismatch; it is only rendered then.
+type fieldPath struct {
+	parent  *fieldPath
+	name    string        // a field name, or the root's type name
+	index   int           // a slice index, when isIndex
+	isIndex bool          //
+	key     reflect.Value // a map key, when valid
+}
+
+func (p *fieldPath) String() string {
+	var parts []string
+	for ; p != nil; p = p.parent {
+		switch {
+		case p.isIndex:
+			parts = append(parts, fmt.Sprintf("[%d]", p.index))
+		case p.key.IsValid():
+			parts = append(parts, fmt.Sprintf("[%v]", p.key))
+		case p.parent == nil:
+			parts = append(parts, p.name)
+		default:
+			parts = append(parts, "."+p.name)
+		}
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.WriteString(parts[i])
+	}
+	return b.String()
+}
+
+func mustKind(src reflect.Value, k reflect.Kind, dst reflect.Value, path *fieldPath) {
 	if src.Kind() != k {
 		panic(fmt.Sprintf("convert: %s: cannot copy %s into %s", path, src.Type(), dst.Type()))
 	}
@@ -181,6 +246,6 @@ func convertInto[T any](src any) *T {
 		return nil
 	}
 	out := new(T)
-	copyByName(reflect.ValueOf(out).Elem(), sv, reflect.TypeFor[T]().Name())
+	copyByName(reflect.ValueOf(out).Elem(), sv, &fieldPath{name: reflect.TypeFor[T]().Name()})
 	return out
 }

@@ -142,7 +142,7 @@ func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int6
 	if a.Job == nil && exist != nil && exist.JobVersion == a.JobVersion {
 		a.Job = exist.Job
 	}
-	if err := tx.insert(TableAllocs, a); err != nil {
+	if err := tx.insertAlloc(exist, a); err != nil {
 		return err
 	}
 	changes.note(exist, a)
@@ -220,7 +220,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 			}
 			c.ModifyIndex = tx.index
 			c.ModifyTime = updatedAt
-			if err := tx.insert(TableAllocs, c); err != nil {
+			if err := tx.insertAlloc(exist, c); err != nil {
 				return err
 			}
 			changes.note(exist, c)
@@ -248,7 +248,7 @@ func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desir
 			c := exist.Copy()
 			c.DesiredStatus, c.DesiredDescription = desiredStatus, desc
 			c.ModifyIndex, c.AllocModifyIndex = tx.index, tx.index
-			if err := tx.insert(TableAllocs, c); err != nil {
+			if err := tx.insertAlloc(exist, c); err != nil {
 				return err
 			}
 			changes.note(exist, c)

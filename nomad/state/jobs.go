@@ -51,24 +51,26 @@ func (r reader) JobsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*structs
 }
 
 // JobSummaryByID counts the allocations of the current incarnation of job
-// (ns, id) per task group by client status. Every group of the job is
-// present, with zero counts if it has no allocation. It returns nil when the
-// job does not exist.
+// (ns, id) (and those whose job is unknown) per task group by client
+// status, from the job's counts. Every group of the job is present, with
+// zero counts if it has no allocation. It returns nil when the job does
+// not exist.
 func (r reader) JobSummaryByID(ws memdb.WatchSet, ns, id string) (*structs.JobSummary, error) {
 	txn := r.txn()
 	job, err := jobByID(txn, ws, ns, id)
 	if job == nil || err != nil {
 		return nil, err
 	}
-	allocs, err := allocsByJob(txn, ws, job.Namespace, id, false)
+	counts, err := jobCountsByID(txn, ws, job.Namespace, id)
 	if err != nil {
 		return nil, err
 	}
-	return computeJobSummary(job, allocs), nil
+	return jobSummaryOf(job, counts), nil
 }
 
-// computeJobSummary counts allocs (of job) per group of job.
-func computeJobSummary(job *structs.Job, allocs []*structs.Allocation) *structs.JobSummary {
+// jobSummaryOf builds the summary of job's current incarnation from its
+// counts (nil: no allocations). Groups an older version had are left out.
+func jobSummaryOf(job *structs.Job, counts *jobCounts) *structs.JobSummary {
 	sum := &structs.JobSummary{
 		JobID:       job.ID,
 		Namespace:   job.Namespace,
@@ -79,27 +81,32 @@ func computeJobSummary(job *structs.Job, allocs []*structs.Allocation) *structs.
 	for _, tg := range job.TaskGroups {
 		sum.Summary[tg.Name] = structs.TaskGroupSummary{}
 	}
-	for _, a := range allocs {
-		tg, ok := sum.Summary[a.TaskGroup]
-		if !ok {
-			continue // a group an older version had
+	if counts == nil {
+		return sum
+	}
+	keys := []uint64{job.CreateIndex}
+	if job.CreateIndex != 0 {
+		keys = append(keys, 0) // allocations whose job is unknown
+	}
+	for _, k := range keys {
+		inc := counts.Incarnations[k]
+		if inc == nil {
+			continue
 		}
-		switch a.ClientStatus {
-		case structs.AllocClientStatusPending:
-			tg.Starting++
-		case structs.AllocClientStatusRunning:
-			tg.Running++
-		case structs.AllocClientStatusComplete:
-			tg.Complete++
-		case structs.AllocClientStatusFailed:
-			tg.Failed++
-		case structs.AllocClientStatusLost:
-			tg.Lost++
-		case structs.AllocClientStatusUnknown:
-			tg.Unknown++
+		for name, c := range inc.Groups {
+			tg, ok := sum.Summary[name]
+			if !ok {
+				continue
+			}
+			tg.Starting += c.Starting
+			tg.Running += c.Running
+			tg.Complete += c.Complete
+			tg.Failed += c.Failed
+			tg.Lost += c.Lost
+			tg.Unknown += c.Unknown
+			sum.Summary[name] = tg
 		}
-		sum.Summary[a.TaskGroup] = tg
-		sum.ModifyIndex = max(sum.ModifyIndex, a.ModifyIndex)
+		sum.ModifyIndex = max(sum.ModifyIndex, inc.ModifyIndex)
 	}
 	return sum
 }
@@ -146,7 +153,7 @@ func (tx *writeTxn) upsertJob(sub *structs.JobSubmission, in *structs.Job) (*str
 			j.VersionTag = existing.VersionTag
 		}
 	}
-	if j.Status, err = computeJobStatus(tx.Txn, j); err != nil {
+	if j.Status, err = tx.computeJobStatus(j); err != nil {
 		return nil, err
 	}
 	if err := tx.insert(TableJobs, j); err != nil {
@@ -200,7 +207,7 @@ func (tx *writeTxn) refreshJobStatus(ns, id string) error {
 	if job == nil || err != nil {
 		return err
 	}
-	status, err := computeJobStatus(tx.Txn, job)
+	status, err := tx.computeJobStatus(job)
 	if err != nil || status == job.Status {
 		return err
 	}
@@ -211,7 +218,7 @@ func (tx *writeTxn) refreshJobStatus(ns, id string) error {
 }
 
 // computeJobStatus derives a job's status from its allocations (of every
-// incarnation) and evaluations:
+// incarnation, through their counts) and evaluations:
 //
 //   - running: some allocation is live (not terminal);
 //   - dead: the job is stopped, or it is a batch or sysbatch job whose allocations
@@ -220,29 +227,27 @@ func (tx *writeTxn) refreshJobStatus(ns, id string) error {
 //
 // A template (periodic or parameterized parent) runs nothing itself: it is
 // running until stopped, then dead.
-func computeJobStatus(txn *memdb.Txn, job *structs.Job) (string, error) {
+func (tx *writeTxn) computeJobStatus(job *structs.Job) (string, error) {
 	if job.IsTemplate() {
 		if job.Stop {
 			return structs.JobStatusDead, nil
 		}
 		return structs.JobStatusRunning, nil
 	}
-	allocs, err := list[*structs.Allocation](txn, nil, TableAllocs, indexJob, job.Namespace, job.ID)
+	counts, err := tx.currentCounts(job.Namespace, job.ID)
 	if err != nil {
 		return "", err
 	}
-	for _, a := range allocs {
-		if !a.Terminal() {
-			return structs.JobStatusRunning, nil
-		}
+	if counts != nil && counts.Live > 0 {
+		return structs.JobStatusRunning, nil
 	}
 	if job.Stop {
 		return structs.JobStatusDead, nil
 	}
-	if (job.Type != structs.JobTypeSysBatch && job.Type != structs.JobTypeBatch) || len(allocs) == 0 {
+	if (job.Type != structs.JobTypeSysBatch && job.Type != structs.JobTypeBatch) || counts == nil {
 		return structs.JobStatusPending, nil
 	}
-	evals, err := list[*structs.Evaluation](txn, nil, TableEvals, indexJob, job.Namespace, job.ID)
+	evals, err := list[*structs.Evaluation](tx.Txn, nil, TableEvals, indexJob, job.Namespace, job.ID)
 	if err != nil {
 		return "", err
 	}

@@ -92,6 +92,7 @@ func TestProp_AllocWritesLoseNothing(t *testing.T) {
 				ids = append(ids, id)
 			}
 			checkAllocInvariants(rt, s, created, index, lastTables)
+			checkJobCounts(rapidT{rt}, s)
 			index++
 		}
 	})

@@ -74,6 +74,9 @@ func (r *Restore) Commit() error {
 	if err := r.linkAllocJobs(); err != nil {
 		return err
 	}
+	if err := rebuildJobCounts(r.txn); err != nil {
+		return err
+	}
 	r.txn.Commit()
 	r.store.swap(r.db)
 	return nil

@@ -147,6 +147,9 @@ type writeTxn struct {
 	index   uint64
 	touched map[string]struct{}
 	refresh map[structs.NamespacedID]struct{}
+	// jobCounts are the transaction's copies of the allocation counts
+	// of the jobs whose allocations it wrote (job_counts.go).
+	jobCounts map[structs.NamespacedID]*jobCounts
 }
 
 // write runs fn in one write transaction at index and commits it unless fn
@@ -171,8 +174,16 @@ func (s *StateStore) write(index uint64, fn func(tx *writeTxn) error) error {
 	return nil
 }
 
-// insert inserts obj into table and marks the table touched.
+// insert inserts obj into table and marks the table touched. An
+// allocation's job counts follow.
 func (tx *writeTxn) insert(table string, obj any) error {
+	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
+		before, err := allocByID(tx.Txn, nil, a.ID)
+		if err != nil {
+			return err
+		}
+		return tx.insertAlloc(before, a)
+	}
 	if err := tx.Insert(table, obj); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", table, err)
 	}
@@ -180,8 +191,33 @@ func (tx *writeTxn) insert(table string, obj any) error {
 	return nil
 }
 
-// delete deletes obj from table and marks the table touched.
+// insertAlloc inserts a, replacing before (the stored version of a, or nil
+// when a is new), and moves its job's counts.
+func (tx *writeTxn) insertAlloc(before, a *structs.Allocation) error {
+	if err := tx.countAlloc(before, a); err != nil {
+		return err
+	}
+	if err := tx.Insert(TableAllocs, a); err != nil {
+		return fmt.Errorf("state: insert into %s: %w", TableAllocs, err)
+	}
+	tx.touched[TableAllocs] = struct{}{}
+	return nil
+}
+
+// delete deletes obj from table and marks the table touched. An
+// allocation's job counts follow.
 func (tx *writeTxn) delete(table string, obj any) error {
+	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
+		before, err := allocByID(tx.Txn, nil, a.ID)
+		if err != nil {
+			return err
+		}
+		if before != nil {
+			if err := tx.countAlloc(before, nil); err != nil {
+				return err
+			}
+		}
+	}
 	if err := tx.Delete(table, obj); err != nil {
 		return fmt.Errorf("state: delete from %s: %w", table, err)
 	}
@@ -194,9 +230,12 @@ func (tx *writeTxn) markJob(ns, id string) {
 	tx.refresh[structs.NamespacedID{Namespace: nsOrDefault(ns), ID: id}] = struct{}{}
 }
 
-// finish recomputes the status of marked jobs, then records the index of
-// every touched table.
+// finish stores the changed job counts, recomputes the status of marked
+// jobs, then records the index of every touched table.
 func (tx *writeTxn) finish() error {
+	if err := tx.writeJobCounts(); err != nil {
+		return err
+	}
 	ids := make([]structs.NamespacedID, 0, len(tx.refresh))
 	for id := range tx.refresh {
 		ids = append(ids, id)

@@ -1,0 +1,109 @@
+package nomad
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// recordingApply records each batch it is given and answers with index
+// 100+batch number, or err.
+type recordingApply struct {
+	mu      sync.Mutex
+	batches [][]string
+	hold    chan struct{} // when set, each apply waits for a receive from it
+	err     error
+}
+
+func (r *recordingApply) apply(allocs []*structs.Allocation) (uint64, error) {
+	if r.hold != nil {
+		<-r.hold
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for _, a := range allocs {
+		ids = append(ids, a.ID)
+	}
+	r.batches = append(r.batches, ids)
+	return uint64(100 + len(r.batches)), r.err
+}
+
+// got returns the batches applied so far.
+func (r *recordingApply) got() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]string(nil), r.batches...)
+}
+
+func submitAsync(b *allocUpdateBatcher, id string, out map[string]uint64, errs map[string]error, mu *sync.Mutex, wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		idx, err := b.submit([]*structs.Allocation{{ID: id}})
+		mu.Lock()
+		out[id], errs[id] = idx, err
+		mu.Unlock()
+	}()
+}
+
+func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recordingApply{}
+		b := newAllocUpdateBatcher(50*time.Millisecond, rec.apply)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		idx, errs := map[string]uint64{}, map[string]error{}
+		for i := range 5 {
+			submitAsync(b, fmt.Sprint("a", i), idx, errs, &mu, &wg)
+		}
+		synctest.Wait()
+		require.Empty(t, rec.got(), "nothing is applied before the window ends")
+		time.Sleep(50 * time.Millisecond)
+		wg.Wait()
+		require.Len(t, rec.got(), 1)
+		require.ElementsMatch(t, []string{"a0", "a1", "a2", "a3", "a4"}, rec.got()[0])
+		for i := range 5 {
+			require.Equal(t, uint64(101), idx[fmt.Sprint("a", i)], "every submitter gets its batch's index")
+			require.NoError(t, errs[fmt.Sprint("a", i)])
+		}
+
+		// A later update starts a new batch.
+		got, err := b.submit([]*structs.Allocation{{ID: "b0"}})
+		require.NoError(t, err)
+		require.Equal(t, uint64(102), got)
+		require.Equal(t, []string{"b0"}, rec.got()[1])
+	})
+}
+
+func TestAllocUpdateBatcher_GathersDuringApplyAndPropagatesErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recordingApply{hold: make(chan struct{}), err: errors.New("not leader")}
+		b := newAllocUpdateBatcher(50*time.Millisecond, rec.apply)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		idx, errs := map[string]uint64{}, map[string]error{}
+		submitAsync(b, "first", idx, errs, &mu, &wg)
+		time.Sleep(60 * time.Millisecond) // the first batch is now applying (held)
+		submitAsync(b, "x", idx, errs, &mu, &wg)
+		time.Sleep(200 * time.Millisecond) // window long past, but the first apply still runs
+		submitAsync(b, "y", idx, errs, &mu, &wg)
+		synctest.Wait()
+		require.Empty(t, rec.got())
+		rec.hold <- struct{}{} // finish the first apply
+		rec.hold <- struct{}{} // and the second
+		wg.Wait()
+		require.Equal(t, [][]string{{"first"}, {"x", "y"}}, rec.got(),
+			"updates arriving during an apply go into one next batch")
+		for _, id := range []string{"first", "x", "y"} {
+			require.EqualError(t, errs[id], "not leader", id)
+		}
+	})
+}
