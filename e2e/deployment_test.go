@@ -25,6 +25,10 @@ variable "command" {
   type    = string
   default = "exec sleep 3600"
 }
+variable "auto_revert" {
+  type    = bool
+  default = true
+}
 job "web" {
   type        = "system"
   datacenters = ["dc1"]
@@ -35,7 +39,7 @@ job "web" {
     min_healthy_time  = "1s"
     healthy_deadline  = "15s"
     progress_deadline = "1m"
-    auto_revert       = true
+    auto_revert       = var.auto_revert
   }
   group "web" {
     restart {

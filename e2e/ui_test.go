@@ -30,9 +30,9 @@ type rolloutCell struct {
 // TestUIRolloutStory drives the web UI in a headless Chromium against a
 // server and four raw_exec clients: the jobs list, canaries shown on the
 // nodes the API names, a promotion clicked in the page, the view following
-// the deployment to "successful" and through a failing version and its
-// auto-revert without a reload, an allocation page with its log tail, and
-// a revert clicked on the job page.
+// the deployment to "successful", a failing version shown unhealthy and
+// failed, then a revert clicked in the view, all without a reload; an
+// allocation page with its log tail; and a revert clicked on the job page.
 func TestUIRolloutStory(t *testing.T) {
 	ctx := newBrowser(t, 1200, 820)
 	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
@@ -110,11 +110,18 @@ func TestUIRolloutStory(t *testing.T) {
 	require.True(t, evalJS[bool](t, ctx, `window.__sameDocument === true`), "the page was not reloaded")
 	require.Equal(t, "successful", waitDeployment(t, c, 1, "successful").Status)
 
-	// A failing version: the view shows its nodes unhealthy, then the
-	// auto-revert's deployment (version 3, version 1's spec) to success.
-	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "version=2", "-var", "command=exit 1", jobFile)
+	// A failing version (auto_revert off, so that its failure stays on
+	// screen however fast the machine): the view shows its node unhealthy
+	// and the deployment failed; the revert clicked in the view rolls
+	// version 1's spec out again (version 3) to success.
+	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "version=2", "-var", "command=exit 1",
+		"-var", "auto_revert=false", jobFile)
 	require.Equal(t, 0, code, out)
-	waitJS(t, ctx, 60*time.Second, `window.droverRollout.history.some(h => h.startsWith('v2 ') && h.includes('v2 unhealthy'))`)
+	waitJS(t, ctx, 60*time.Second, `window.droverRollout.deployment.version === 2 && document.getElementById('dep-status').textContent === 'failed' &&
+		window.droverRollout.cells.some(c => c.version === 2 && c.state === 'unhealthy')`)
+	require.True(t, evalJS[bool](t, ctx, `window.droverRollout.history.some(h => h.startsWith('v2 ') && h.includes('v2 unhealthy'))`))
+	waitJS(t, ctx, 10*time.Second, `!document.getElementById('act-revert').hidden && document.getElementById('act-revert').textContent === 'Revert to v1'`)
+	run(t, ctx, 10*time.Second, chromedp.Click(chromedp.ID("act-revert")))
 	waitJS(t, ctx, 90*time.Second, `window.droverRollout.deployment.version === 3 && document.getElementById('dep-status').textContent === 'successful' &&
 		window.droverRollout.cells.every(c => c.version === 3 && c.state === 'healthy')`)
 	require.True(t, evalJS[bool](t, ctx, `window.__sameDocument === true`), "the page was not reloaded")
