@@ -3,7 +3,7 @@ GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
 
-.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline
+.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -80,3 +80,7 @@ demo: build
 
 clean:
 	rm -rf bin
+
+# The README's screenshots of the web UI, made by its browser tests.
+screenshots: build ui-deps
+	DROVER_SCREENSHOTS=$(CURDIR)/docs/screenshots DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -run 'TestUIRolloutStory|TestUIRolloutLoad2000' ./e2e/

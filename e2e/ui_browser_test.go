@@ -101,7 +101,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	defer cancel()
 	png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
-	dir := filepath.Join("..", "docs", "screenshots")
+	// make screenshots writes the README's pictures (docs/screenshots);
+	// other runs leave the tree alone.
+	dir := os.Getenv("DROVER_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join("..", "bin", "screenshots")
+	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
