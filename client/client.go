@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,8 +155,9 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	if c.node.Meta == nil {
 		c.node.Meta = map[string]string{}
 	}
-	c.node.NodeResources.MinDynamicPort = cfg.MinDynamicPort
-	c.node.NodeResources.MaxDynamicPort = cfg.MaxDynamicPort
+	// The node reports the range the scheduler will use.
+	c.node.NodeResources.MinDynamicPort = cmp.Or(cfg.MinDynamicPort, structs.DefaultMinDynamicPort)
+	c.node.NodeResources.MaxDynamicPort = cmp.Or(cfg.MaxDynamicPort, structs.DefaultMaxDynamicPort)
 	c.images = newImageLeases(c.drivers, db, logger)
 	logger.Info("client started", "node_id", id.ID, "node_name", cfg.NodeName, "drivers", c.drivers.Names())
 	return c, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/prefetch"
 	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/stream"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -216,3 +217,7 @@ func (s *Server) enqueueEvals(evals []*structs.Evaluation) {
 }
 
 func (s *Server) now() time.Time { return s.config.Now() }
+
+// Events returns the broker of the event stream, fed by this server's FSM
+// (every server has one; followers publish what they apply).
+func (s *Server) Events() *stream.Broker { return s.fsm.Events() }

@@ -181,7 +181,7 @@ func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint6
 		if n == nil {
 			return nil, tableIndex(snap, state.TableNodes), notFound("node not found")
 		}
-		return convert.NodeToAPI(n), n.ModifyIndex, nil
+		return nodeToWire(n), n.ModifyIndex, nil
 	})
 }
 

@@ -56,6 +56,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/node/{id}/eligibility", h.nodeEligibility)
 	put("/v1/node/{id}/drain", h.nodeDrain)
 
+	m.HandleFunc("GET /v1/event/stream", h.eventStream) // local: every server applies the log
+
 	getLocal("/v1/agent/self", h.agentSelf)
 	getLocal("/v1/status/leader", h.statusLeader)
 	getLocal("/v1/status/peers", h.statusPeers)

@@ -14,6 +14,7 @@ import (
 // are deep-copied keeping their dynamic types; numbers convert between sizes
 // and signedness. A shape mismatch between the two types is a programming
 // error and panics with the field path; the tests walk every converted type.
+// An embedded struct matches a field (embedded or not) of its type's name.
 func copyByName(dst, src reflect.Value, path string) {
 	if dst.Kind() == reflect.Interface {
 		if !src.IsValid() || isNil(src) {
@@ -82,7 +83,7 @@ func copyStruct(dst, src reflect.Value, path string) {
 	mustKind(src, reflect.Struct, dst, path)
 	for i := range dst.NumField() {
 		f := dst.Type().Field(i)
-		if !f.IsExported() || f.Anonymous {
+		if !f.IsExported() {
 			continue
 		}
 		sf, ok := src.Type().FieldByName(f.Name)
