@@ -344,3 +344,15 @@ func (c *Client) Shutdown() error {
 
 // taskStateDead is structs.TaskState.State of a task that has finished.
 const taskStateDead = "dead"
+
+// Servers returns the addresses of the servers the client talks to.
+func (c *Client) Servers() []string { return c.rpc.addrs() }
+
+// SetServers replaces the servers the client talks to (at least one).
+func (c *Client) SetServers(addrs []string) error {
+	if len(addrs) == 0 {
+		return errors.New("at least one server address is required")
+	}
+	c.rpc.setAddrs(addrs)
+	return nil
+}

@@ -206,3 +206,25 @@ func (s *serverConn) updateAllocs(ctx context.Context, nodeID string, allocs []*
 	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, &out)
 	return out.Index, err
 }
+
+// addrs returns the servers' addresses as configured ("host:port").
+func (s *serverConn) addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.servers))
+	for i, b := range s.servers {
+		out[i] = strings.TrimPrefix(b, "http://")
+	}
+	return out
+}
+
+// setAddrs replaces the servers; the next call goes to the first.
+func (s *serverConn) setAddrs(addrs []string) {
+	base := make([]string, len(addrs))
+	for i, a := range addrs {
+		base[i] = baseURL(a)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers, s.cur = base, 0
+}

@@ -59,6 +59,7 @@ type Server struct {
 	handler atomic.Pointer[http.Handler]
 
 	heartbeats heartbeats
+	workers    *workerPool
 	prefetch   *prefetch.Coordinator
 
 	leaderMu     sync.Mutex
@@ -92,6 +93,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: create data dir: %w", err)
 	}
 	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
+	s.workers = &workerPool{srv: s, cfg: WorkerPoolConfig{NumSchedulers: cfg.NumSchedulers, EnabledSchedulers: defaultEnabledSchedulers()}}
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)

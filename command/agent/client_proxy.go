@@ -80,6 +80,7 @@ type clientOnlyHandler struct {
 func newClientOnlyHandler(a *Agent) *clientOnlyHandler {
 	h := &clientOnlyHandler{agent: a, mux: http.NewServeMux()}
 	h.mux.Handle("/v1/client/", a.client.Handler())
+	h.mux.HandleFunc("GET /v1/agent/monitor", a.serveMonitor)
 	h.mux.HandleFunc("/", h.proxyToServer)
 	return h
 }

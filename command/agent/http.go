@@ -107,6 +107,9 @@ func (h *HTTPServer) write(fn handlerFunc) http.HandlerFunc {
 func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFunc) {
 	start := time.Now()
 	out, index, err := fn(w, r)
+	defer func() {
+		h.logger.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+	}()
 	h.setMeta(w, index)
 	if err != nil {
 		code, msg := errorResponse(err)

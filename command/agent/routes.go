@@ -59,6 +59,18 @@ func (h *HTTPServer) registerRoutes() {
 	m.HandleFunc("GET /v1/event/stream", h.eventStream) // local: every server applies the log
 
 	getLocal("/v1/agent/self", h.agentSelf)
+	getLocal("/v1/agent/members", h.agentMembers)
+	put("/v1/agent/join", h.agentJoin)
+	put("/v1/agent/force-leave", h.agentForceLeave)
+	m.HandleFunc("GET /v1/agent/health", h.agentHealth)
+	getLocal("/v1/agent/servers", h.agentServers)
+	m.HandleFunc("PUT /v1/agent/servers", h.local(h.agentServers))
+	m.HandleFunc("POST /v1/agent/servers", h.local(h.agentServers))
+	getLocal("/v1/agent/schedulers", h.agentSchedulers)
+	getLocal("/v1/agent/schedulers/config", h.agentSchedulerConfig)
+	m.HandleFunc("PUT /v1/agent/schedulers/config", h.local(h.agentSchedulerConfig))
+	m.HandleFunc("POST /v1/agent/schedulers/config", h.local(h.agentSchedulerConfig))
+	m.HandleFunc("GET /v1/agent/monitor", h.agentMonitor)
 	getLocal("/v1/status/leader", h.statusLeader)
 	getLocal("/v1/status/peers", h.statusPeers)
 	getLocal("/v1/regions", h.regions)

@@ -42,7 +42,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			{name: "vault"},
 		},
 	},
-	"ports":     {attrs: []string{"serf"}},
 	"advertise": {attrs: []string{"serf"}},
 	"server": {
 		attrs: []string{

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/command/agent/config"
+)
+
+// TestContractAgentMembersHealthWorkers: members lists the raft servers,
+// health reports the leader, the scheduler worker pool can be resized
+// (bad values are 400 "Invalid request" and change nothing), and
+// force-leave of an unknown server is not an error.
+func TestContractAgentMembersHealthWorkers(t *testing.T) {
+	ta := newTestAgent(t, "")
+	a := ta.client.Agent()
+
+	mem, err := a.Members()
+	require.NoError(t, err)
+	require.Len(t, mem.Members, 1)
+	m := mem.Members[0]
+	require.Equal(t, ta.config.Name+".global", m.Name)
+	require.Equal(t, "alive", m.Status)
+	require.NotZero(t, m.Port)
+	require.Equal(t, "leader", m.Tags["raft_role"])
+
+	health, err := a.Health()
+	require.NoError(t, err)
+	require.True(t, health.Server.Ok)
+	require.Nil(t, health.Client, "no client on this agent")
+
+	cfg, err := a.GetSchedulerWorkerConfig(nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"service", "batch", "system", "sysbatch", "_core"}, cfg.EnabledSchedulers)
+	set, err := a.SetSchedulerWorkerConfig(api.SchedulerWorkerPoolArgs{NumSchedulers: 1, EnabledSchedulers: []string{"_core", "system"}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, set.NumSchedulers)
+	info, err := a.GetSchedulerWorkersInfo(nil)
+	require.NoError(t, err)
+	require.Len(t, info.Schedulers, 1)
+	require.Equal(t, "Started", info.Schedulers[0].Status)
+	require.Equal(t, []string{"_core", "system"}, info.Schedulers[0].EnabledSchedulers)
+
+	for _, bad := range []api.SchedulerWorkerPoolArgs{
+		{NumSchedulers: -1, EnabledSchedulers: []string{"_core"}},
+		{NumSchedulers: 1, EnabledSchedulers: []string{"system"}},
+		{NumSchedulers: 1, EnabledSchedulers: []string{"_core", "nope"}},
+	} {
+		_, err := a.SetSchedulerWorkerConfig(bad, nil)
+		require.ErrorContains(t, err, "400 (Invalid request)", "%+v", bad)
+	}
+	after, err := a.GetSchedulerWorkerConfig(nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, after.NumSchedulers)
+
+	// A job is still scheduled by the single system worker.
+	ta.registerNode(t, "node-1")
+	registerAndWait(t, ta.client, testJob("web"))
+
+	require.NoError(t, a.ForceLeave("nope"))
+	require.ErrorContains(t, a.ForceLeave(ta.config.Name), "cannot force itself")
+
+	_, err = a.Servers()
+	require.ErrorContains(t, err, "501")
+}
+
+// TestContractAgentMonitor: /v1/agent/monitor streams the agent's log at
+// the level asked for, whatever the agent's own level; an unknown level is
+// a 400.
+func TestContractAgentMonitor(t *testing.T) {
+	cfg := config.DevConfig()
+	cfg.Name = fmt.Sprintf("mon-%d", time.Now().UnixNano())
+	cfg.Ports.HTTP, cfg.Ports.RPC = 0, 0
+	cfg.DataDir = t.TempDir()
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "agent", Level: hclog.Warn, Output: os.Stderr})
+	ag, err := NewAgent(cfg, logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ag.Shutdown() })
+	c, err := api.NewClient(&api.Config{Address: "http://" + ag.HTTPAddr()})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ag.Server().IsLeader() }, 10*time.Second, 20*time.Millisecond)
+
+	resp, err := http.Get("http://" + ag.HTTPAddr() + "/v1/agent/monitor?log_level=loud")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	frames, errs := c.Agent().Monitor(stop, &api.QueryOptions{Params: map[string]string{"log_level": "debug"}})
+	deadline := time.After(10 * time.Second)
+	for {
+		_, _ = c.Agent().Region() // a request is logged at debug
+		select {
+		case f := <-frames:
+			if f != nil && strings.Contains(string(f.Data), "[DEBUG]") {
+				require.Contains(t, string(f.Data), "request complete")
+				return
+			}
+		case err := <-errs:
+			t.Fatalf("monitor: %v", err)
+		case <-deadline:
+			t.Fatal("no debug line streamed")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
