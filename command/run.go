@@ -57,6 +57,10 @@ func commands() []*command {
 				{name: "remove", synopsis: "Removes an inactive signing key", run: keyringRemove},
 				{name: "rotate", synopsis: "Generates a new active signing key", run: keyringRotate},
 			}},
+			{name: "scheduler", synopsis: "Views and changes the scheduler configuration", subs: []*command{
+				{name: "get-config", synopsis: "Displays the scheduler configuration", run: schedulerGetConfig},
+				{name: "set-config", synopsis: "Changes the scheduler configuration", run: schedulerSetConfig},
+			}},
 		}},
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.

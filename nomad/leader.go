@@ -42,6 +42,14 @@ func (s *Server) establishLeadership() {
 	s.leaderCancel = cancel
 	s.readsReadyTerm.Store(term)
 	s.broker.SetEnabled(true)
+	if paused, err := s.EvalBrokerPaused(); err == nil {
+		s.broker.SetPaused(paused)
+	}
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runSchedulerConfig(ctx)
+	}()
 
 	s.leaderDone.Add(1)
 	go func() {

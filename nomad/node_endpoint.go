@@ -28,6 +28,10 @@ func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, time.Durati
 		node.SchedulingEligibility = structs.NodeSchedulingEligible
 	}
 	node.StatusUpdatedAt = s.now().Unix()
+	if existing == nil {
+		node.Events = append(node.Events, &structs.NodeEvent{Message: "Node registered", Subsystem: "Cluster",
+			Timestamp: s.now().UTC()})
+	}
 	evals, err := s.nodeEvals(node.ID)
 	if err != nil {
 		return 0, nil, 0, err

@@ -62,10 +62,13 @@ func (w *worker) run(ctx context.Context) {
 // process runs one evaluation. Evaluations from the failed queue are marked
 // failed with a delayed follow-up instead of being scheduled again.
 func (w *worker) process(eval *structs.Evaluation, token string) error {
+	snap := w.srv.State().Snapshot()
+	if stored, err := snap.EvalByID(nil, eval.ID); err == nil && stored == nil {
+		return nil // deleted by an operator while the broker was paused
+	}
 	if w.srv.broker.IsFailed(eval.ID) {
 		return w.failEval(eval)
 	}
-	snap := w.srv.State().Snapshot()
 	sched, err := scheduler.New(eval.Type, w.srv.logger, snap, &workerPlanner{srv: w.srv, eval: eval, token: token}, w.srv.now)
 	if err != nil {
 		return err

@@ -132,9 +132,17 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 	h.agent.metrics.observeRequest(r.Method, time.Since(start))
 }
 
+// reportZeroIndex, returned by a handler as its index, answers
+// X-Nomad-Index 0 (a list of tables never written, as Nomad reports it);
+// an index of 0 means "the store's latest".
+const reportZeroIndex = ^uint64(0)
+
 // setMeta sets the query meta headers Nomad sends on every response.
 func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
-	if index == 0 {
+	switch index {
+	case reportZeroIndex:
+		index = 0
+	case 0:
 		index = max(h.srv.State().LatestIndex(), 1)
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
@@ -229,6 +237,17 @@ func (h *HTTPServer) blockingQuery(r *http.Request, fn state.QueryFn) (any, uint
 		err = nil // a timeout answers with the current data
 	}
 	return out, max(index, 1), err
+}
+
+// listIndex is the index of a list read from tables at index: Nomad
+// answers 0 while none of the tables was ever written.
+func (h *HTTPServer) listIndex(index uint64, tables ...string) uint64 {
+	for _, t := range tables {
+		if h.srv.State().Index(t) != 0 {
+			return index
+		}
+	}
+	return reportZeroIndex
 }
 
 // tableIndex returns the newest index among tables, at least 1.

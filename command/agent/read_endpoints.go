@@ -19,7 +19,7 @@ import (
 
 func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var evals []*structs.Evaluation
 		var err error
 		if prefix != "" {
@@ -36,6 +36,7 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 		}
 		return out, tableIndex(snap, state.TableEvals), nil
 	})
+	return out, h.listIndex(index, state.TableEvals), err
 }
 
 func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -54,18 +55,19 @@ func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint6
 
 func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	id := r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		allocs, err := snap.AllocsByEval(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
 		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
 	})
+	return out, h.listIndex(index, state.TableAllocs), err
 }
 
 func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var allocs []*structs.Allocation
 		var err error
 		if prefix != "" {
@@ -79,6 +81,7 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 		}
 		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
 	})
+	return out, h.listIndex(index, state.TableAllocs), err
 }
 
 func filterNamespace(allocs []*structs.Allocation, ns string) []*structs.Allocation {
@@ -152,6 +155,14 @@ func (h *HTTPServer) deploymentAllocations(w http.ResponseWriter, r *http.Reques
 
 func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	prefix := prefixParam(r)
+	withResources, err := boolParam(r, "resources", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	withOS, err := boolParam(r, "os", false)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var nodes []*structs.Node
 		var err error
@@ -165,7 +176,17 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 		}
 		out := make([]*api.NodeListStub, 0, len(nodes))
 		for _, n := range nodes {
-			out = append(out, convert.NodeStubToAPI(n))
+			stub := convert.NodeStubToAPI(n)
+			if withResources || withOS {
+				full := convert.NodeToAPI(n)
+				if withResources {
+					stub.NodeResources, stub.ReservedResources = full.NodeResources, full.ReservedResources
+				}
+				if withOS {
+					stub.Attributes = map[string]string{"os.name": n.Attributes["os.name"]}
+				}
+			}
+			out = append(out, stub)
 		}
 		return out, tableIndex(snap, state.TableNodes), nil
 	})

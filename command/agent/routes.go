@@ -32,6 +32,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/evaluate", h.jobEvaluate)
 
 	get("/v1/evaluations", h.evalsList)
+	get("/v1/evaluations/count", h.evalsCount)
+	m.HandleFunc("DELETE /v1/evaluations", h.write(h.evalsDelete))
 	get("/v1/evaluation/{id}", h.evalGet)
 	get("/v1/evaluation/{id}/allocations", h.evalAllocations)
 
@@ -55,6 +57,8 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/node/{id}/allocations", h.nodeAllocations)
 	put("/v1/node/{id}/eligibility", h.nodeEligibility)
 	put("/v1/node/{id}/drain", h.nodeDrain)
+	put("/v1/node/{id}/purge", h.nodePurge)
+	put("/v1/node/{id}/evaluate", h.nodeEvaluate)
 
 	m.HandleFunc("GET /v1/event/stream", h.eventStream) // local: every server applies the log
 
@@ -77,6 +81,8 @@ func (h *HTTPServer) registerRoutes() {
 	m.HandleFunc("GET /v1/metrics", h.metricsHandler)
 
 	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
+	get("/v1/operator/scheduler/configuration", h.operatorSchedulerGet)
+	put("/v1/operator/scheduler/configuration", h.operatorSchedulerSet)
 	m.HandleFunc("DELETE /v1/operator/raft/peer", h.write(h.operatorRaftRemovePeer))
 	get("/v1/operator/keyring/keys", h.keyringList)
 	put("/v1/operator/keyring/rotate", h.keyringRotate)

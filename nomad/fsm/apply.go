@@ -169,7 +169,10 @@ func (f *FSM) applyNodeUpdateDrain(index uint64, buf []byte) error {
 func (f *FSM) applyNodeDeregister(index uint64, buf []byte) error {
 	var req structs.NodeDeregisterRequest
 	decode(index, buf, &req)
-	return f.state.DeleteNodes(index, req.NodeIDs)
+	if err := f.state.DeleteNodes(index, req.NodeIDs); err != nil {
+		return err
+	}
+	return f.upsertEvals(index, req.Evals...)
 }
 
 // applyAllocClientUpdate records client-reported allocation status.

@@ -76,3 +76,23 @@ func TestRestoreResetsEvents(t *testing.T) {
 	_, err = sub.Next(context.Background())
 	require.ErrorIs(t, err, stream.ErrSubscriptionClosed)
 }
+
+// TestSchedulerConfigSnapshot: the scheduler configuration is applied from
+// the log and survives a snapshot and restore.
+func TestSchedulerConfigSnapshot(t *testing.T) {
+	f := newFSM()
+	cfg := structs.DefaultSchedulerConfiguration()
+	cfg.PauseEvalBroker = true
+	res := mustApply(t, f, 3, structs.SchedulerConfigRequestType, &structs.SchedulerSetConfigRequest{Config: *cfg, CAS: true})
+	require.True(t, res.(*structs.SchedulerSetConfigResult).Updated)
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	sink := &memSink{}
+	require.NoError(t, snap.Persist(sink))
+	dst := newFSM()
+	require.NoError(t, dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))))
+	got, err := dst.State().SchedulerConfig(nil)
+	require.NoError(t, err)
+	require.True(t, got.PauseEvalBroker)
+	require.Equal(t, uint64(3), got.ModifyIndex)
+}

@@ -132,6 +132,10 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applyKeyringUpsert(index, buf)
 	case structs.KeyringDeleteRequestType:
 		return f.applyKeyringDelete(index, buf)
+	case structs.SchedulerConfigRequestType:
+		return f.applySchedulerConfig(index, buf)
+	case structs.EvalDeleteRequestType:
+		return f.applyEvalDelete(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

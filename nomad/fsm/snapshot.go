@@ -38,6 +38,8 @@ const (
 	indexRecord
 	// rootKeyRecord: explicit value in the keyring's range (60-69).
 	rootKeyRecord recordType = 60
+	// schedulerConfigRecord: explicit value in the operator's range (90-99).
+	schedulerConfigRecord recordType = 90
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -76,6 +78,11 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	keys, err := snap.RootKeys(nil)
 	enc.fail(err)
 	writeAll(enc, rootKeyRecord, keys)
+	schedCfg, err := snap.SchedulerConfig(nil)
+	enc.fail(err)
+	if schedCfg != nil {
+		writeAll(enc, schedulerConfigRecord, []*structs.SchedulerConfiguration{schedCfg})
+	}
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -165,6 +172,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.DeploymentRestore)
 	case rootKeyRecord:
 		return restoreOne(dec, r.RootKeyRestore)
+	case schedulerConfigRecord:
+		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:
 		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
 	default:

@@ -39,6 +39,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	evalsTableSchema,
 	deploymentsTableSchema,
 	rootKeysTableSchema,
+	schedulerConfigTableSchema,
 	indexTableSchema,
 }
 

@@ -125,6 +125,8 @@ type NodeUpdateDrainRequest struct {
 // NodeDeregisterRequest removes nodes.
 type NodeDeregisterRequest struct {
 	NodeIDs []string
+	// Evals re-evaluate the jobs the nodes ran (a purge).
+	Evals []*Evaluation
 }
 
 // AllocClientUpdateRequest carries client-side status of allocations: their

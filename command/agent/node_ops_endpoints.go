@@ -1,0 +1,34 @@
+package agent
+
+import (
+	"net/http"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// nodePurge serves PUT /v1/node/:id/purge.
+func (h *HTTPServer) nodePurge(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	evals, index, err := h.srv.NodePurge(r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.NodePurgeResponse{EvalIDs: evals, EvalCreateIndex: index, NodeModifyIndex: index}, index, nil
+}
+
+// nodeEvalResponse is the body of /v1/node/:id/evaluate (Nomad's shape).
+type nodeEvalResponse struct {
+	EvalIDs         []string
+	EvalCreateIndex uint64
+	NodeModifyIndex uint64
+	api.WriteMeta
+}
+
+// nodeEvaluate serves PUT /v1/node/:id/evaluate.
+func (h *HTTPServer) nodeEvaluate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	evals, index, err := h.srv.NodeEvaluate(r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return &nodeEvalResponse{EvalIDs: evals, EvalCreateIndex: index, NodeModifyIndex: index,
+		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}

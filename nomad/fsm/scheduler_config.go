@@ -1,0 +1,22 @@
+package fsm
+
+import "github.com/drover-project/drover/nomad/structs"
+
+// applySchedulerConfig stores the scheduler configuration (see
+// state.SetSchedulerConfig) and answers a *structs.SchedulerSetConfigResult.
+func (f *FSM) applySchedulerConfig(index uint64, buf []byte) any {
+	var req structs.SchedulerSetConfigRequest
+	decode(index, buf, &req)
+	updated, err := f.state.SetSchedulerConfig(index, &req.Config, req.CAS)
+	if err != nil {
+		return err
+	}
+	return &structs.SchedulerSetConfigResult{Updated: updated}
+}
+
+// applyEvalDelete deletes evaluations (see state.RemoveEvals).
+func (f *FSM) applyEvalDelete(index uint64, buf []byte) any {
+	var req structs.EvalDeleteRequest
+	decode(index, buf, &req)
+	return f.state.RemoveEvals(index, req.EvalIDs)
+}
