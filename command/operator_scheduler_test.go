@@ -21,7 +21,7 @@ func TestOperatorSchedulerConfig(t *testing.T) {
 		case http.MethodGet:
 			_ = json.NewEncoder(w).Encode(map[string]any{"SchedulerConfig": map[string]any{
 				"SchedulerAlgorithm": "binpack", "ModifyIndex": 7,
-				"PreemptionConfig":   map[string]any{"SystemSchedulerEnabled": true},
+				"PreemptionConfig": map[string]any{"SystemSchedulerEnabled": true},
 			}})
 		case http.MethodPut:
 			var body map[string]any
