@@ -25,7 +25,7 @@ var eventHeartbeat atomic.Int64
 func init() { eventHeartbeat.Store(int64(10 * time.Second)) }
 
 // eventTopics are the topics a subscription may name (Nomad's). Drover
-// publishes events of the first five; the others are accepted and match
+// publishes events of the first six; the others are accepted and match
 // nothing until Drover has their objects.
 var eventTopics = map[string]bool{
 	"Job": true, "Evaluation": true, "Allocation": true, "Deployment": true, "Node": true,
@@ -176,6 +176,8 @@ func eventPayload(e stream.Event) map[string]any {
 		return map[string]any{"Deployment": convert.DeploymentToAPI(o)}
 	case *structs.Node:
 		return map[string]any{"Node": nodeToWire(o)}
+	case *structs.NodePool:
+		return map[string]any{"NodePool": nodePoolToAPI(o)}
 	}
 	return map[string]any{"Error": fmt.Sprintf("no wire form for %T", e.Payload)}
 }

@@ -31,6 +31,9 @@ type HTTPServer struct {
 	agent  *Agent
 	logger hclog.Logger
 	mux    *http.ServeMux
+	// pools serves /v1/node/pool/..., whose patterns would overlap the
+	// main mux's /v1/node/{id}/... ones.
+	pools *http.ServeMux
 }
 
 // handlerFunc is an endpoint: it returns the value to encode as JSON (nil
@@ -39,7 +42,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (out any, index ui
 
 // NewHTTPServer builds the API handler of agent a.
 func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
-	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux()}
+	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux(), pools: http.NewServeMux()}
 	h.registerRoutes()
 	return h
 }
@@ -47,6 +50,10 @@ func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
 // ServeHTTP implements http.Handler.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+	if strings.HasPrefix(r.URL.Path, nodePoolPrefix) {
+		h.pools.ServeHTTP(w, r)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -58,6 +58,9 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/node/{id}/eligibility", h.nodeEligibility)
 	put("/v1/node/{id}/drain", h.nodeDrain)
 	put("/v1/node/{id}/purge", h.nodePurge)
+	get("/v1/node/pools", h.nodePoolsList)
+	put("/v1/node/pools", h.nodePoolsRegister)
+	h.registerNodePoolRoutes()
 	put("/v1/node/{id}/evaluate", h.nodeEvaluate)
 
 	m.HandleFunc("GET /v1/event/stream", h.eventStream) // local: every server applies the log

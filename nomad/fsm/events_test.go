@@ -77,14 +77,16 @@ func TestRestoreResetsEvents(t *testing.T) {
 	require.ErrorIs(t, err, stream.ErrSubscriptionClosed)
 }
 
-// TestSchedulerConfigSnapshot: the scheduler configuration is applied from
-// the log and survives a snapshot and restore.
+// TestSchedulerConfigSnapshot: the scheduler configuration and node pools
+// are applied from the log and survive a snapshot and restore.
 func TestSchedulerConfigSnapshot(t *testing.T) {
 	f := newFSM()
 	cfg := structs.DefaultSchedulerConfiguration()
 	cfg.PauseEvalBroker = true
 	res := mustApply(t, f, 3, structs.SchedulerConfigRequestType, &structs.SchedulerSetConfigRequest{Config: *cfg, CAS: true})
 	require.True(t, res.(*structs.SchedulerSetConfigResult).Updated)
+	mustApply(t, f, 4, structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{
+		NodePools: []*structs.NodePool{{Name: "gpu", Description: "GPUs"}}})
 	snap, err := f.Snapshot()
 	require.NoError(t, err)
 	sink := &memSink{}
@@ -95,4 +97,8 @@ func TestSchedulerConfigSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, got.PauseEvalBroker)
 	require.Equal(t, uint64(3), got.ModifyIndex)
+	pool, err := dst.State().NodePoolByName(nil, "gpu")
+	require.NoError(t, err)
+	require.Equal(t, "GPUs", pool.Description)
+	require.Equal(t, uint64(4), pool.CreateIndex)
 }

@@ -136,6 +136,10 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applySchedulerConfig(index, buf)
 	case structs.EvalDeleteRequestType:
 		return f.applyEvalDelete(index, buf)
+	case structs.NodePoolUpsertRequestType:
+		return f.applyNodePoolUpsert(index, buf)
+	case structs.NodePoolDeleteRequestType:
+		return f.applyNodePoolDelete(index, buf)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)

@@ -20,3 +20,17 @@ func (f *FSM) applyEvalDelete(index uint64, buf []byte) any {
 	decode(index, buf, &req)
 	return f.state.RemoveEvals(index, req.EvalIDs)
 }
+
+// applyNodePoolUpsert stores node pools.
+func (f *FSM) applyNodePoolUpsert(index uint64, buf []byte) any {
+	var req structs.NodePoolUpsertRequest
+	decode(index, buf, &req)
+	return f.state.UpsertNodePools(index, req.NodePools)
+}
+
+// applyNodePoolDelete deletes node pools (see state.DeleteNodePools).
+func (f *FSM) applyNodePoolDelete(index uint64, buf []byte) any {
+	var req structs.NodePoolDeleteRequest
+	decode(index, buf, &req)
+	return f.state.DeleteNodePools(index, req.Names)
+}

@@ -40,6 +40,7 @@ const (
 	rootKeyRecord recordType = 60
 	// schedulerConfigRecord: explicit value in the operator's range (90-99).
 	schedulerConfigRecord recordType = 90
+	nodePoolRecord        recordType = 92
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -78,6 +79,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	keys, err := snap.RootKeys(nil)
 	enc.fail(err)
 	writeAll(enc, rootKeyRecord, keys)
+	pools, err := snap.StoredNodePools()
+	enc.fail(err)
+	writeAll(enc, nodePoolRecord, pools)
 	schedCfg, err := snap.SchedulerConfig(nil)
 	enc.fail(err)
 	if schedCfg != nil {
@@ -172,6 +176,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.DeploymentRestore)
 	case rootKeyRecord:
 		return restoreOne(dec, r.RootKeyRestore)
+	case nodePoolRecord:
+		return restoreOne(dec, r.NodePoolRestore)
 	case schedulerConfigRecord:
 		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:

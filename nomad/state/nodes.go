@@ -87,6 +87,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 		}
 		n.Events = stampNodeEvents(n.Events, tx.index)
 		n.ModifyIndex = tx.index
+		if err := ensureNodePool(tx, n.NodePool); err != nil {
+			return err
+		}
 		return tx.insert(TableNodes, n)
 	})
 }

@@ -40,6 +40,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	deploymentsTableSchema,
 	rootKeysTableSchema,
 	schedulerConfigTableSchema,
+	nodePoolsTableSchema,
 	indexTableSchema,
 }
 

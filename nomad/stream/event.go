@@ -16,6 +16,7 @@ const (
 	TopicAllocation Topic = "Allocation"
 	TopicDeployment Topic = "Deployment"
 	TopicNode       Topic = "Node"
+	TopicNodePool   Topic = "NodePool"
 	TopicAll        Topic = "*"
 )
 
@@ -36,6 +37,8 @@ const (
 	TypeDeploymentUpdate              = "DeploymentStatusUpdate"
 	TypeDeploymentPromotion           = "DeploymentPromotion"
 	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
+	TypeNodePoolUpserted              = "NodePoolUpserted"
+	TypeNodePoolDeleted               = "NodePoolDeleted"
 )
 
 // msgTypeEvents names the event type of each message type that produces
@@ -55,6 +58,8 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.DeploymentStatusUpdateRequestType: TypeDeploymentUpdate,
 	structs.DeploymentPromoteRequestType:      TypeDeploymentPromotion,
 	structs.DeploymentAllocHealthRequestType:  TypeDeploymentAllocHealth,
+	structs.NodePoolUpsertRequestType:         TypeNodePoolUpserted,
+	structs.NodePoolDeleteRequestType:         TypeNodePoolDeleted,
 }
 
 // RegisterEventType makes entries of message type t produce events of type
@@ -76,7 +81,8 @@ type Event struct {
 	Index     uint64
 	// Payload is the object after the change (before it, for a deletion):
 	// a *structs.Job, *structs.Evaluation, *structs.Allocation,
-	// *structs.Deployment or *structs.Node, shared with the state store.
+	// *structs.Deployment, *structs.Node or *structs.NodePool, shared with
+	// the state store.
 	Payload any
 	// Deleted is true when the change deleted the object.
 	Deleted bool
@@ -134,6 +140,8 @@ func eventFor(obj any, deleted bool) (Event, bool) {
 		return Event{Topic: TopicJob, Key: o.ID, Namespace: o.Namespace, Payload: o}, true
 	case *structs.Node:
 		return Event{Topic: TopicNode, Key: o.ID, Payload: o}, true
+	case *structs.NodePool:
+		return Event{Topic: TopicNodePool, Key: o.Name, Payload: o}, true
 	}
 	if deleted {
 		return Event{}, false
