@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,4 +88,30 @@ func TestContractStaleEmptyAccepted(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "[]", strings.TrimSpace(string(body)), "lists are [] never null")
+}
+
+// TestContractJobsParse: /v1/jobs/parse turns HCL into the job's JSON,
+// canonicalized on request, with variables; bad HCL and file() are 400s.
+func TestContractJobsParse(t *testing.T) {
+	ta := newTestAgent(t, "")
+	jobs := ta.client.Jobs()
+	raw, err := jobs.ParseHCL(`job "example" {}`, false)
+	require.NoError(t, err)
+	require.Equal(t, "example", *raw.Name)
+	require.Nil(t, raw.Namespace)
+	canon, err := jobs.ParseHCL(`job "example" {}`, true)
+	require.NoError(t, err)
+	require.Equal(t, "default", *canon.Namespace)
+
+	withVars, err := jobs.ParseHCLOpts(&api.JobsParseRequest{
+		JobHCL:    "variable \"dc\" {}\njob \"example\" {\n  datacenters = [var.dc]\n}\n",
+		Variables: `dc = "eu-1"`,
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"eu-1"}, withVars.Datacenters)
+
+	_, err = jobs.ParseHCL(`job "example" {`, false)
+	require.ErrorContains(t, err, "400")
+	_, err = jobs.ParseHCL("job \"x\" {\n  meta { a = file(\"/etc/hostname\") }\n}\n", false)
+	require.ErrorContains(t, err, "file() is disabled")
 }

@@ -15,6 +15,8 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/jobs", h.jobsList)
 	put("/v1/jobs", h.jobsRegister)
+	m.HandleFunc("PUT /v1/jobs/parse", h.local(h.jobsParse)) // pure: any server answers
+	m.HandleFunc("POST /v1/jobs/parse", h.local(h.jobsParse))
 	put("/v1/validate/job", h.jobValidate)
 	get("/v1/job/{id}", h.jobGet)
 	put("/v1/job/{id}", h.jobsRegister)
