@@ -37,6 +37,9 @@ type Client struct {
 	nodeMu    sync.Mutex
 	node      *structs.Node     // replaced, never mutated; guarded by nodeMu
 	hostAttrs map[string]string // immutable after New
+	// dynamicMeta is the node metadata set through the API (node_meta.go);
+	// guarded by nodeMu.
+	dynamicMeta map[string]*string
 
 	allocsMu sync.Mutex
 	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
@@ -154,6 +157,9 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	}
 	if c.node.Meta == nil {
 		c.node.Meta = map[string]string{}
+	}
+	if err := c.loadDynamicMeta(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	// The node reports the range the scheduler will use.
 	c.node.NodeResources.MinDynamicPort = cmp.Or(cfg.MinDynamicPort, structs.DefaultMinDynamicPort)

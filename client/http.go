@@ -52,12 +52,16 @@ func writeJSON(w http.ResponseWriter, v any) {
 //	GET /v1/client/allocation/{id}/stats
 //	GET /v1/client/allocation/{id}/checks
 //	GET /v1/client/stats
+//	GET, POST /v1/client/metadata
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.handleLogs)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/stats", c.handleAllocStats)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/checks", c.handleAllocChecks)
 	mux.HandleFunc("GET /v1/client/stats", c.handleHostStats)
+	mux.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
+	mux.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
+	mux.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
 	return mux
 }
 

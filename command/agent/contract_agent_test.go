@@ -113,3 +113,47 @@ func TestContractAgentMonitor(t *testing.T) {
 		}
 	}
 }
+
+// newDevAgent starts an in-process dev agent (server and client) with an
+// intercept logger, and waits for its node to register.
+func newDevAgent(t *testing.T) (*Agent, *api.Client) {
+	t.Helper()
+	cfg := config.DevConfig()
+	cfg.Name = fmt.Sprintf("dev-%d", time.Now().UnixNano())
+	cfg.Ports.HTTP, cfg.Ports.RPC = 0, 0
+	cfg.DataDir = t.TempDir()
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "agent", Level: hclog.Warn, Output: os.Stderr})
+	ag, err := NewAgent(cfg, logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ag.Shutdown() })
+	c, err := api.NewClient(&api.Config{Address: "http://" + ag.HTTPAddr()})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		nodes, _, err := c.Nodes().List(nil)
+		return err == nil && len(nodes) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	return ag, c
+}
+
+// TestContractDynamicNodeMeta: /v1/client/metadata on a server reaches the
+// node's client; the node's Meta then changes in the servers' state.
+func TestContractDynamicNodeMeta(t *testing.T) {
+	ag, c := newDevAgent(t)
+	nodeID := ag.Client().NodeID()
+	read, err := c.Nodes().Meta().Read(nodeID, nil)
+	require.NoError(t, err)
+	require.Empty(t, read.Dynamic)
+
+	bar := "bar"
+	resp, err := c.Nodes().Meta().Apply(&api.NodeMetaApplyRequest{NodeID: nodeID, Meta: map[string]*string{"foo": &bar}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "bar", resp.Meta["foo"])
+	require.Eventually(t, func() bool {
+		n, _, err := c.Nodes().Info(nodeID, nil)
+		return err == nil && n.Meta["foo"] == "bar"
+	}, 10*time.Second, 50*time.Millisecond)
+
+	_, err = c.Nodes().Meta().Apply(&api.NodeMetaApplyRequest{NodeID: "12345678-abcd-efab-cdef-123456789abc",
+		Meta: map[string]*string{"foo": &bar}}, nil)
+	require.ErrorContains(t, err, "Unknown node")
+}

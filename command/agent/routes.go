@@ -53,6 +53,9 @@ func (h *HTTPServer) registerRoutes() {
 	m.HandleFunc("GET /v1/client/allocation/{id}/checks", h.clientRoute(h.nodeOfAlloc("id")))
 	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
 	m.HandleFunc("GET /v1/client/stats", h.clientRoute(h.nodeOfQuery))
+	m.HandleFunc("GET /v1/client/metadata", h.clientRoute(h.nodeOfMetaRequest))
+	m.HandleFunc("POST /v1/client/metadata", h.clientRoute(h.nodeOfMetaRequest))
+	m.HandleFunc("PUT /v1/client/metadata", h.clientRoute(h.nodeOfMetaRequest))
 
 	get("/v1/nodes", h.nodesList)
 	get("/v1/node/{id}", h.nodeGet)
