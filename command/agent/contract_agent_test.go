@@ -43,10 +43,12 @@ func TestContractAgentMembersHealthWorkers(t *testing.T) {
 	set, err := a.SetSchedulerWorkerConfig(api.SchedulerWorkerPoolArgs{NumSchedulers: 1, EnabledSchedulers: []string{"_core", "system"}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, set.NumSchedulers)
-	info, err := a.GetSchedulerWorkersInfo(nil)
-	require.NoError(t, err)
-	require.Len(t, info.Schedulers, 1)
-	require.Equal(t, "Started", info.Schedulers[0].Status)
+	// Workers run once the leader has taken up its duties.
+	var info *api.AgentSchedulerWorkersInfo
+	require.Eventually(t, func() bool {
+		info, err = a.GetSchedulerWorkersInfo(nil)
+		return err == nil && len(info.Schedulers) == 1 && info.Schedulers[0].Status == "Started"
+	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{"_core", "system"}, info.Schedulers[0].EnabledSchedulers)
 
 	for _, bad := range []api.SchedulerWorkerPoolArgs{
