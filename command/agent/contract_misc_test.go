@@ -115,3 +115,31 @@ func TestContractJobsParse(t *testing.T) {
 	_, err = jobs.ParseHCL("job \"x\" {\n  meta { a = file(\"/etc/hostname\") }\n}\n", false)
 	require.ErrorContains(t, err, "file() is disabled")
 }
+
+// TestContractSearch: prefix search finds a job by ID prefix and (the
+// CLI's `status <id>`) everything by an ID prefix; fuzzy search finds a
+// task's command with its scope; bad contexts and short texts are 400s.
+func TestContractSearch(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	nodeID := ta.registerNode(t, "node-1")
+	registerAndWait(t, c, testJob("web"))
+
+	resp, _, err := c.Search().PrefixSearch("we", "jobs", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"web"}, resp.Matches["jobs"])
+	all, _, err := c.Search().PrefixSearch(nodeID[:6], "all", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{nodeID}, all.Matches["nodes"])
+
+	fz, _, err := c.Search().FuzzySearch("sleep", "all", nil)
+	require.NoError(t, err)
+	require.Len(t, fz.Matches["commands"], 1)
+	require.Equal(t, "/bin/sleep", fz.Matches["commands"][0].ID)
+	require.Equal(t, []string{"default", "web", "web", "server"}, fz.Matches["commands"][0].Scope)
+
+	_, _, err = c.Search().PrefixSearch("we", "jobz", nil)
+	require.ErrorContains(t, err, "400")
+	_, _, err = c.Search().FuzzySearch("s", "all", nil)
+	require.ErrorContains(t, err, "at least 2")
+}

@@ -33,6 +33,11 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/stable", h.jobStable)
 	put("/v1/job/{id}/evaluate", h.jobEvaluate)
 
+	for _, method := range []string{"PUT", "POST"} { // reads with a body
+		m.HandleFunc(method+" /v1/search", h.read(h.searchPrefix))
+		m.HandleFunc(method+" /v1/search/fuzzy", h.read(h.searchFuzzy))
+	}
+
 	get("/v1/evaluations", h.evalsList)
 	get("/v1/evaluations/count", h.evalsCount)
 	m.HandleFunc("DELETE /v1/evaluations", h.write(h.evalsDelete))
