@@ -159,3 +159,56 @@ func TestContractDynamicNodeMeta(t *testing.T) {
 		Meta: map[string]*string{"foo": &bar}}, nil)
 	require.ErrorContains(t, err, "Unknown node")
 }
+
+// TestContractAllocRestartSignalStop: through the server, an allocation's
+// task is restarted in place (counted in Restarts), signalled, and the
+// allocation stopped: a system job's node then gets a new allocation.
+func TestContractAllocRestartSignalStop(t *testing.T) {
+	_, c := newDevAgent(t)
+	job := testJob("web")
+	job.TaskGroups[0].Tasks[0].Driver = "mock" // runs until stopped, in process
+	job.TaskGroups[0].Tasks[0].Config = map[string]any{}
+	registerAndWait(t, c, job)
+	var alloc *api.Allocation
+	require.Eventually(t, func() bool {
+		stubs, _, err := c.Jobs().Allocations("web", false, nil)
+		if err != nil || len(stubs) != 1 || stubs[0].ClientStatus != "running" {
+			return false
+		}
+		alloc, _, err = c.Allocations().Info(stubs[0].ID, nil)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond)
+
+	require.NoError(t, c.Allocations().Restart(alloc, "server", nil))
+	require.Eventually(t, func() bool {
+		a, _, err := c.Allocations().Info(alloc.ID, nil)
+		st := a.TaskStates["server"]
+		return err == nil && st != nil && st.Restarts == 1 && st.State == "running"
+	}, 20*time.Second, 50*time.Millisecond)
+	err := c.Allocations().Restart(alloc, "nope", nil)
+	require.ErrorContains(t, err, "400")
+
+	require.NoError(t, c.Allocations().Signal(alloc, nil, "server", "SIGWINCH"))
+	err = c.Allocations().Signal(alloc, nil, "server", "SIGNOPE")
+	require.ErrorContains(t, err, "400")
+
+	resp, err := c.Allocations().Stop(alloc, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.EvalID)
+	waitEvalComplete(t, c, resp.EvalID)
+	stopped, _, err := c.Allocations().Info(alloc.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, "stop", stopped.DesiredStatus)
+	require.Eventually(t, func() bool {
+		stubs, _, err := c.Jobs().Allocations("web", false, nil)
+		if err != nil {
+			return false
+		}
+		for _, s := range stubs {
+			if s.ID != alloc.ID && s.DesiredStatus == "run" && s.NodeID == alloc.NodeID {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "a replacement on the node")
+}

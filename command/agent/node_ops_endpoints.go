@@ -32,3 +32,16 @@ func (h *HTTPServer) nodeEvaluate(w http.ResponseWriter, r *http.Request) (any, 
 	return &nodeEvalResponse{EvalIDs: evals, EvalCreateIndex: index, NodeModifyIndex: index,
 		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
 }
+
+// allocStop serves PUT /v1/allocation/:id/stop. no_shutdown_delay is
+// accepted (validated) but the task's shutdown_delay is always honoured.
+func (h *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	if _, err := boolParam(r, "no_shutdown_delay", false); err != nil {
+		return nil, 0, err
+	}
+	evalID, index, err := h.srv.AllocStop(r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.AllocStopResponse{EvalID: evalID, WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}

@@ -54,6 +54,11 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/allocations", h.allocsList)
 	get("/v1/allocation/{id}", h.allocGet)
+	put("/v1/allocation/{id}/stop", h.allocStop)
+	for _, method := range []string{"PUT", "POST"} {
+		m.HandleFunc(method+" /v1/client/allocation/{id}/restart", h.clientRoute(h.nodeOfAlloc("id")))
+		m.HandleFunc(method+" /v1/client/allocation/{id}/signal", h.clientRoute(h.nodeOfAlloc("id")))
+	}
 	m.HandleFunc("GET /v1/client/allocation/{id}/stats", h.clientRoute(h.nodeOfAlloc("id")))
 	m.HandleFunc("GET /v1/client/allocation/{id}/checks", h.clientRoute(h.nodeOfAlloc("id")))
 	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
