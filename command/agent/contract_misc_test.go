@@ -143,3 +143,50 @@ func TestContractSearch(t *testing.T) {
 	_, _, err = c.Search().FuzzySearch("s", "all", nil)
 	require.ErrorContains(t, err, "at least 2")
 }
+
+// TestContractListFilter: the filter parameter selects list items with a
+// go-bexpr expression over their API fields; a malformed expression or an
+// unknown field is a 400.
+func TestContractListFilter(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	ta.registerNode(t, "node-1")
+	registerAndWait(t, c, testJob("web"))
+	api2 := testJob("api")
+	api2.Meta = map[string]string{"team": "core"}
+	registerAndWait(t, c, api2)
+
+	q := func(expr string) *api.QueryOptions { return &api.QueryOptions{Filter: expr} }
+	jobs, _, err := c.Jobs().List(q(`ID == "api"`))
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, "api", jobs[0].ID)
+	jobs, _, err = c.Jobs().List(q(`Status != "running" and Type == "system"`))
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+
+	evals, _, err := c.Evaluations().List(q(`JobID == "web" and Status == "complete"`))
+	require.NoError(t, err)
+	require.NotEmpty(t, evals)
+	for _, e := range evals {
+		require.Equal(t, "web", e.JobID)
+	}
+	count, _, err := c.Evaluations().Count(q(`JobID == "web"`))
+	require.NoError(t, err)
+	require.Equal(t, len(evals), count.Count)
+
+	allocs, _, err := c.Allocations().List(q(`JobID == "api"`))
+	require.NoError(t, err)
+	require.Len(t, allocs, 1)
+	nodes, _, err := c.Nodes().List(q(`Name == "node-1"`))
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	pools, _, err := c.NodePools().List(q(`Name == "all"`))
+	require.NoError(t, err)
+	require.Len(t, pools, 1)
+
+	_, _, err = c.Jobs().List(q(`ID ==`))
+	require.ErrorContains(t, err, "400")
+	_, _, err = c.Jobs().List(q(`NoSuchField == "x"`))
+	require.ErrorContains(t, err, "400")
+}

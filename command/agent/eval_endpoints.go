@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/command/agent/convert"
 	"github.com/drover-project/drover/nomad/state"
 )
 
@@ -28,15 +29,27 @@ func (h *HTTPServer) evalsDelete(w http.ResponseWriter, r *http.Request) (any, u
 }
 
 // evalsCount serves GET /v1/evaluations/count: the number of evaluations
-// of the namespace ("*": all).
+// of the namespace ("*": all) the filter parameter selects.
 func (h *HTTPServer) evalsCount(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns := namespace(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		evals, err := snap.Evals(ws, ns)
 		if err != nil {
 			return nil, 0, err
 		}
-		return &api.EvalCountResponse{Count: len(evals)}, tableIndex(snap, state.TableEvals), nil
+		list := make([]*api.Evaluation, 0, len(evals))
+		for _, e := range evals {
+			list = append(list, convert.EvalToAPI(e))
+		}
+		list, err = applyFilter(f, list)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &api.EvalCountResponse{Count: len(list)}, tableIndex(snap, state.TableEvals), nil
 	})
 	return out, h.listIndex(index, state.TableEvals), err
 }

@@ -77,6 +77,10 @@ func joinWarnings(ws []string) string {
 
 func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var jobs []*structs.Job
 		var err error
@@ -96,7 +100,8 @@ func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint
 			}
 			out = append(out, convert.JobStubToAPI(j, sum))
 		}
-		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), err
 	})
 }
 

@@ -54,10 +54,27 @@ func nodePoolToAPI(p *structs.NodePool) *api.NodePool {
 // nodePoolsList serves GET /v1/node/pools (prefix, per_page, next_token).
 func (h *HTTPServer) nodePoolsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	prefix := prefixParam(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		pools, err := snap.NodePools(ws, prefix)
 		if err != nil {
 			return nil, 0, err
+		}
+		if f.eval != nil {
+			var kept []*structs.NodePool
+			for _, p := range pools {
+				ok, err := applyFilter(f, []*api.NodePool{nodePoolToAPI(p)})
+				if err != nil {
+					return nil, 0, err
+				}
+				if len(ok) == 1 {
+					kept = append(kept, p)
+				}
+			}
+			pools = kept
 		}
 		page, next, err := paginate(r, pools, func(p *structs.NodePool) string { return p.Name })
 		if err != nil {

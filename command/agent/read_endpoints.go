@@ -19,6 +19,10 @@ import (
 
 func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var evals []*structs.Evaluation
 		var err error
@@ -34,7 +38,8 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 		for _, e := range evals {
 			out = append(out, convert.EvalToAPI(e))
 		}
-		return out, tableIndex(snap, state.TableEvals), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableEvals), err
 	})
 	return out, h.listIndex(index, state.TableEvals), err
 }
@@ -67,6 +72,10 @@ func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (an
 
 func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var allocs []*structs.Allocation
 		var err error
@@ -79,7 +88,8 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 		if err != nil {
 			return nil, 0, err
 		}
-		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+		stubs, err := applyFilter(f, allocStubs(allocs))
+		return stubs, tableIndex(snap, state.TableAllocs), err
 	})
 	return out, h.listIndex(index, state.TableAllocs), err
 }
@@ -113,6 +123,10 @@ func (h *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) (any, uint
 
 func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), uuidPrefix(prefixParam(r))
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var ds []*structs.Deployment
 		var err error
@@ -124,7 +138,8 @@ func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
-		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
+		out, err := applyFilter(f, deploymentsToAPI(ds))
+		return out, tableIndex(snap, state.TableDeployments), err
 	})
 }
 
@@ -163,6 +178,10 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 	if err != nil {
 		return nil, 0, err
 	}
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var nodes []*structs.Node
 		var err error
@@ -188,7 +207,8 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 			}
 			out = append(out, stub)
 		}
-		return out, tableIndex(snap, state.TableNodes), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableNodes), err
 	})
 }
 
