@@ -49,7 +49,11 @@ func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
 
 // ServeHTTP implements http.Handler.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+	limit := int64(maxRequestBody)
+	if r.URL.Path == snapshotPath {
+		limit = maxSnapshotBody
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if strings.HasPrefix(r.URL.Path, nodePoolPrefix) {
 		h.pools.ServeHTTP(w, r)
 		return

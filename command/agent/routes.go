@@ -100,6 +100,8 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
 	get("/v1/operator/scheduler/configuration", h.operatorSchedulerGet)
+	m.HandleFunc("GET "+snapshotPath, h.operatorSnapshotSave)
+	put(snapshotPath, h.operatorSnapshotRestore)
 	put("/v1/operator/scheduler/configuration", h.operatorSchedulerSet)
 	m.HandleFunc("DELETE /v1/operator/raft/peer", h.write(h.operatorRaftRemovePeer))
 	get("/v1/operator/keyring/keys", h.keyringList)
