@@ -55,6 +55,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 //	GET /v1/client/allocation/{id}/stats
 //	GET /v1/client/allocation/{id}/checks
 //	GET /v1/client/stats
+//	GET /v1/client/fs/{ls,stat,cat,readat,stream}/{alloc}?path=
 //	PUT /v1/client/allocation/{id}/restart
 //	PUT /v1/client/allocation/{id}/signal
 //	GET, POST /v1/client/metadata
@@ -68,6 +69,11 @@ func (c *Client) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/client/allocation/{id}/restart", c.handleAllocRestart)
 	mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", c.handleAllocSignal)
 	mux.HandleFunc("POST /v1/client/allocation/{id}/signal", c.handleAllocSignal)
+	mux.HandleFunc("GET /v1/client/fs/ls/{alloc}", c.handleFSList)
+	mux.HandleFunc("GET /v1/client/fs/stat/{alloc}", c.handleFSStat)
+	mux.HandleFunc("GET /v1/client/fs/cat/{alloc}", c.handleFSCat)
+	mux.HandleFunc("GET /v1/client/fs/readat/{alloc}", c.handleFSReadAt)
+	mux.HandleFunc("GET /v1/client/fs/stream/{alloc}", c.handleFSStream)
 	mux.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
 	mux.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
 	mux.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -211,4 +212,47 @@ func TestContractAllocRestartSignalStop(t *testing.T) {
 		}
 		return false
 	}, 20*time.Second, 50*time.Millisecond, "a replacement on the node")
+}
+
+// TestContractAllocFS: the api client's AllocFS reads an allocation's
+// directory through the server (ls, stat, cat, readat).
+func TestContractAllocFS(t *testing.T) {
+	_, c := newDevAgent(t)
+	job := testJob("web")
+	job.TaskGroups[0].Tasks[0].Driver = "mock"
+	job.TaskGroups[0].Tasks[0].Config = map[string]any{"stdout_string": "hello from the task\n"}
+	registerAndWait(t, c, job)
+	var alloc *api.Allocation
+	require.Eventually(t, func() bool {
+		stubs, _, err := c.Jobs().Allocations("web", false, nil)
+		if err != nil || len(stubs) != 1 || stubs[0].ClientStatus != "running" {
+			return false
+		}
+		alloc, _, err = c.Allocations().Info(stubs[0].ID, nil)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond)
+
+	fs := c.AllocFS()
+	entries, _, err := fs.List(alloc, "alloc/logs", nil)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name)
+	}
+	require.Contains(t, names, "server.stdout.0")
+	st, _, err := fs.Stat(alloc, "alloc/logs/server.stdout.0", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, len("hello from the task\n"), st.Size)
+	rc, err := fs.Cat(alloc, "alloc/logs/server.stdout.0", nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(rc)
+	rc.Close()
+	require.Equal(t, "hello from the task\n", string(body))
+	rc, err = fs.ReadAt(alloc, "alloc/logs/server.stdout.0", 6, 4, nil)
+	require.NoError(t, err)
+	body, _ = io.ReadAll(rc)
+	rc.Close()
+	require.Equal(t, "from", string(body))
+	_, _, err = fs.Stat(alloc, "alloc/nope", nil)
+	require.ErrorContains(t, err, "404")
 }

@@ -62,6 +62,9 @@ func (h *HTTPServer) registerRoutes() {
 	m.HandleFunc("GET /v1/client/allocation/{id}/stats", h.clientRoute(h.nodeOfAlloc("id")))
 	m.HandleFunc("GET /v1/client/allocation/{id}/checks", h.clientRoute(h.nodeOfAlloc("id")))
 	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
+	for _, op := range []string{"ls", "stat", "cat", "readat", "stream"} {
+		m.HandleFunc("GET /v1/client/fs/"+op+"/{alloc}", h.clientRoute(h.nodeOfAlloc("alloc")))
+	}
 	m.HandleFunc("GET /v1/client/stats", h.clientRoute(h.nodeOfQuery))
 	m.HandleFunc("GET /v1/client/metadata", h.clientRoute(h.nodeOfMetaRequest))
 	m.HandleFunc("POST /v1/client/metadata", h.clientRoute(h.nodeOfMetaRequest))
