@@ -60,6 +60,7 @@ type Server struct {
 
 	heartbeats heartbeats
 	workers    *workerPool
+	stable     stableTracker // autopilot: since when servers are healthy
 	prefetch   *prefetch.Coordinator
 
 	leaderMu     sync.Mutex

@@ -112,3 +112,36 @@ func TestContractNodePurgeAndResources(t *testing.T) {
 	_, _, err = c.Nodes().Info(nodeID, nil)
 	require.ErrorContains(t, err, "not found")
 }
+
+// TestContractAutopilot: the autopilot configuration starts at Nomad's
+// defaults and is set with check-and-set; health reports the lone server
+// healthy with no failure tolerance.
+func TestContractAutopilot(t *testing.T) {
+	ta := newTestAgent(t, "")
+	op := ta.client.Operator()
+	cfg, _, err := op.AutopilotGetConfiguration(nil)
+	require.NoError(t, err)
+	require.True(t, cfg.CleanupDeadServers)
+	require.Equal(t, 200*time.Millisecond, cfg.LastContactThreshold)
+	require.Equal(t, 10*time.Second, cfg.ServerStabilizationTime)
+
+	cfg.LastContactThreshold = time.Second
+	ok, _, err := op.AutopilotCASConfiguration(cfg, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, _, err = op.AutopilotCASConfiguration(cfg, nil)
+	require.NoError(t, err)
+	require.False(t, ok, "stale check-and-set index")
+	got, _, err := op.AutopilotGetConfiguration(nil)
+	require.NoError(t, err)
+	require.Equal(t, time.Second, got.LastContactThreshold)
+	cfg.ServerStabilizationTime = -time.Second
+	_, err = op.AutopilotSetConfiguration(cfg, nil)
+	require.ErrorContains(t, err, "400")
+
+	require.Eventually(t, func() bool {
+		health, _, err := op.AutopilotServerHealth(nil)
+		return err == nil && health.Healthy && len(health.Servers) == 1 && health.Servers[0].Leader &&
+			health.FailureTolerance == 0 && health.Leader == ta.config.Name
+	}, 10*time.Second, 50*time.Millisecond)
+}

@@ -133,6 +133,9 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if sc, ok := out.(statusCoder); ok {
+		w.WriteHeader(sc.StatusCode())
+	}
 	enc := json.NewEncoder(w)
 	if _, pretty := r.URL.Query()["pretty"]; pretty {
 		enc.SetIndent("", "    ")
@@ -180,6 +183,9 @@ func errorResponse(err error) (int, string) {
 	}
 	return http.StatusInternalServerError, err.Error()
 }
+
+// statusCoder is a response value sent with a status other than 200.
+type statusCoder interface{ StatusCode() int }
 
 // httpError is an error with an explicit status code.
 type httpError struct {

@@ -103,6 +103,9 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/operator/raft/configuration", h.operatorRaftConfiguration)
 	get("/v1/operator/scheduler/configuration", h.operatorSchedulerGet)
+	get("/v1/operator/autopilot/configuration", h.operatorAutopilotGet)
+	put("/v1/operator/autopilot/configuration", h.operatorAutopilotSet)
+	get("/v1/operator/autopilot/health", h.operatorAutopilotHealth)
 	m.HandleFunc("GET "+snapshotPath, h.operatorSnapshotSave)
 	put(snapshotPath, h.operatorSnapshotRestore)
 	put("/v1/operator/scheduler/configuration", h.operatorSchedulerSet)

@@ -36,6 +36,10 @@ type SelfInfo struct {
 	Address         string
 	BootstrapExpect int
 	HasLeader       bool
+	// Raft progress, for the leader's view of server health.
+	Term              uint64
+	AppliedIndex      uint64
+	LastContactMillis int64 // since the server last heard from the leader (0 on the leader)
 }
 
 // JoinRequest is the body of PUT /v1/internal/cluster/join.
@@ -70,10 +74,13 @@ func (c *Cluster) peerHandler(next http.Handler) http.Handler {
 func (c *Cluster) selfInfo() SelfInfo {
 	_, leader := c.raft.LeaderWithID()
 	return SelfInfo{
-		ID:              c.cfg.NodeID,
-		Address:         c.advertise,
-		BootstrapExpect: c.cfg.BootstrapExpect,
-		HasLeader:       leader != "",
+		ID:                c.cfg.NodeID,
+		Address:           c.advertise,
+		BootstrapExpect:   c.cfg.BootstrapExpect,
+		HasLeader:         leader != "",
+		Term:              c.raft.CurrentTerm(),
+		AppliedIndex:      c.raft.AppliedIndex(),
+		LastContactMillis: c.LastContact().Milliseconds(),
 	}
 }
 
@@ -386,15 +393,24 @@ func (c *Cluster) askToAdd(leaderAddr string, req JoinRequest) error {
 
 // Alive reports whether the server at addr (its rpc address) answers.
 func (c *Cluster) Alive(ctx context.Context, addr string) bool {
+	_, err := c.Probe(ctx, addr)
+	return err == nil
+}
+
+// Probe asks the server at addr (its rpc address) about itself.
+func (c *Cluster) Probe(ctx context.Context, addr string) (SelfInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
 	defer cancel()
+	var info SelfInfo
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+selfPath, nil)
 	if err != nil {
-		return false
+		return info, err
 	}
-	var info SelfInfo
-	return c.doJSON(req, &info) == nil
+	return info, c.doJSON(req, &info)
 }
+
+// SelfInfo describes this server as Probe reports it.
+func (c *Cluster) SelfInfo() SelfInfo { return c.selfInfo() }
 
 // ServeAlso makes ln a second entrance to the rpc port (the agent's serf
 // port): its connections speak the rpc port's protocols. It returns when ln

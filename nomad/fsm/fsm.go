@@ -136,6 +136,8 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applySchedulerConfig(index, buf)
 	case structs.EvalDeleteRequestType:
 		return f.applyEvalDelete(index, buf)
+	case structs.AutopilotConfigRequestType:
+		return f.applyAutopilotConfig(index, buf)
 	case structs.NodePoolUpsertRequestType:
 		return f.applyNodePoolUpsert(index, buf)
 	case structs.NodePoolDeleteRequestType:

@@ -34,3 +34,14 @@ func (f *FSM) applyNodePoolDelete(index uint64, buf []byte) any {
 	decode(index, buf, &req)
 	return f.state.DeleteNodePools(index, req.Names)
 }
+
+// applyAutopilotConfig stores the autopilot configuration.
+func (f *FSM) applyAutopilotConfig(index uint64, buf []byte) any {
+	var req structs.AutopilotSetConfigRequest
+	decode(index, buf, &req)
+	updated, err := f.state.SetAutopilotConfig(index, &req.Config, req.CAS)
+	if err != nil {
+		return err
+	}
+	return &structs.SchedulerSetConfigResult{Updated: updated}
+}

@@ -41,6 +41,7 @@ const (
 	// schedulerConfigRecord: explicit value in the operator's range (90-99).
 	schedulerConfigRecord recordType = 90
 	nodePoolRecord        recordType = 92
+	autopilotConfigRecord recordType = 94
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -82,6 +83,11 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	pools, err := snap.StoredNodePools()
 	enc.fail(err)
 	writeAll(enc, nodePoolRecord, pools)
+	apCfg, err := snap.AutopilotConfig(nil)
+	enc.fail(err)
+	if apCfg != nil {
+		writeAll(enc, autopilotConfigRecord, []*structs.AutopilotConfiguration{apCfg})
+	}
 	schedCfg, err := snap.SchedulerConfig(nil)
 	enc.fail(err)
 	if schedCfg != nil {
@@ -176,6 +182,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.DeploymentRestore)
 	case rootKeyRecord:
 		return restoreOne(dec, r.RootKeyRestore)
+	case autopilotConfigRecord:
+		return restoreOne(dec, r.AutopilotConfigRestore)
 	case nodePoolRecord:
 		return restoreOne(dec, r.NodePoolRestore)
 	case schedulerConfigRecord:
