@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type Client struct {
 	nodeMu    sync.Mutex
 	node      *structs.Node     // replaced, never mutated; guarded by nodeMu
 	hostAttrs map[string]string // immutable after New
+	// dynamicMeta is the node metadata set through the API (node_meta.go);
+	// guarded by nodeMu.
+	dynamicMeta map[string]*string
 
 	allocsMu sync.Mutex
 	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
@@ -155,8 +159,12 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	if c.node.Meta == nil {
 		c.node.Meta = map[string]string{}
 	}
-	c.node.NodeResources.MinDynamicPort = cfg.MinDynamicPort
-	c.node.NodeResources.MaxDynamicPort = cfg.MaxDynamicPort
+	if err := c.loadDynamicMeta(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	// The node reports the range the scheduler will use.
+	c.node.NodeResources.MinDynamicPort = cmp.Or(cfg.MinDynamicPort, structs.DefaultMinDynamicPort)
+	c.node.NodeResources.MaxDynamicPort = cmp.Or(cfg.MaxDynamicPort, structs.DefaultMaxDynamicPort)
 	c.images = newImageLeases(c.drivers, db, logger)
 	logger.Info("client started", "node_id", id.ID, "node_name", cfg.NodeName, "drivers", c.drivers.Names())
 	return c, nil
@@ -343,3 +351,15 @@ func (c *Client) Shutdown() error {
 
 // taskStateDead is structs.TaskState.State of a task that has finished.
 const taskStateDead = "dead"
+
+// Servers returns the addresses of the servers the client talks to.
+func (c *Client) Servers() []string { return c.rpc.addrs() }
+
+// SetServers replaces the servers the client talks to (at least one).
+func (c *Client) SetServers(addrs []string) error {
+	if len(addrs) == 0 {
+		return errors.New("at least one server address is required")
+	}
+	c.rpc.setAddrs(addrs)
+	return nil
+}

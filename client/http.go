@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/client/allocrunner/health"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
+	"github.com/drover-project/drover/drivers"
 )
 
 // httpError is an error answer: Msg goes to the caller.
@@ -55,12 +58,28 @@ func writeJSON(w http.ResponseWriter, v any) {
 //	GET /v1/client/allocation/{id}/stats
 //	GET /v1/client/allocation/{id}/checks
 //	GET /v1/client/stats
+//	GET /v1/client/fs/{ls,stat,cat,readat,stream}/{alloc}?path=
+//	PUT /v1/client/allocation/{id}/restart
+//	PUT /v1/client/allocation/{id}/signal
+//	GET, POST /v1/client/metadata
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.handleLogs)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/stats", c.handleAllocStats)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/checks", c.handleAllocChecks)
 	mux.HandleFunc("GET /v1/client/stats", c.handleHostStats)
+	mux.HandleFunc("PUT /v1/client/allocation/{id}/restart", c.handleAllocRestart)
+	mux.HandleFunc("POST /v1/client/allocation/{id}/restart", c.handleAllocRestart)
+	mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", c.handleAllocSignal)
+	mux.HandleFunc("POST /v1/client/allocation/{id}/signal", c.handleAllocSignal)
+	mux.HandleFunc("GET /v1/client/fs/ls/{alloc}", c.handleFSList)
+	mux.HandleFunc("GET /v1/client/fs/stat/{alloc}", c.handleFSStat)
+	mux.HandleFunc("GET /v1/client/fs/cat/{alloc}", c.handleFSCat)
+	mux.HandleFunc("GET /v1/client/fs/readat/{alloc}", c.handleFSReadAt)
+	mux.HandleFunc("GET /v1/client/fs/stream/{alloc}", c.handleFSStream)
+	mux.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
+	mux.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
+	mux.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
 	return mux
 }
 
@@ -253,4 +272,62 @@ func hostStats(root, dataDir string, cpuShares int64) (*api.HostStats, error) {
 		st.AllocDirStats = ds
 	}
 	return st, nil
+}
+
+// handleAllocRestart serves PUT /v1/client/allocation/{id}/restart
+// ({"TaskName": ..., "AllTasks": ...}).
+func (c *Client) handleAllocRestart(w http.ResponseWriter, r *http.Request) {
+	ar, err := c.allocRunner(r, r.PathValue("id"), acl.NamespaceCapabilityAllocLifecycle)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.AllocationRestartRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil && err != io.EOF {
+			writeError(w, badRequest("Request decode failed: %v", err))
+			return
+		}
+	}
+	if req.TaskName != "" && req.AllTasks {
+		writeError(w, badRequest("TaskName and AllTasks: name a task or ask for all tasks, not both"))
+		return
+	}
+	writeActionResult(w, ar.Restart(req.TaskName, req.AllTasks))
+}
+
+// handleAllocSignal serves PUT /v1/client/allocation/{id}/signal
+// ({"Task": ..., "Signal": ...}).
+func (c *Client) handleAllocSignal(w http.ResponseWriter, r *http.Request) {
+	ar, err := c.allocRunner(r, r.PathValue("id"), acl.NamespaceCapabilityAllocLifecycle)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.AllocSignalRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, badRequest("Request decode failed: %v", err))
+		return
+	}
+	if req.Signal == "" {
+		req.Signal = "SIGKILL" // Nomad's default
+	}
+	if _, err := drivers.ParseSignal(req.Signal); err != nil {
+		writeError(w, badRequest("Signal: %v", err))
+		return
+	}
+	writeActionResult(w, ar.Signal(req.Task, req.Signal))
+}
+
+// writeActionResult answers a restart or signal: {} on success, 400 for an
+// unknown task or one not running.
+func writeActionResult(w http.ResponseWriter, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, struct{}{})
+	case errors.Is(err, allocrunner.ErrUnknownTask), errors.Is(err, taskrunner.ErrTaskNotRunning):
+		writeError(w, badRequest("%v", err))
+	default:
+		writeError(w, err)
+	}
 }

@@ -36,6 +36,17 @@ type logStream struct {
 	done      <-chan struct{} // closed when the allocation's runner is done
 	poll      time.Duration
 	heartbeat time.Duration
+	// opener, when set, opens the file instead of os.Open(path) (the
+	// allocation file system opens through an os.Root).
+	opener func() (*os.File, error)
+}
+
+// openFile opens the streamed file once.
+func (ls *logStream) openFile() (*os.File, error) {
+	if ls.opener != nil {
+		return ls.opener()
+	}
+	return os.Open(ls.path)
 }
 
 // startOffset is where reading begins in a file of size bytes.
@@ -118,7 +129,7 @@ func (ls *logStream) drained(f *os.File, pos int64) bool {
 // (the task may not have started yet) until the runner is done.
 func (ls *logStream) open(ctx context.Context) (*os.File, error) {
 	for {
-		f, err := os.Open(ls.path)
+		f, err := ls.openFile()
 		if err == nil || !errors.Is(err, fs.ErrNotExist) || !ls.params.follow {
 			return f, err
 		}
@@ -126,7 +137,7 @@ func (ls *logStream) open(ctx context.Context) (*os.File, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-ls.done:
-			return os.Open(ls.path)
+			return ls.openFile()
 		case <-time.After(ls.poll):
 		}
 	}

@@ -43,6 +43,7 @@ func isStatus(err error, code int) bool {
 type serverConn struct {
 	http   *http.Client
 	logger hclog.Logger
+	scheme string // "http", or "https" with TLS
 
 	mu      sync.Mutex
 	servers []string // base URLs; guarded by mu
@@ -66,7 +67,7 @@ func newServerConn(servers []string, secret string, tlsCfg *tls.Config, logger h
 	for i, s := range servers {
 		base[i] = baseURL(scheme, s)
 	}
-	return &serverConn{http: hc, logger: logger, servers: base, secret: secret}
+	return &serverConn{http: hc, logger: logger, scheme: scheme, servers: base, secret: secret}
 }
 
 // baseURL turns "host:port" into "scheme://host:port"; URLs are kept.
@@ -224,4 +225,26 @@ func (s *serverConn) updateAllocs(ctx context.Context, nodeID string, allocs []*
 	var out indexResponse
 	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, &out)
 	return out.Index, err
+}
+
+// addrs returns the servers' addresses as configured ("host:port").
+func (s *serverConn) addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.servers))
+	for i, b := range s.servers {
+		out[i] = strings.TrimPrefix(strings.TrimPrefix(b, "http://"), "https://")
+	}
+	return out
+}
+
+// setAddrs replaces the servers; the next call goes to the first.
+func (s *serverConn) setAddrs(addrs []string) {
+	base := make([]string, len(addrs))
+	for i, a := range addrs {
+		base[i] = baseURL(s.scheme, a)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers, s.cur = base, 0
 }

@@ -66,6 +66,14 @@ func commands() []*command {
 				{name: "remove", synopsis: "Removes an inactive signing key", run: keyringRemove},
 				{name: "rotate", synopsis: "Generates a new active signing key", run: keyringRotate},
 			}},
+			{name: "snapshot", synopsis: "Saves and restores the cluster's state", subs: []*command{
+				{name: "restore", synopsis: "Restores the cluster's state from an archive", run: snapshotRestore},
+				{name: "save", synopsis: "Saves the cluster's state to an archive", run: snapshotSave},
+			}},
+			{name: "scheduler", synopsis: "Views and changes the scheduler configuration", subs: []*command{
+				{name: "get-config", synopsis: "Displays the scheduler configuration", run: schedulerGetConfig},
+				{name: "set-config", synopsis: "Changes the scheduler configuration", run: schedulerSetConfig},
+			}},
 		}},
 		{name: "nodesim", synopsis: "Runs simulated client nodes (mock driver) against the servers", run: runNodesim},
 		{name: "system", synopsis: "Interact with the system API", subs: []*command{

@@ -101,6 +101,17 @@ func resolvePath(baseDir, p string) string {
 	return filepath.Join(baseDir, p)
 }
 
+// disabledFSFunc is name() when reading files is not allowed (Options.NoFS).
+func disabledFSFunc(name string) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.DynamicPseudoType),
+		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+			return cty.NilVal, fmt.Errorf("%s() is disabled: the jobspec is parsed without file system access", name)
+		},
+	})
+}
+
 // makeFileFunc returns file(path): the UTF-8 content of a file relative to baseDir.
 func makeFileFunc(baseDir string) function.Function {
 	return function.New(&function.Spec{

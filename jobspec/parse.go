@@ -23,6 +23,12 @@ type Options struct {
 	VarFiles []string // "-var-file" paths (HCL .hcl/.vars or .json)
 	Env      []string // environment, os.Environ() form; NOMAD_VAR_<name> supplies variables
 	Strict   bool     // error on -var/-var-file values for undeclared variables
+	// VarContents are variable files given by content (HCL), applied
+	// after VarFiles (the server's /v1/jobs/parse receives them so).
+	VarContents []string
+	// NoFS makes file() and fileexists() fail: a server parsing a
+	// jobspec for a client must not read its own files.
+	NoFS bool
 }
 
 // stdinPath is the path argument that makes ParseFile read standard input.
@@ -93,7 +99,11 @@ func parseHCL(path string, src []byte, opts Options) (*api.Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: unexpected HCL body type %T", name, file.Body)
 	}
-	p := &parser{path: name, funcs: functions(baseDir), bodies: indexBodies(body)}
+	funcs := functions(baseDir)
+	if opts.NoFS {
+		funcs["file"], funcs["fileexists"] = disabledFSFunc("file"), disabledFSFunc("fileexists")
+	}
+	p := &parser{path: name, funcs: funcs, bodies: indexBodies(body)}
 	job, diags := p.parse(body, opts)
 	if err := diagsToError(diags); err != nil {
 		return nil, err

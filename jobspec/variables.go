@@ -119,6 +119,9 @@ func (p *parser) variableValues(decls map[string]*variable, opts Options) (cty.V
 	for _, f := range opts.VarFiles {
 		diags = append(diags, p.applyVarFile(decls, f, opts.Strict, vals)...)
 	}
+	for i, src := range opts.VarContents {
+		diags = append(diags, p.applyVarSource(decls, fmt.Sprintf("<variables %d>", i+1), []byte(src), opts.Strict, vals)...)
+	}
 	for _, arg := range opts.ArgVars {
 		diags = append(diags, applyArgVar(decls, arg, opts.Strict, vals)...)
 	}
@@ -209,6 +212,12 @@ func (p *parser) applyVarFile(decls map[string]*variable, path string, strict bo
 	if err != nil {
 		return hcl.Diagnostics{errDiag(nil, "Failed to read variable file", err.Error())}
 	}
+	return p.applyVarSource(decls, path, src, strict, vals)
+}
+
+// applyVarSource applies the variable file src read from path (".json":
+// JSON, else HCL).
+func (p *parser) applyVarSource(decls map[string]*variable, path string, src []byte, strict bool, vals map[string]cty.Value) hcl.Diagnostics {
 	var file *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(strings.ToLower(path), ".json") {

@@ -230,3 +230,30 @@ func TestLocals_Errors(t *testing.T) {
 		})
 	}
 }
+
+// TestVariables_ContentsAndNoFS: variable files given by content apply
+// after the VarFiles and before -var; with NoFS, file() and fileexists()
+// fail instead of reading the parser's file system.
+func TestVariables_ContentsAndNoFS(t *testing.T) {
+	src := []byte(varJob(`default = "def"`))
+	file := writeFile(t, "a.vars", `v = "file"`)
+	job, err := Parse("j.hcl", src, Options{VarFiles: []string{file}, VarContents: []string{`v = "content"`}})
+	require.NoError(t, err)
+	require.Equal(t, `"content"`, job.Meta["out"])
+	job, err = Parse("j.hcl", src, Options{VarContents: []string{`v = "content"`}, ArgVars: []string{"v=arg"}})
+	require.NoError(t, err)
+	require.Equal(t, `"arg"`, job.Meta["out"])
+	_, err = Parse("j.hcl", src, Options{VarContents: []string{`v = `}})
+	require.ErrorContains(t, err, "<variables 1>")
+
+	secret := writeFile(t, "secret.txt", "s3cret")
+	fsJob := []byte("job \"j\" {\n  meta {\n    a = file(\"" + secret + "\")\n  }\n}\n")
+	job, err = Parse("j.hcl", fsJob, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "s3cret", job.Meta["a"])
+	_, err = Parse("j.hcl", fsJob, Options{NoFS: true})
+	require.ErrorContains(t, err, "file() is disabled")
+	existsJob := []byte("job \"j\" {\n  meta {\n    a = fileexists(\"" + secret + "\")\n  }\n}\n")
+	_, err = Parse("j.hcl", existsJob, Options{NoFS: true})
+	require.ErrorContains(t, err, "fileexists() is disabled")
+}

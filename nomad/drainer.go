@@ -62,7 +62,7 @@ func (s *Server) runDrainer(ctx context.Context) {
 		}
 		index = next
 		for _, id := range out.([]string) {
-			if _, _, err := s.NodeUpdateDrain(id, false, false); err != nil && ctx.Err() == nil {
+			if _, _, err := s.NodeDrain(&structs.NodeUpdateDrainRequest{NodeID: id, Complete: true}); err != nil && ctx.Err() == nil {
 				s.logger.Error("failed to complete node drain", "node_id", id, "error", err)
 			} else {
 				s.logger.Info("node drain complete", "node_id", id)

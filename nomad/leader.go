@@ -42,6 +42,14 @@ func (s *Server) establishLeadership() {
 	s.leaderCancel = cancel
 	s.readsReadyTerm.Store(term)
 	s.broker.SetEnabled(true)
+	if paused, err := s.EvalBrokerPaused(); err == nil {
+		s.broker.SetPaused(paused)
+	}
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		s.runSchedulerConfig(ctx)
+	}()
 
 	s.leaderDone.Add(1)
 	go func() {
@@ -93,14 +101,13 @@ func (s *Server) establishLeadership() {
 		defer s.leaderDone.Done()
 		s.runDrainer(ctx)
 	}()
-	for i := 0; i < s.config.NumSchedulers; i++ {
-		w := &worker{srv: s, id: i}
-		s.leaderDone.Add(1)
-		go func() {
-			defer s.leaderDone.Done()
-			w.run(ctx)
-		}()
-	}
+	s.workers.start(ctx)
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
+		<-ctx.Done()
+		s.workers.wait()
+	}()
 	s.logger.Info("cluster leadership acquired")
 }
 

@@ -28,6 +28,10 @@ func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, time.Durati
 		node.SchedulingEligibility = structs.NodeSchedulingEligible
 	}
 	node.StatusUpdatedAt = s.now().Unix()
+	if existing == nil {
+		node.Events = append(node.Events, &structs.NodeEvent{Message: "Node registered", Subsystem: "Cluster",
+			Timestamp: s.now().UTC()})
+	}
 	evals, err := s.nodeEvals(node.ID)
 	if err != nil {
 		return 0, nil, 0, err
@@ -96,6 +100,13 @@ func (s *Server) NodeUpdateEligibility(nodeID, eligibility string) (uint64, []st
 // none is left; the node then stays ineligible. Ending a drain early with
 // markEligible makes the node eligible again.
 func (s *Server) NodeUpdateDrain(nodeID string, drain, markEligible bool) (uint64, []string, error) {
+	return s.NodeDrain(&structs.NodeUpdateDrainRequest{NodeID: nodeID, Drain: drain, MarkEligible: markEligible})
+}
+
+// NodeDrain applies req (NodeID, Drain, MarkEligible, Spec, Meta,
+// Complete), as NodeUpdateDrain describes; the leader stamps the times.
+func (s *Server) NodeDrain(in *structs.NodeUpdateDrainRequest) (uint64, []string, error) {
+	nodeID := in.NodeID
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {
 		return 0, nil, err
@@ -103,11 +114,13 @@ func (s *Server) NodeUpdateDrain(nodeID string, drain, markEligible bool) (uint6
 	if node == nil {
 		return 0, nil, structs.NotFoundf("node not found")
 	}
-	req := &structs.NodeUpdateDrainRequest{NodeID: nodeID, Drain: drain, MarkEligible: markEligible, UpdatedAt: s.now().Unix()}
+	req := *in
+	now := s.now()
+	req.UpdatedAt, req.Time = now.Unix(), now.UTC()
 	if req.Evals, err = s.nodeEvals(nodeID); err != nil {
 		return 0, nil, err
 	}
-	_, index, err := s.raftApply(structs.NodeUpdateDrainRequestType, req)
+	_, index, err := s.raftApply(structs.NodeUpdateDrainRequestType, &req)
 	return index, evalIDs(req.Evals), err
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-project/drover/nomad/planner"
 	"github.com/drover-project/drover/nomad/prefetch"
 	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/stream"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -84,7 +85,9 @@ type Server struct {
 	handler atomic.Pointer[http.Handler]
 
 	heartbeats   heartbeats
-	policies     policyCache // parsed ACL policies
+	workers      *workerPool
+	stable       stableTracker // autopilot: since when servers are healthy
+	policies     policyCache   // parsed ACL policies
 	prefetch     *prefetch.Coordinator
 	allocUpdates *allocUpdateBatcher
 
@@ -129,6 +132,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.config.Metrics = cfg.Metrics
 	}
 	s.imageMetrics = imagewatcher.NewMetrics(cfg.Metrics)
+	s.workers = &workerPool{srv: s, cfg: WorkerPoolConfig{NumSchedulers: cfg.NumSchedulers, EnabledSchedulers: defaultEnabledSchedulers()}}
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)
@@ -259,3 +263,7 @@ func (s *Server) enqueueEvals(evals []*structs.Evaluation) {
 }
 
 func (s *Server) now() time.Time { return s.config.Now() }
+
+// Events returns the broker of the event stream, fed by this server's FSM
+// (every server has one; followers publish what they apply).
+func (s *Server) Events() *stream.Broker { return s.fsm.Events() }

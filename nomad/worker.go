@@ -3,6 +3,7 @@ package nomad
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-project/drover/nomad/broker"
@@ -20,14 +21,20 @@ const failedEvalFollowupDelay = time.Minute
 
 // worker takes evaluations from the broker and runs a scheduler on each.
 type worker struct {
-	srv *Server
-	id  int
+	srv    *Server
+	id     int
+	queues []string    // broker queues it serves; nil means schedulerTypes
+	busy   atomic.Bool // set while it runs an evaluation
 }
 
 func (w *worker) run(ctx context.Context) {
 	logger := w.srv.logger.Named("worker").With("worker_id", w.id)
 	for {
-		eval, token, err := w.srv.broker.Dequeue(ctx, schedulerTypes)
+		q := w.queues
+		if q == nil {
+			q = schedulerTypes
+		}
+		eval, token, err := w.srv.broker.Dequeue(ctx, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -40,7 +47,10 @@ func (w *worker) run(ctx context.Context) {
 			}
 			continue
 		}
-		if err := w.process(eval, token); err != nil {
+		w.busy.Store(true)
+		err = w.process(eval, token)
+		w.busy.Store(false)
+		if err != nil {
 			logger.Error("evaluation failed", "eval_id", eval.ID, "job_id", eval.JobID, "error", err)
 			_ = w.srv.broker.Nack(eval.ID, token)
 			continue
@@ -52,10 +62,13 @@ func (w *worker) run(ctx context.Context) {
 // process runs one evaluation. Evaluations from the failed queue are marked
 // failed with a delayed follow-up instead of being scheduled again.
 func (w *worker) process(eval *structs.Evaluation, token string) error {
+	snap := w.srv.State().Snapshot()
+	if stored, err := snap.EvalByID(nil, eval.ID); err == nil && stored == nil {
+		return nil // deleted by an operator while the broker was paused
+	}
 	if w.srv.broker.IsFailed(eval.ID) {
 		return w.failEval(eval)
 	}
-	snap := w.srv.State().Snapshot()
 	sched, err := scheduler.New(eval.Type, w.srv.logger, snap, &workerPlanner{srv: w.srv, eval: eval, token: token}, w.srv.now)
 	if err != nil {
 		return err

@@ -14,8 +14,8 @@ const DimensionDynamicPorts = "network: dynamic port selection failed"
 
 // Dynamic port range of nodes that do not fingerprint one.
 const (
-	DefaultMinDynamicPort = 20000
-	DefaultMaxDynamicPort = 32000
+	DefaultMinDynamicPort = structs.DefaultMinDynamicPort
+	DefaultMaxDynamicPort = structs.DefaultMaxDynamicPort
 )
 
 // portSet is a set of host ports in use on a node.

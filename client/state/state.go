@@ -374,3 +374,28 @@ func (db *DB) DeleteAlloc(allocID string) error {
 	}
 	return nil
 }
+
+// keyDynamicMeta holds the node's dynamic metadata (set through the API).
+var keyDynamicMeta = []byte("dynamic_meta")
+
+// DynamicNodeMeta returns the node's dynamic metadata: a nil value removes
+// the static key of that name. It is empty when none was stored.
+func (db *DB) DynamicNodeMeta() (map[string]*string, error) {
+	out := map[string]*string{}
+	err := db.view(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketNode).Get(keyDynamicMeta)
+		if raw == nil {
+			return nil
+		}
+		return json.Unmarshal(raw, &out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: reading dynamic node metadata: %w", err)
+	}
+	return out, nil
+}
+
+// PutDynamicNodeMeta stores the node's dynamic metadata.
+func (db *DB) PutDynamicNodeMeta(meta map[string]*string) error {
+	return db.put(func(tx *bolt.Tx) (*bolt.Bucket, error) { return tx.Bucket(bucketNode), nil }, keyDynamicMeta, meta, "dynamic node metadata")
+}

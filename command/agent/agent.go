@@ -27,10 +27,12 @@ const Version = version.Version
 type Agent struct {
 	config  *config.Config
 	logger  hclog.Logger
-	server  *nomad.Server  // nil on client-only agents
-	client  *client.Client // nil on server-only agents
+	logs    hclog.InterceptLogger // logger, when it can stream to monitors (else nil)
+	server  *nomad.Server         // nil on client-only agents
+	client  *client.Client        // nil on server-only agents
 	http    *http.Server
 	httpLn  net.Listener
+	serf    net.Listener // ports.serf: a second entrance to the rpc port, or nil
 	metrics *agentMetrics
 	tls     *agentTLS // nil without a tls block
 	tempDir string    // removed on shutdown (dev mode)
@@ -44,6 +46,7 @@ type Agent struct {
 // client, which registers with the servers over HTTP.
 func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a := &Agent{config: cfg, logger: logger, metrics: newAgentMetrics()}
+	a.logs, _ = logger.(hclog.InterceptLogger)
 	if !cfg.Server.Enabled && !cfg.Client.Enabled {
 		return nil, errors.New("agent: neither server nor client is enabled")
 	}
@@ -66,7 +69,11 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("agent: listen on http address %s: %w", cfg.HTTPAddr(), err)
 	}
 	a.httpLn = ln
-	if err := a.start(); err != nil {
+	err = a.start()
+	if err == nil {
+		err = a.startSerfListener()
+	}
+	if err != nil {
 		_ = ln.Close()
 		a.stopParts()
 		a.cleanup()
@@ -221,6 +228,7 @@ func (a *Agent) Shutdown() error {
 		a.logger.Warn("closing HTTP connections still busy at shutdown", "error", herr)
 		_ = a.http.Close()
 	}
+	a.stopSerfListener()
 	if a.server != nil {
 		if serr := a.server.Shutdown(); serr != nil && err == nil {
 			err = serr

@@ -44,6 +44,7 @@ const (
 	authNodeRead
 	authNodeWrite
 	authAgentRead
+	authAgentWrite
 	authOperatorRead
 	authOperatorWrite
 	authManagement
@@ -66,6 +67,7 @@ func inHandler(cap string) authRule { return authRule{kind: authInHandler, cap: 
 func nodeRead() authRule            { return authRule{kind: authNodeRead} }
 func nodeWrite() authRule           { return authRule{kind: authNodeWrite} }
 func agentRead() authRule           { return authRule{kind: authAgentRead} }
+func agentWrite() authRule          { return authRule{kind: authAgentWrite} }
 func operatorRead() authRule        { return authRule{kind: authOperatorRead} }
 func operatorWrite() authRule       { return authRule{kind: authOperatorWrite} }
 func management() authRule          { return authRule{kind: authManagement} }
@@ -198,6 +200,8 @@ func (h *HTTPServer) check(rule authRule, a *acl.ACL, r *http.Request) error {
 		ok = a.AllowNodeWrite()
 	case authAgentRead:
 		ok = a.AllowAgentRead()
+	case authAgentWrite:
+		ok = a.AllowAgentWrite()
 	case authOperatorRead:
 		ok = a.AllowOperatorRead()
 	case authOperatorWrite:

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -82,6 +85,7 @@ type clientOnlyHandler struct {
 func newClientOnlyHandler(a *Agent) *clientOnlyHandler {
 	h := &clientOnlyHandler{agent: a, mux: http.NewServeMux()}
 	h.mux.Handle("/v1/client/", a.client.Handler())
+	h.mux.HandleFunc("GET /v1/agent/monitor", a.serveMonitor)
 	h.mux.HandleFunc("/", h.proxyToServer)
 	return h
 }
@@ -98,4 +102,25 @@ func (h *clientOnlyHandler) proxyToServer(w http.ResponseWriter, r *http.Request
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: h.agent.tls.scheme(), Host: target})
 	proxy.Transport = h.agent.tls.serverTransport()
 	proxy.ServeHTTP(w, r)
+}
+
+// nodeOfMetaRequest names the node of a /v1/client/metadata request: the
+// body's NodeID (a write), else the node_id parameter, else this agent's
+// own client's node. The body is left readable for the node's client.
+func (h *HTTPServer) nodeOfMetaRequest(r *http.Request) (string, error) {
+	if r.Method != http.MethodGet && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return "", badRequest("reading request body: %v", err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct{ NodeID string }
+		if err := json.Unmarshal(body, &req); err != nil {
+			return "", badRequest("Request decode failed: %v", err)
+		}
+		if req.NodeID != "" {
+			return req.NodeID, nil
+		}
+	}
+	return h.nodeOfQuery(r)
 }

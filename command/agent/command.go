@@ -22,7 +22,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "==> Error loading configuration: %v\n", err)
 		return 1
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), Output: stderr})
+	// An intercept logger: /v1/agent/monitor streams from it at any level.
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), Output: stderr})
 	for _, key := range cfg.Ignored {
 		logger.Warn("agent configuration key is Nomad's but Drover does not act on it; ignored", "key", key)
 	}

@@ -38,7 +38,7 @@ func TestContractKeyring(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var err error
 		keys, _, err = kr.List(nil)
-		return err == nil && len(keys) == 1 && keys[0].State == api.RootKeyStateActive
+		return err == nil && len(keys) == 1 && keys[0].State == api.RootKeyStateActive // published, then activated
 	}, 10*time.Second, 20*time.Millisecond)
 	first := keys[0]
 	require.Equal(t, api.RootKeyStateActive, first.State)

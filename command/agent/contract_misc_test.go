@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,4 +88,105 @@ func TestContractStaleEmptyAccepted(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "[]", strings.TrimSpace(string(body)), "lists are [] never null")
+}
+
+// TestContractJobsParse: /v1/jobs/parse turns HCL into the job's JSON,
+// canonicalized on request, with variables; bad HCL and file() are 400s.
+func TestContractJobsParse(t *testing.T) {
+	ta := newTestAgent(t, "")
+	jobs := ta.client.Jobs()
+	raw, err := jobs.ParseHCL(`job "example" {}`, false)
+	require.NoError(t, err)
+	require.Equal(t, "example", *raw.Name)
+	require.Nil(t, raw.Namespace)
+	canon, err := jobs.ParseHCL(`job "example" {}`, true)
+	require.NoError(t, err)
+	require.Equal(t, "default", *canon.Namespace)
+
+	withVars, err := jobs.ParseHCLOpts(&api.JobsParseRequest{
+		JobHCL:    "variable \"dc\" {}\njob \"example\" {\n  datacenters = [var.dc]\n}\n",
+		Variables: `dc = "eu-1"`,
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"eu-1"}, withVars.Datacenters)
+
+	_, err = jobs.ParseHCL(`job "example" {`, false)
+	require.ErrorContains(t, err, "400")
+	_, err = jobs.ParseHCL("job \"x\" {\n  meta { a = file(\"/etc/hostname\") }\n}\n", false)
+	require.ErrorContains(t, err, "file() is disabled")
+}
+
+// TestContractSearch: prefix search finds a job by ID prefix and (the
+// CLI's `status <id>`) everything by an ID prefix; fuzzy search finds a
+// task's command with its scope; bad contexts and short texts are 400s.
+func TestContractSearch(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	nodeID := ta.registerNode(t, "node-1")
+	registerAndWait(t, c, testJob("web"))
+
+	resp, _, err := c.Search().PrefixSearch("we", "jobs", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"web"}, resp.Matches["jobs"])
+	all, _, err := c.Search().PrefixSearch(nodeID[:6], "all", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{nodeID}, all.Matches["nodes"])
+
+	fz, _, err := c.Search().FuzzySearch("sleep", "all", nil)
+	require.NoError(t, err)
+	require.Len(t, fz.Matches["commands"], 1)
+	require.Equal(t, "/bin/sleep", fz.Matches["commands"][0].ID)
+	require.Equal(t, []string{"default", "web", "web", "server"}, fz.Matches["commands"][0].Scope)
+
+	_, _, err = c.Search().PrefixSearch("we", "jobz", nil)
+	require.ErrorContains(t, err, "400")
+	_, _, err = c.Search().FuzzySearch("s", "all", nil)
+	require.ErrorContains(t, err, "at least 2")
+}
+
+// TestContractListFilter: the filter parameter selects list items with a
+// go-bexpr expression over their API fields; a malformed expression or an
+// unknown field is a 400.
+func TestContractListFilter(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	ta.registerNode(t, "node-1")
+	registerAndWait(t, c, testJob("web"))
+	api2 := testJob("api")
+	api2.Meta = map[string]string{"team": "core"}
+	registerAndWait(t, c, api2)
+
+	q := func(expr string) *api.QueryOptions { return &api.QueryOptions{Filter: expr} }
+	jobs, _, err := c.Jobs().List(q(`ID == "api"`))
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, "api", jobs[0].ID)
+	jobs, _, err = c.Jobs().List(q(`Status != "running" and Type == "system"`))
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+
+	evals, _, err := c.Evaluations().List(q(`JobID == "web" and Status == "complete"`))
+	require.NoError(t, err)
+	require.NotEmpty(t, evals)
+	for _, e := range evals {
+		require.Equal(t, "web", e.JobID)
+	}
+	count, _, err := c.Evaluations().Count(q(`JobID == "web"`))
+	require.NoError(t, err)
+	require.Equal(t, len(evals), count.Count)
+
+	allocs, _, err := c.Allocations().List(q(`JobID == "api"`))
+	require.NoError(t, err)
+	require.Len(t, allocs, 1)
+	nodes, _, err := c.Nodes().List(q(`Name == "node-1"`))
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	pools, _, err := c.NodePools().List(q(`Name == "all"`))
+	require.NoError(t, err)
+	require.Len(t, pools, 1)
+
+	_, _, err = c.Jobs().List(q(`ID ==`))
+	require.ErrorContains(t, err, "400")
+	_, _, err = c.Jobs().List(q(`NoSuchField == "x"`))
+	require.ErrorContains(t, err, "400")
 }

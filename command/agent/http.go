@@ -32,6 +32,9 @@ type HTTPServer struct {
 	logger hclog.Logger
 	mux    *http.ServeMux
 	routes []registeredRoute // every registered route, with its rule
+	// pools serves /v1/node/pool/..., whose patterns would overlap the
+	// main mux's /v1/node/{id}/... ones.
+	pools *http.ServeMux
 }
 
 // handlerFunc is an endpoint: it returns the value to encode as JSON (nil
@@ -40,18 +43,26 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (out any, index ui
 
 // NewHTTPServer builds the API handler of agent a.
 func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
-	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux()}
+	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux(), pools: http.NewServeMux()}
 	h.registerRoutes()
 	return h
 }
 
 // ServeHTTP implements http.Handler.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+	limit := int64(maxRequestBody)
+	if r.URL.Path == snapshotPath {
+		limit = maxSnapshotBody
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if strings.HasPrefix(r.URL.Path, "/v1/job//") {
 		// An empty job ID: answered here, before the mux would redirect
 		// the uncleaned path to another endpoint.
 		http.Error(w, "Missing job ID", http.StatusBadRequest)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, nodePoolPrefix) {
+		h.pools.ServeHTTP(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -114,6 +125,9 @@ func (h *HTTPServer) write(fn handlerFunc) http.HandlerFunc {
 func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFunc) {
 	start := time.Now()
 	out, index, err := fn(w, r)
+	defer func() {
+		h.logger.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+	}()
 	h.setMeta(w, index)
 	if err != nil {
 		code, msg := errorResponse(err)
@@ -126,6 +140,9 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if sc, ok := out.(statusCoder); ok {
+		w.WriteHeader(sc.StatusCode())
+	}
 	enc := json.NewEncoder(w)
 	if _, pretty := r.URL.Query()["pretty"]; pretty {
 		enc.SetIndent("", "    ")
@@ -136,9 +153,17 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 	h.agent.metrics.observeRequest(r.Method, time.Since(start))
 }
 
+// reportZeroIndex, returned by a handler as its index, answers
+// X-Nomad-Index 0 (a list of tables never written, as Nomad reports it);
+// an index of 0 means "the store's latest".
+const reportZeroIndex = ^uint64(0)
+
 // setMeta sets the query meta headers Nomad sends on every response.
 func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
-	if index == 0 {
+	switch index {
+	case reportZeroIndex:
+		index = 0
+	case 0:
 		index = max(h.srv.State().LatestIndex(), 1)
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
@@ -167,6 +192,9 @@ func errorResponse(err error) (int, string) {
 	}
 	return http.StatusInternalServerError, err.Error()
 }
+
+// statusCoder is a response value sent with a status other than 200.
+type statusCoder interface{ StatusCode() int }
 
 // httpError is an error with an explicit status code.
 type httpError struct {
@@ -235,6 +263,17 @@ func (h *HTTPServer) blockingQuery(r *http.Request, fn state.QueryFn) (any, uint
 		err = nil // a timeout answers with the current data
 	}
 	return out, max(index, 1), err
+}
+
+// listIndex is the index of a list read from tables at index: Nomad
+// answers 0 while none of the tables was ever written.
+func (h *HTTPServer) listIndex(index uint64, tables ...string) uint64 {
+	for _, t := range tables {
+		if h.srv.State().Index(t) != 0 {
+			return index
+		}
+	}
+	return reportZeroIndex
 }
 
 // tableIndex returns the newest index among tables, at least 1.

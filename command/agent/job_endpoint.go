@@ -91,6 +91,10 @@ func joinWarnings(ws []string) string {
 
 func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var jobs []*structs.Job
 		var err error
@@ -111,7 +115,8 @@ func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint
 			}
 			out = append(out, apiconv.JobStubToAPI(j, sum))
 		}
-		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), err
 	})
 }
 
@@ -147,18 +152,22 @@ func (h *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request) (any, ui
 	})
 }
 
+// jobAllocations lists the allocations of the job in the path; an unknown
+// job has none (an empty list, as in Nomad, not a 404).
 func (h *HTTPServer) jobAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	all, err := boolParam(r, "all", false)
 	if err != nil {
 		return nil, 0, err
 	}
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		allocs, err := snap.AllocsByJob(ws, job.Namespace, job.ID, all)
+	ns, id := namespace(r), r.PathValue("id")
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		allocs, err := snap.AllocsByJob(ws, ns, id, all)
 		if err != nil {
 			return nil, 0, err
 		}
 		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
 	})
+	return out, h.listIndex(index, state.TableAllocs), err
 }
 
 func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
@@ -169,9 +178,12 @@ func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
 	return out
 }
 
+// jobEvaluations lists the evaluations of the job in the path; an unknown
+// job has none.
 func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		evals, err := snap.EvalsByJob(ws, job.Namespace, job.ID)
+	ns, id := namespace(r), r.PathValue("id")
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		evals, err := snap.EvalsByJob(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -181,6 +193,7 @@ func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any
 		}
 		return out, tableIndex(snap, state.TableEvals), nil
 	})
+	return out, h.listIndex(index, state.TableEvals), err
 }
 
 // jobLatestDeployment answers the newest deployment, or JSON null with 200

@@ -20,7 +20,11 @@ import (
 
 func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var evals []*structs.Evaluation
 		var err error
 		if prefix != "" {
@@ -36,8 +40,10 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 		for _, e := range evals {
 			out = append(out, apiconv.EvalToAPI(e))
 		}
-		return out, tableIndex(snap, state.TableEvals), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableEvals), err
 	})
+	return out, h.listIndex(index, state.TableEvals), err
 }
 
 func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -56,18 +62,23 @@ func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint6
 
 func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	id := r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		allocs, err := snap.AllocsByEval(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
 		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
 	})
+	return out, h.listIndex(index, state.TableAllocs), err
 }
 
 func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var allocs []*structs.Allocation
 		var err error
 		if prefix != "" {
@@ -80,8 +91,10 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 			return nil, 0, err
 		}
 		allocs = filterByNS(r, acl.NamespaceCapabilityReadJob, allocs, allocNamespace)
-		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+		stubs, err := applyFilter(f, allocStubs(allocs))
+		return stubs, tableIndex(snap, state.TableAllocs), err
 	})
+	return out, h.listIndex(index, state.TableAllocs), err
 }
 
 func allocNamespace(a *structs.Allocation) string { return a.Namespace }
@@ -115,6 +128,10 @@ func (h *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) (any, uint
 
 func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), uuidPrefix(prefixParam(r))
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var ds []*structs.Deployment
 		var err error
@@ -127,7 +144,8 @@ func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (an
 			return nil, 0, err
 		}
 		ds = filterByNS(r, acl.NamespaceCapabilityReadJob, ds, func(d *structs.Deployment) string { return d.Namespace })
-		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
+		out, err := applyFilter(f, deploymentsToAPI(ds))
+		return out, tableIndex(snap, state.TableDeployments), err
 	})
 }
 
@@ -158,6 +176,18 @@ func (h *HTTPServer) deploymentAllocations(w http.ResponseWriter, r *http.Reques
 
 func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	prefix := prefixParam(r)
+	withResources, err := boolParam(r, "resources", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	withOS, err := boolParam(r, "os", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		var nodes []*structs.Node
 		var err error
@@ -171,9 +201,20 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 		}
 		out := make([]*api.NodeListStub, 0, len(nodes))
 		for _, n := range nodes {
-			out = append(out, apiconv.NodeStubToAPI(n))
+			stub := apiconv.NodeStubToAPI(n)
+			if withResources || withOS {
+				full := apiconv.NodeToAPI(n)
+				if withResources {
+					stub.NodeResources, stub.ReservedResources = full.NodeResources, full.ReservedResources
+				}
+				if withOS {
+					stub.Attributes = map[string]string{"os.name": n.Attributes["os.name"]}
+				}
+			}
+			out = append(out, stub)
 		}
-		return out, tableIndex(snap, state.TableNodes), nil
+		out, err = applyFilter(f, out)
+		return out, tableIndex(snap, state.TableNodes), err
 	})
 }
 
@@ -187,7 +228,7 @@ func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint6
 		if n == nil {
 			return nil, tableIndex(snap, state.TableNodes), notFound("node not found")
 		}
-		return apiconv.NodeToAPI(n), n.ModifyIndex, nil
+		return nodeToWire(n), n.ModifyIndex, nil
 	})
 }
 

@@ -35,6 +35,17 @@ func (h *HTTPServer) registerRoutes() {
 		handle("GET", path, rule, h.local(h.authorize(rule, fn)))
 	}
 	getRaw := func(path string, rule authRule, hf http.Handler) { handle("GET", path, rule, h.guard(rule, hf)) }
+	// putLocal: a write this server answers itself (its own agent's state,
+	// or pure work such as parsing).
+	putLocal := func(path string, rule authRule, fn handlerFunc) {
+		handle("PUT", path, rule, h.local(h.authorize(rule, fn)))
+		handle("POST", path, rule, h.local(h.authorize(rule, fn)))
+	}
+	// writeRaw: a write handled as a stream or by a client agent.
+	writeRaw := func(path string, rule authRule, hf http.Handler) {
+		handle("PUT", path, rule, h.guard(rule, hf))
+		handle("POST", path, rule, h.guard(rule, hf))
+	}
 
 	const (
 		readJob   = acl.NamespaceCapabilityReadJob
@@ -43,6 +54,13 @@ func (h *HTTPServer) registerRoutes() {
 	)
 
 	get("/v1/jobs", nsCap(listJobs), h.jobsList)
+	putLocal("/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), h.jobsParse) // pure: any server answers
+	// Search reads with a body; the answer holds only what the token may
+	// see (the handler filters by namespace).
+	handle("PUT", "/v1/search", caller(), h.read(h.authorize(caller(), h.searchPrefix)))
+	handle("POST", "/v1/search", caller(), h.read(h.authorize(caller(), h.searchPrefix)))
+	handle("PUT", "/v1/search/fuzzy", caller(), h.read(h.authorize(caller(), h.searchFuzzy)))
+	handle("POST", "/v1/search/fuzzy", caller(), h.read(h.authorize(caller(), h.searchFuzzy)))
 	put("/v1/jobs", inHandler(submitJob), h.jobsRegister)
 	put("/v1/validate/job", nsCap(readJob), h.jobValidate)
 	get("/v1/job/{id}", nsCap(readJob), h.jobGet)
@@ -69,6 +87,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
 
 	get("/v1/evaluations", nsCap(readJob), h.evalsList)
+	get("/v1/evaluations/count", nsCap(readJob), h.evalsCount)
+	del("/v1/evaluations", management(), h.evalsDelete)
 	get("/v1/evaluation/{id}", objectCap(readJob, evalNS), h.evalGet)
 	get("/v1/evaluation/{id}/allocations", objectCap(readJob, evalNS), h.evalAllocations)
 
@@ -82,18 +102,43 @@ func (h *HTTPServer) registerRoutes() {
 
 	get("/v1/allocations", nsCap(readJob), h.allocsList)
 	get("/v1/allocation/{id}", objectCap(readJob, allocNS("id")), h.allocGet)
+	put("/v1/allocation/{id}/stop", objectCap(acl.NamespaceCapabilityAllocLifecycle, allocNS("id")), h.allocStop)
+	writeRaw("/v1/client/allocation/{id}/restart", objectCap(acl.NamespaceCapabilityAllocLifecycle, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
+	writeRaw("/v1/client/allocation/{id}/signal", objectCap(acl.NamespaceCapabilityAllocLifecycle, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
+	for _, op := range []string{"ls", "stat", "cat", "readat", "stream"} {
+		getRaw("/v1/client/fs/"+op+"/{alloc}", objectCap(acl.NamespaceCapabilityReadFS, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))
+	}
 	getRaw("/v1/client/allocation/{id}/stats", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/allocation/{id}/checks", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/fs/logs/{alloc}", objectCap(acl.NamespaceCapabilityReadLogs, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))
 	getRaw("/v1/client/stats", nodeRead(), h.clientRoute(h.nodeOfQuery))
+	getRaw("/v1/client/metadata", nodeRead(), h.clientRoute(h.nodeOfMetaRequest))
+	writeRaw("/v1/client/metadata", nodeWrite(), h.clientRoute(h.nodeOfMetaRequest))
 
 	get("/v1/nodes", nodeRead(), h.nodesList)
 	get("/v1/node/{id}", nodeRead(), h.nodeGet)
 	get("/v1/node/{id}/allocations", nodeRead(), h.nodeAllocations)
 	put("/v1/node/{id}/eligibility", nodeWrite(), h.nodeEligibility)
 	put("/v1/node/{id}/drain", nodeWrite(), h.nodeDrain)
+	put("/v1/node/{id}/purge", nodeWrite(), h.nodePurge)
+	put("/v1/node/{id}/evaluate", nodeWrite(), h.nodeEvaluate)
+	get("/v1/node/pools", nodeRead(), h.nodePoolsList)
+	put("/v1/node/pools", management(), h.nodePoolsRegister)
+	h.registerNodePoolRoutes()
+
+	getRaw("/v1/event/stream", caller(), http.HandlerFunc(h.eventStream)) // local: every server applies the log; events filtered by the token
 
 	getLocal("/v1/agent/self", agentRead(), h.agentSelf)
+	getLocal("/v1/agent/members", nodeRead(), h.agentMembers)
+	put("/v1/agent/join", agentWrite(), h.agentJoin)
+	put("/v1/agent/force-leave", agentWrite(), h.agentForceLeave)
+	getRaw("/v1/agent/health", public(), http.HandlerFunc(h.agentHealth))
+	getLocal("/v1/agent/servers", agentRead(), h.agentServers)
+	putLocal("/v1/agent/servers", agentWrite(), h.agentServers)
+	getLocal("/v1/agent/schedulers", agentRead(), h.agentSchedulers)
+	getLocal("/v1/agent/schedulers/config", agentRead(), h.agentSchedulerConfig)
+	putLocal("/v1/agent/schedulers/config", agentWrite(), h.agentSchedulerConfig)
+	getRaw("/v1/agent/monitor", agentRead(), http.HandlerFunc(h.agentMonitor))
 	getLocal("/v1/status/leader", public(), h.statusLeader)
 	getLocal("/v1/status/peers", public(), h.statusPeers)
 	getLocal("/v1/regions", public(), h.regions)
@@ -101,6 +146,13 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/system/gc", management(), h.systemGC)
 
 	get("/v1/operator/raft/configuration", operatorRead(), h.operatorRaftConfiguration)
+	get("/v1/operator/scheduler/configuration", operatorRead(), h.operatorSchedulerGet)
+	put("/v1/operator/scheduler/configuration", operatorWrite(), h.operatorSchedulerSet)
+	get("/v1/operator/autopilot/configuration", operatorRead(), h.operatorAutopilotGet)
+	put("/v1/operator/autopilot/configuration", operatorWrite(), h.operatorAutopilotSet)
+	get("/v1/operator/autopilot/health", operatorRead(), h.operatorAutopilotHealth)
+	getRaw(snapshotPath, management(), http.HandlerFunc(h.operatorSnapshotSave))
+	put(snapshotPath, management(), h.operatorSnapshotRestore)
 	del("/v1/operator/raft/peer", operatorWrite(), h.operatorRaftRemovePeer)
 	get("/v1/operator/keyring/keys", management(), h.keyringList)
 	put("/v1/operator/keyring/rotate", management(), h.keyringRotate)

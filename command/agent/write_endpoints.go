@@ -165,7 +165,15 @@ func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uin
 	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
 		return nil, 0, badRequest("Node ID does not match")
 	}
-	index, evals, err := h.srv.NodeUpdateDrain(r.PathValue("id"), req.DrainSpec != nil, req.MarkEligible)
+	in := &structs.NodeUpdateDrainRequest{NodeID: r.PathValue("id"), Drain: req.DrainSpec != nil,
+		MarkEligible: req.MarkEligible, Meta: req.Meta}
+	if req.DrainSpec != nil {
+		if req.DrainSpec.Deadline < 0 {
+			return nil, 0, badRequest("DrainSpec.Deadline must not be negative")
+		}
+		in.Spec = structs.DrainSpec{Deadline: req.DrainSpec.Deadline, IgnoreSystemJobs: req.DrainSpec.IgnoreSystemJobs}
+	}
+	index, evals, err := h.srv.NodeDrain(in)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -16,6 +16,7 @@ import (
 // are deep-copied keeping their dynamic types; numbers convert between sizes
 // and signedness. A shape mismatch between the two types is a programming
 // error and panics with the field path; the tests walk every converted type.
+// An embedded struct matches a field (embedded or not) of its type's name.
 func copyByName(dst, src reflect.Value, path *fieldPath) {
 	if dst.Kind() == reflect.Interface {
 		if !src.IsValid() || isNil(src) {
@@ -113,7 +114,7 @@ func structPlanFor(dt, st reflect.Type) *structPlan {
 	if !plan.opaque && st.Kind() == reflect.Struct {
 		for i := range dt.NumField() {
 			f := dt.Field(i)
-			if !f.IsExported() || f.Anonymous {
+			if !f.IsExported() {
 				continue
 			}
 			sf, ok := st.FieldByName(f.Name)

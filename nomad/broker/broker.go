@@ -85,6 +85,7 @@ type Broker struct {
 
 	mu      sync.Mutex
 	enabled bool
+	paused  bool // hands nothing out (SetPaused)
 	state   *queueState
 	waiters map[*waiter]struct{}
 	timer   Timer     // armed for timerAt, nil when none
@@ -171,6 +172,30 @@ func (b *Broker) SetEnabled(enabled bool) {
 	}
 }
 
+// SetPaused pauses (true) or resumes the broker: while paused it keeps
+// accepting evaluations but hands none out, so nothing is scheduled (the
+// operator's pause_eval_broker). Resuming wakes blocked Dequeue calls.
+func (b *Broker) SetPaused(paused bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.paused == paused {
+		return
+	}
+	b.paused = paused
+	if !paused {
+		for w := range b.waiters {
+			notify(w)
+		}
+	}
+}
+
+// Paused reports whether the broker is paused.
+func (b *Broker) Paused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.paused
+}
+
 // Enqueue adds a pending evaluation. It is ignored when the broker is
 // disabled, when the evaluation is not pending, or when its ID is already
 // known. If another evaluation of the same job is ready or outstanding, it
@@ -233,6 +258,9 @@ func (b *Broker) Dequeue(ctx context.Context, types []string) (*structs.Evaluati
 func (b *Broker) tryDequeueLocked(types []string) (*structs.Evaluation, string, error) {
 	if !b.enabled {
 		return nil, "", ErrNotEnabled
+	}
+	if b.paused {
+		return nil, "", nil
 	}
 	now := b.clock.Now()
 	token := uuid.NewString()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -235,7 +236,15 @@ func TestJoinEndpoint_Validation(t *testing.T) {
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.JSONEq(t, `{"ID":"solo","Address":"`+n.c.AdvertiseAddr()+`","BootstrapExpect":1,"HasLeader":true}`, string(body))
+	var self SelfInfo
+	require.NoError(t, json.Unmarshal(body, &self))
+	require.Equal(t, "solo", self.ID)
+	require.Equal(t, n.c.AdvertiseAddr(), self.Address)
+	require.Equal(t, 1, self.BootstrapExpect)
+	require.True(t, self.HasLeader)
+	require.NotZero(t, self.Term, "raft progress for the leader's health view")
+	require.NotZero(t, self.AppliedIndex)
+	require.Zero(t, self.LastContactMillis, "the leader itself")
 }
 
 // bootstrapServers must be identical on every server.

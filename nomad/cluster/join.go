@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -35,6 +36,10 @@ type SelfInfo struct {
 	Address         string
 	BootstrapExpect int
 	HasLeader       bool
+	// Raft progress, for the leader's view of server health.
+	Term              uint64
+	AppliedIndex      uint64
+	LastContactMillis int64 // since the server last heard from the leader (0 on the leader)
 }
 
 // JoinRequest is the body of PUT /v1/internal/cluster/join.
@@ -69,10 +74,13 @@ func (c *Cluster) peerHandler(next http.Handler) http.Handler {
 func (c *Cluster) selfInfo() SelfInfo {
 	_, leader := c.raft.LeaderWithID()
 	return SelfInfo{
-		ID:              c.cfg.NodeID,
-		Address:         c.advertise,
-		BootstrapExpect: c.cfg.BootstrapExpect,
-		HasLeader:       leader != "",
+		ID:                c.cfg.NodeID,
+		Address:           c.advertise,
+		BootstrapExpect:   c.cfg.BootstrapExpect,
+		HasLeader:         leader != "",
+		Term:              c.raft.CurrentTerm(),
+		AppliedIndex:      c.raft.AppliedIndex(),
+		LastContactMillis: c.LastContact().Milliseconds(),
 	}
 }
 
@@ -327,4 +335,95 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, msg)
+}
+
+// Join makes the server at addr (its rpc address) and this one members of
+// one cluster: when this server's cluster has a leader, the leader adds
+// the other server as a voter (it must not lead a cluster of its own);
+// otherwise this server asks to join the other's cluster. It returns the
+// other server's ID.
+func (c *Cluster) Join(addr string) (string, error) {
+	info, err := c.fetchSelf(normalizeJoinAddr(addr))
+	if err != nil {
+		return "", fmt.Errorf("failed to reach server at %s: %w", addr, err)
+	}
+	if info.ID == c.cfg.NodeID {
+		return info.ID, nil
+	}
+	if slices.ContainsFunc(c.Peers(), func(s raft.Server) bool { return string(s.ID) == info.ID }) {
+		return info.ID, nil
+	}
+	leaderAddr, leaderID := c.raft.LeaderWithID()
+	switch {
+	case leaderID != "" && info.HasLeader:
+		return "", fmt.Errorf("server %s at %s already belongs to a cluster with a leader", info.ID, addr)
+	case leaderID != "":
+		if c.IsLeader() {
+			_, err = c.addVoter(JoinRequest{ID: info.ID, Address: info.Address})
+		} else {
+			err = c.askToAdd(string(leaderAddr), JoinRequest{ID: info.ID, Address: info.Address})
+		}
+	case info.HasLeader:
+		err = c.requestJoin(info.Address)
+	default:
+		err = fmt.Errorf("neither this server nor %s at %s has a leader", info.ID, addr)
+	}
+	if err != nil {
+		return "", err
+	}
+	return info.ID, nil
+}
+
+// askToAdd asks the leader at leaderAddr to add req as a voter.
+func (c *Cluster) askToAdd(leaderAddr string, req JoinRequest) error {
+	ctx, cancel := context.WithTimeout(c.ctx, joinTimeout+discoverTimeout)
+	defer cancel()
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+leaderAddr+joinPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	var resp JoinResponse
+	return c.doJSON(r, &resp)
+}
+
+// Alive reports whether the server at addr (its rpc address) answers.
+func (c *Cluster) Alive(ctx context.Context, addr string) bool {
+	_, err := c.Probe(ctx, addr)
+	return err == nil
+}
+
+// Probe asks the server at addr (its rpc address) about itself.
+func (c *Cluster) Probe(ctx context.Context, addr string) (SelfInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	var info SelfInfo
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+selfPath, nil)
+	if err != nil {
+		return info, err
+	}
+	return info, c.doJSON(req, &info)
+}
+
+// SelfInfo describes this server as Probe reports it.
+func (c *Cluster) SelfInfo() SelfInfo { return c.selfInfo() }
+
+// ServeAlso makes ln a second entrance to the rpc port (the agent's serf
+// port): its connections speak the rpc port's protocols. It returns when ln
+// is closed.
+func (c *Cluster) ServeAlso(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				c.logger.Warn("second rpc listener stopped", "address", ln.Addr(), "error", err)
+			}
+			return
+		}
+		go c.mux.route(conn)
+	}
 }

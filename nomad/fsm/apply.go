@@ -159,7 +159,7 @@ func (f *FSM) applyNodeUpdateEligibility(index uint64, buf []byte) error {
 func (f *FSM) applyNodeUpdateDrain(index uint64, buf []byte) error {
 	var req structs.NodeUpdateDrainRequest
 	decode(index, buf, &req)
-	if err := f.state.UpdateNodeDrain(index, req.NodeID, req.Drain, req.MarkEligible, req.UpdatedAt); err != nil {
+	if err := f.state.ApplyNodeDrain(index, &req); err != nil {
 		return err
 	}
 	return f.upsertEvals(index, req.Evals...)
@@ -169,7 +169,10 @@ func (f *FSM) applyNodeUpdateDrain(index uint64, buf []byte) error {
 func (f *FSM) applyNodeDeregister(index uint64, buf []byte) error {
 	var req structs.NodeDeregisterRequest
 	decode(index, buf, &req)
-	return f.state.DeleteNodes(index, req.NodeIDs)
+	if err := f.state.DeleteNodes(index, req.NodeIDs); err != nil {
+		return err
+	}
+	return f.upsertEvals(index, req.Evals...)
 }
 
 // applyAllocClientUpdate records client-reported allocation status.

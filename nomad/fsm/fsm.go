@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/stream"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -16,6 +17,7 @@ import (
 type FSM struct {
 	state  *state.StateStore
 	logger hclog.Logger
+	events *stream.Broker // fed with the events of every applied entry
 
 	// evalsHook, or nil, is called after every entry that upserted
 	// evaluations, with their stored copies.
@@ -37,8 +39,17 @@ func New(store *state.StateStore, logger hclog.Logger) *FSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &FSM{state: store, logger: logger.Named("fsm")}
+	store.TrackChanges(true)
+	return &FSM{state: store, logger: logger.Named("fsm"), events: stream.NewBroker(0)}
 }
+
+// Events returns the broker the FSM publishes the events of every applied
+// entry to.
+func (f *FSM) Events() *stream.Broker { return f.events }
+
+// SetEventBufferSize replaces the event broker with one keeping size
+// entries' events (0: the default). Call it before the FSM applies entries.
+func (f *FSM) SetEventBufferSize(size int) { f.events = stream.NewBroker(size) }
 
 // State returns the state store the FSM writes to.
 func (f *FSM) State() *state.StateStore { return f.state }
@@ -78,7 +89,14 @@ func (f *FSM) Apply(log *raft.Log) any {
 	ignoreUnknown := msgType&structs.IgnoreUnknownTypeFlag != 0
 	msgType &^= structs.IgnoreUnknownTypeFlag
 	buf, index := log.Data[1:], log.Index
+	res := f.apply(msgType, ignoreUnknown, index, buf)
+	// The entry's committed writes (all, or a valid prefix) are its events.
+	f.events.Publish(index, stream.EventsFromChanges(msgType, index, f.state.TakeChanges()))
+	return res
+}
 
+// apply applies the entry of type msgType at index.
+func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint64, buf []byte) any {
 	switch msgType {
 	case structs.JobRegisterRequestType:
 		return f.applyJobRegister(index, buf)
@@ -122,6 +140,16 @@ func (f *FSM) Apply(log *raft.Log) any {
 		return f.applyPeriodicLaunch(index, buf)
 	case structs.ScalingEventRequestType:
 		return f.applyScalingEvent(index, buf)
+	case structs.SchedulerConfigRequestType:
+		return f.applySchedulerConfig(index, buf)
+	case structs.EvalDeleteRequestType:
+		return f.applyEvalDelete(index, buf)
+	case structs.AutopilotConfigRequestType:
+		return f.applyAutopilotConfig(index, buf)
+	case structs.NodePoolUpsertRequestType:
+		return f.applyNodePoolUpsert(index, buf)
+	case structs.NodePoolDeleteRequestType:
+		return f.applyNodePoolDelete(index, buf)
 	}
 	if resp, ok := f.applyACL(msgType, index, buf); ok {
 		return resp
@@ -155,7 +183,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := readSnapshot(rc, r); err != nil {
 		return err
 	}
-	return r.Commit()
+	if err := r.Commit(); err != nil {
+		return err
+	}
+	// Buffered events describe the replaced state: subscribers start over.
+	f.state.TakeChanges()
+	f.events.Reset()
+	return nil
 }
 
 // fsmSnapshot is a point-in-time view of the store waiting to be persisted.

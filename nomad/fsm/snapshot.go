@@ -50,6 +50,10 @@ const (
 	// Periodic launch records (range 100-109).
 	periodicLaunchRecord recordType = 100
 	scalingEventsRecord  recordType = 101
+	// schedulerConfigRecord: explicit value in the operator's range (90-99).
+	schedulerConfigRecord recordType = 90
+	nodePoolRecord        recordType = 92
+	autopilotConfigRecord recordType = 94
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -101,6 +105,19 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	scaling, err := snap.AllScalingEvents(nil)
 	enc.fail(err)
 	writeAll(enc, scalingEventsRecord, scaling)
+	pools, err := snap.StoredNodePools()
+	enc.fail(err)
+	writeAll(enc, nodePoolRecord, pools)
+	apCfg, err := snap.AutopilotConfig(nil)
+	enc.fail(err)
+	if apCfg != nil {
+		writeAll(enc, autopilotConfigRecord, []*structs.AutopilotConfiguration{apCfg})
+	}
+	schedCfg, err := snap.SchedulerConfig(nil)
+	enc.fail(err)
+	if schedCfg != nil {
+		writeAll(enc, schedulerConfigRecord, []*structs.SchedulerConfiguration{schedCfg})
+	}
 	indexes, err := snap.Indexes()
 	enc.fail(err)
 	writeAll(enc, indexRecord, indexes)
@@ -190,6 +207,12 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.DeploymentRestore)
 	case rootKeyRecord:
 		return restoreOne(dec, r.RootKeyRestore)
+	case autopilotConfigRecord:
+		return restoreOne(dec, r.AutopilotConfigRestore)
+	case nodePoolRecord:
+		return restoreOne(dec, r.NodePoolRestore)
+	case schedulerConfigRecord:
+		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:
 		return restoreOne(dec, func(e *state.IndexEntry) error { return r.IndexRestore(e.Key, e.Value) })
 	case imageCheckRecord:

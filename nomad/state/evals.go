@@ -83,3 +83,24 @@ func (tx *writeTxn) upsertEval(in *structs.Evaluation) error {
 	}
 	return nil
 }
+
+// RemoveEvals deletes the evaluations ids at index (an operator's delete
+// while the broker is paused). A missing one is ErrNotFound and nothing is
+// deleted.
+func (s *StateStore) RemoveEvals(index uint64, ids []string) error {
+	return s.write(index, func(tx *writeTxn) error {
+		for _, id := range ids {
+			raw, err := tx.First(TableEvals, indexID, id)
+			if err != nil {
+				return err
+			}
+			if raw == nil {
+				return fmt.Errorf("eval not found: %s: %w", id, ErrNotFound)
+			}
+			if err := tx.delete(TableEvals, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"time"
+
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
@@ -85,6 +87,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 		}
 		n.Events = stampNodeEvents(n.Events, tx.index)
 		n.ModifyIndex = tx.index
+		if err := ensureNodePool(tx, n.NodePool); err != nil {
+			return err
+		}
 		return tx.insert(TableNodes, n)
 	})
 }
@@ -100,7 +105,7 @@ func mergeExistingNode(n, exist *structs.Node) error {
 	}
 	n.CreateIndex = exist.CreateIndex
 	n.SchedulingEligibility = exist.SchedulingEligibility
-	n.Drain = exist.Drain
+	n.Drain, n.DrainStrategy, n.LastDrain = exist.Drain, exist.DrainStrategy, exist.LastDrain
 	if len(exist.Events) > 0 {
 		n.Events = append([]*structs.NodeEvent(nil), exist.Events...)
 	}
@@ -180,15 +185,57 @@ func (s *StateStore) UpdateNodeEligibility(index uint64, id, elig string, update
 // ends a drain. Ending it makes the node eligible only when markEligible is
 // set: a drain that completes leaves the node ineligible, as in Nomad.
 func (s *StateStore) UpdateNodeDrain(index uint64, id string, drain, markEligible bool, updatedAt int64) error {
-	return s.updateNode(index, id, "drain", func(n *structs.Node) error {
-		n.Drain = drain
+	return s.ApplyNodeDrain(index, &structs.NodeUpdateDrainRequest{NodeID: id, Drain: drain,
+		MarkEligible: markEligible, UpdatedAt: updatedAt})
+}
+
+// ApplyNodeDrain starts, updates or ends the drain of node req.NodeID as
+// UpdateNodeDrain does, and records its strategy and LastDrain: a started
+// drain is "draining"; an ended one "complete" (req.Complete) or
+// "canceled".
+func (s *StateStore) ApplyNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
+	now := req.Time
+	if now.IsZero() {
+		now = time.Unix(req.UpdatedAt, 0).UTC()
+	}
+	return s.updateNode(index, req.NodeID, "drain", func(n *structs.Node) error {
+		wasDraining := n.Drain
+		n.Drain = req.Drain
 		switch {
-		case drain:
+		case req.Drain:
 			n.SchedulingEligibility = structs.NodeSchedulingIneligible
-		case markEligible:
+		case req.MarkEligible:
 			n.SchedulingEligibility = structs.NodeSchedulingEligible
 		}
-		n.StatusUpdatedAt = updatedAt
+		n.StatusUpdatedAt = req.UpdatedAt
+		if req.Drain {
+			started := now
+			if wasDraining && n.DrainStrategy != nil {
+				started = n.DrainStrategy.StartedAt
+			}
+			ds := &structs.DrainStrategy{DrainSpec: req.Spec, StartedAt: started}
+			if req.Spec.Deadline > 0 {
+				ds.ForceDeadline = started.Add(req.Spec.Deadline)
+			}
+			n.DrainStrategy = ds
+			n.LastDrain = &structs.DrainMetadata{StartedAt: started, UpdatedAt: now,
+				Status: structs.DrainStatusDraining, Meta: req.Meta}
+			return nil
+		}
+		n.DrainStrategy = nil
+		if wasDraining {
+			last := &structs.DrainMetadata{StartedAt: now, UpdatedAt: now, Status: structs.DrainStatusCanceled}
+			if n.LastDrain != nil {
+				c := *n.LastDrain
+				last = &c
+				last.UpdatedAt = now
+				last.Status = structs.DrainStatusCanceled
+			}
+			if req.Complete {
+				last.Status = structs.DrainStatusComplete
+			}
+			n.LastDrain = last
+		}
 		return nil
 	})
 }

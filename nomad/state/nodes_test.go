@@ -132,3 +132,42 @@ func TestNodeLists(t *testing.T) {
 	require.Len(t, pre, 1)
 	require.Equal(t, ids[1], pre[0].ID)
 }
+
+// TestNodeDrainMetadata: a drain records its strategy and a "draining"
+// LastDrain with the operator's meta; the drainer's completion marks it
+// "complete", an operator's cancel "canceled"; re-registration keeps both.
+func TestNodeDrainMetadata(t *testing.T) {
+	s := NewStateStore()
+	n := testNode()
+	require.NoError(t, s.UpsertNode(1, n))
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	meta := map[string]string{"reason": "kernel"}
+	require.NoError(t, s.ApplyNodeDrain(2, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Drain: true,
+		Spec: structs.DrainSpec{Deadline: time.Minute}, Meta: meta, Time: t0}))
+	got, _ := s.NodeByID(nil, n.ID)
+	require.True(t, got.Drain)
+	require.Equal(t, t0, got.DrainStrategy.StartedAt)
+	require.Equal(t, t0.Add(time.Minute), got.DrainStrategy.ForceDeadline)
+	require.Equal(t, &structs.DrainMetadata{StartedAt: t0, UpdatedAt: t0, Status: structs.DrainStatusDraining, Meta: meta}, got.LastDrain)
+
+	re := n.Copy()
+	re.Drain, re.DrainStrategy, re.LastDrain = false, nil, nil
+	require.NoError(t, s.UpsertNode(3, re))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.NotNil(t, got.DrainStrategy, "re-registration keeps the drain")
+	require.NotNil(t, got.LastDrain)
+
+	t1 := t0.Add(time.Second)
+	require.NoError(t, s.ApplyNodeDrain(4, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Complete: true, Time: t1}))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.False(t, got.Drain)
+	require.Nil(t, got.DrainStrategy)
+	require.Equal(t, structs.NodeSchedulingIneligible, got.SchedulingEligibility)
+	require.Equal(t, &structs.DrainMetadata{StartedAt: t0, UpdatedAt: t1, Status: structs.DrainStatusComplete, Meta: meta}, got.LastDrain)
+
+	require.NoError(t, s.ApplyNodeDrain(5, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Drain: true, Time: t1}))
+	require.NoError(t, s.ApplyNodeDrain(6, &structs.NodeUpdateDrainRequest{NodeID: n.ID, MarkEligible: true, Time: t1.Add(time.Second)}))
+	got, _ = s.NodeByID(nil, n.ID)
+	require.Equal(t, structs.DrainStatusCanceled, got.LastDrain.Status)
+	require.Equal(t, structs.NodeSchedulingEligible, got.SchedulingEligibility)
+}

@@ -44,6 +44,8 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	aclRolesTableSchema,
 	oneTimeTokensTableSchema,
 	namespacesTableSchema,
+	schedulerConfigTableSchema,
+	nodePoolsTableSchema,
 	indexTableSchema,
 }
 

@@ -35,6 +35,10 @@ type StateStore struct {
 
 	writeMu sync.Mutex // serialises writes and restore commits
 
+	// tracking and changes are guarded by writeMu (changes.go).
+	tracking bool
+	changes  []Change
+
 	abandonMu sync.Mutex
 	abandonCh chan struct{} // guarded by abandonMu; closed when db is replaced
 }
@@ -164,11 +168,17 @@ func (s *StateStore) write(index uint64, fn func(tx *writeTxn) error) error {
 		refresh: map[structs.NamespacedID]struct{}{},
 	}
 	defer tx.Abort()
+	if s.tracking {
+		tx.TrackChanges()
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
 	if err := tx.finish(); err != nil {
 		return err
+	}
+	if s.tracking {
+		s.recordChanges(tx.Changes())
 	}
 	tx.Commit()
 	return nil

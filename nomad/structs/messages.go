@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -124,11 +125,22 @@ type NodeUpdateDrainRequest struct {
 	MarkEligible bool
 	UpdatedAt    int64
 	Evals        []*Evaluation
+	// Spec is the drain asked for (when Drain); Meta is kept in the
+	// node's LastDrain. Complete says the drain ended because the node has
+	// no live allocation left (the drainer), not because it was canceled.
+	Spec     DrainSpec
+	Meta     map[string]string
+	Complete bool
+	// Time is when the leader proposed the change (zero in entries
+	// written before it existed: UpdatedAt is used).
+	Time time.Time
 }
 
 // NodeDeregisterRequest removes nodes.
 type NodeDeregisterRequest struct {
 	NodeIDs []string
+	// Evals re-evaluate the jobs the nodes ran (a purge).
+	Evals []*Evaluation
 }
 
 // AllocClientUpdateRequest carries client-side status of allocations: their

@@ -4,19 +4,23 @@ import "time"
 
 // Node is a client machine that runs allocations.
 type Node struct {
-	ID                    string
-	SecretID              string // authenticates the node's client agent; never sent to API readers
-	Datacenter            string
-	Name                  string
-	HTTPAddr              string
-	Attributes            map[string]string
-	Meta                  map[string]string
-	NodeClass             string
-	NodePool              string
-	NodeResources         NodeResources
-	ReservedResources     NodeReservedResources
-	Drivers               map[string]*DriverInfo
-	Drain                 bool
+	ID                string
+	SecretID          string // authenticates the node's client agent; never sent to API readers
+	Datacenter        string
+	Name              string
+	HTTPAddr          string
+	Attributes        map[string]string
+	Meta              map[string]string
+	NodeClass         string
+	NodePool          string
+	NodeResources     NodeResources
+	ReservedResources NodeReservedResources
+	Drivers           map[string]*DriverInfo
+	Drain             bool
+	// DrainStrategy is set while the node drains (Drain is then true);
+	// LastDrain describes the newest drain, finished or not.
+	DrainStrategy         *DrainStrategy
+	LastDrain             *DrainMetadata
 	SchedulingEligibility string
 	Status                string
 	StatusDescription     string
@@ -41,6 +45,44 @@ func (n *Node) Copy() *Node {
 	c.Events = append([]*NodeEvent(nil), n.Events...)
 	return &c
 }
+
+// DrainSpec is what an operator asks of a drain. Deadline is recorded and
+// reported; Drover stops a draining node's allocations at once, so a drain
+// never needs its deadline. IgnoreSystemJobs is recorded only.
+type DrainSpec struct {
+	Deadline         time.Duration
+	IgnoreSystemJobs bool
+}
+
+// DrainStrategy is a drain in progress.
+type DrainStrategy struct {
+	DrainSpec
+	// ForceDeadline is StartedAt plus Deadline (zero without a deadline).
+	ForceDeadline time.Time
+	StartedAt     time.Time
+}
+
+// Drain statuses of DrainMetadata (Nomad's strings).
+const (
+	DrainStatusDraining = "draining"
+	DrainStatusComplete = "complete"
+	DrainStatusCanceled = "canceled"
+)
+
+// DrainMetadata records a node's newest drain.
+type DrainMetadata struct {
+	StartedAt  time.Time
+	UpdatedAt  time.Time
+	Status     string
+	AccessorID string
+	Meta       map[string]string
+}
+
+// The dynamic port range of a node whose configuration sets none (Nomad's).
+const (
+	DefaultMinDynamicPort = 20000
+	DefaultMaxDynamicPort = 32000
+)
 
 // NodeResources is what a node offers.
 type NodeResources struct {

@@ -43,6 +43,15 @@ func (tr *TaskRunner) Run() {
 			if stop {
 				return
 			}
+			if errors.Is(exit.Err, errUserRestart) {
+				exit, exitEvent = nil, nil // recorded; start again now
+				continue
+			}
+			// The task ended by itself: a restart asked meanwhile is moot.
+			select {
+			case <-tr.restartCh:
+			default:
+			}
 		}
 		if !tr.handleExit(exit, exitEvent) {
 			return
@@ -172,6 +181,8 @@ func (tr *TaskRunner) waitExit() (exit *drivers.ExitResult, ev *structs.TaskEven
 		return nil, nil, true
 	case <-tr.shutdownCh:
 		return nil, nil, true
+	case <-tr.restartCh:
+		return tr.stopForRestart(h, ch), nil, false
 	}
 }
 

@@ -76,6 +76,7 @@ type TaskRunner struct {
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
+	restartCh  chan struct{}   // buffered(1): Restart asks the running task to restart
 	waitCh     chan struct{}   // closed when Run returns
 	ctx        context.Context // cancelled on Kill and Shutdown
 	cancel     context.CancelFunc
@@ -135,6 +136,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		onStateChange:  cfg.OnStateChange,
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
+		restartCh:      make(chan struct{}, 1),
 		waitCh:         make(chan struct{}),
 		alloc:          cfg.Alloc,
 		task:           task,

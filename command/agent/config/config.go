@@ -71,6 +71,11 @@ type Ports struct {
 	HTTP int
 	// RPC carries raft and server-to-server request forwarding.
 	RPC int
+	// Serf, when set, is a second port on which a server answers the
+	// discovery and join requests of other servers (Drover has no gossip
+	// layer; `agent join` may name a server by this port, as with Nomad).
+	// 0 means no such listener.
+	Serf int
 }
 
 // Advertise overrides the addresses other agents dial to reach this one.
@@ -229,6 +234,7 @@ func (c *Config) Merge(o *Config) *Config {
 
 	setInt(&out.Ports.HTTP, o.Ports.HTTP)
 	setInt(&out.Ports.RPC, o.Ports.RPC)
+	setInt(&out.Ports.Serf, o.Ports.Serf)
 	setString(&out.Advertise.HTTP, o.Advertise.HTTP)
 	setString(&out.Advertise.RPC, o.Advertise.RPC)
 

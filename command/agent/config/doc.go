@@ -51,7 +51,7 @@
 //
 // Unknown arguments and blocks are errors reported as "file:line:col".
 // Keys of Nomad's agent configuration that Drover does not act on (vault,
-// consul, acl, telemetry, tls.tls_prefer_server_cipher_suites, ports.serf, server.raft_protocol, ... see
+// consul, telemetry, tls.tls_prefer_server_cipher_suites, advertise.serf, server.raft_protocol, ... see
 // nomad_keys.go) are accepted and listed in Config.Ignored; the agent logs
 // each once as a warning. A file whose content is a JSON object, whatever
 // its name, uses HCL's JSON syntax for the same structure.

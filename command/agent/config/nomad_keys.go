@@ -46,7 +46,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		"token_ttl", "policy_ttl", "role_ttl", "token_min_expiration_ttl",
 		"token_max_expiration_ttl", "replication_token",
 	}},
-	"ports":     {attrs: []string{"serf"}},
 	"tls":       {attrs: []string{"tls_prefer_server_cipher_suites"}},
 	"advertise": {attrs: []string{"serf"}},
 	"server": {

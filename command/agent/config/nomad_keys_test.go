@@ -25,14 +25,14 @@ func TestParseFile_JSONByContent(t *testing.T) {
 	c, err := ParseFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "node-1", c.Name)
-	require.Equal(t, Ports{HTTP: 20000, RPC: 20001}, c.Ports)
+	require.Equal(t, Ports{HTTP: 20000, RPC: 20001, Serf: 20002}, c.Ports)
 	require.True(t, c.Server.Enabled)
 	require.Equal(t, 1, c.Server.BootstrapExpect)
 	require.Equal(t, map[string]string{"test.tighten_network_timeouts": "true"}, c.Client.Options)
 	require.False(t, c.ACL.Enabled)
 	require.Equal(t, []string{
 		"consul", "disable_update_check", "telemetry", "vault",
-		"advertise.serf", "ports.serf", "server.raft_protocol",
+		"advertise.serf", "server.raft_protocol",
 	}, c.Ignored)
 }
 
@@ -74,7 +74,7 @@ client {
 	c, err := Parse("agent.hcl", []byte(src))
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		"keyring", "leave_on_terminate", "ports.serf", "tls.tls_prefer_server_cipher_suites",
+		"keyring", "leave_on_terminate", "tls.tls_prefer_server_cipher_suites",
 		"server.default_scheduler_config", "server.num_schedulers",
 		"server.server_join.retry_max",
 		"client.chroot_env", "client.gc_interval", "client.host_volume",

@@ -123,7 +123,7 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "enabled"}},
 	}
 	portsSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}},
+		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}, {Name: "serf"}},
 	}
 	advertiseSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}},
@@ -178,7 +178,7 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 		switch b.Type {
 		case "ports":
 			diags = append(diags, decodeBody(c, b.Body, portsSchema, "ports", map[string]any{
-				"http": &c.Ports.HTTP, "rpc": &c.Ports.RPC,
+				"http": &c.Ports.HTTP, "rpc": &c.Ports.RPC, "serf": &c.Ports.Serf,
 			})...)
 		case "advertise":
 			diags = append(diags, decodeBody(c, b.Body, advertiseSchema, "advertise", map[string]any{

@@ -47,6 +47,10 @@ func (c *Config) Validate() error {
 	if httpOK && rpcOK && c.Ports.HTTP == c.Ports.RPC {
 		bad("ports.rpc", "must differ from ports.http (both are %d)", c.Ports.HTTP)
 	}
+	if c.Ports.Serf != 0 && checkPort(bad, "ports.serf", c.Ports.Serf) &&
+		(c.Ports.Serf == c.Ports.HTTP || c.Ports.Serf == c.Ports.RPC) {
+		bad("ports.serf", "must differ from ports.http and ports.rpc (%d)", c.Ports.Serf)
+	}
 	checkAddr(bad, "advertise.http", c.Advertise.HTTP, true)
 	checkAddr(bad, "advertise.rpc", c.Advertise.RPC, true)
 

@@ -1,0 +1,95 @@
+package taskrunner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Events of operator actions (Nomad's types and wording).
+const (
+	EventSignaling     = "Signaling"
+	EventRestartSignal = "Restart Signaled"
+)
+
+// ErrTaskNotRunning is returned by Signal and Restart when the task has no
+// running process (pending, between restarts, or dead).
+var ErrTaskNotRunning = errors.New("Task not running")
+
+// errUserRestart marks the exit of a task stopped by Restart: Run starts it
+// again at once, outside the restart policy.
+var errUserRestart = errors.New("task restarted by the user")
+
+// Signal sends sig (a name such as "SIGHUP") to the running task and
+// records it as an event.
+func (tr *TaskRunner) Signal(sig string) error {
+	tr.mu.Lock()
+	h := tr.handle
+	tr.mu.Unlock()
+	if h == nil || tr.killed() {
+		return ErrTaskNotRunning
+	}
+	if _, err := drivers.ParseSignal(sig); err != nil {
+		return err
+	}
+	e := newEvent(EventSignaling, tr.now(), fmt.Sprintf("Task being sent signal %s: User requested signal", sig))
+	e.Details[DetailSignal] = sig
+	tr.emit(e)
+	if err := tr.driver.SignalTask(h.TaskID, sig); err != nil {
+		return fmt.Errorf("signalling task %s: %w", tr.name, err)
+	}
+	return nil
+}
+
+// Restart asks for the running task to be stopped (kill signal, kill
+// timeout) and started again at once; the restart does not count against
+// the restart policy. It does not block.
+func (tr *TaskRunner) Restart() error {
+	tr.mu.Lock()
+	h := tr.handle
+	tr.mu.Unlock()
+	if h == nil || tr.killed() {
+		return ErrTaskNotRunning
+	}
+	select {
+	case tr.restartCh <- struct{}{}:
+	default: // a restart is already pending
+	}
+	return nil
+}
+
+// stopForRestart stops the attached task for Restart and records the
+// restart; Run then starts it again.
+func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.ExitResult) *drivers.ExitResult {
+	task := tr.Task()
+	tr.emit(newEvent(EventRestartSignal, tr.now(), "User requested task to restart"))
+	timeout := task.KillTimeout
+	if timeout <= 0 {
+		timeout = DefaultKillTimeout
+	}
+	tr.emit(eventKilling(tr.now(), timeout, "User requested task to restart"))
+	var res *drivers.ExitResult
+	if err := tr.driver.StopTask(h.TaskID, timeout, task.KillSignal); err != nil {
+		tr.logger.Warn("stopping task for a restart", "error", err)
+		if !errors.Is(err, drivers.ErrTaskNotFound) {
+			_ = tr.driver.DestroyTask(h.TaskID, true)
+		}
+	} else if r, ok := <-ch; ok {
+		res = r
+	}
+	tr.detach()
+	now := tr.now()
+	tr.update(func(st *structs.TaskState) bool {
+		if res != nil {
+			appendEvent(st, eventTerminated(now, res))
+		}
+		appendEvent(st, eventRestarting(now, 0, "User requested restart"))
+		st.State = StatePending
+		st.Restarts++
+		st.LastRestart = now
+		return true
+	})
+	return &drivers.ExitResult{Err: errUserRestart}
+}

@@ -1,0 +1,71 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+)
+
+func metaCall(t *testing.T, h http.Handler, method string, body any) (*api.NodeMetaResponse, int) {
+	t.Helper()
+	var buf bytes.Buffer
+	if body != nil {
+		require.NoError(t, json.NewEncoder(&buf).Encode(body))
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, "/v1/client/metadata", &buf))
+	if rec.Code != http.StatusOK {
+		return nil, rec.Code
+	}
+	var out api.NodeMetaResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+	return &out, rec.Code
+}
+
+// TestDynamicNodeMeta: dynamic metadata sets and hides keys over the
+// static ones, reaches the servers with a new registration, survives a
+// client restart, and bad requests are 400s.
+func TestDynamicNodeMeta(t *testing.T) {
+	srv := newFakeServer(t)
+	dir := t.TempDir()
+	c := startClient(t, testConfig(srv, dir))
+	waitRegistered(t, c)
+	h := c.Handler()
+
+	got, _ := metaCall(t, h, http.MethodGet, nil)
+	require.Equal(t, map[string]string{"rack": "r1"}, got.Meta)
+	require.Equal(t, map[string]string{"rack": "r1"}, got.Static)
+	require.Empty(t, got.Dynamic)
+
+	foo := "bar"
+	got, code := metaCall(t, h, http.MethodPost, &api.NodeMetaApplyRequest{NodeID: c.NodeID(),
+		Meta: map[string]*string{"rack": nil, "foo": &foo}})
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]string{"foo": "bar"}, got.Meta)
+	require.Equal(t, map[string]string{"rack": "r1"}, got.Static)
+	require.Equal(t, map[string]*string{"rack": nil, "foo": &foo}, got.Dynamic)
+	require.Eventually(t, func() bool {
+		n := srv.lastRegistration()
+		return n != nil && n.Meta["foo"] == "bar" && n.Meta["rack"] == ""
+	}, waitFor, tick)
+
+	for _, bad := range []*api.NodeMetaApplyRequest{
+		{Meta: map[string]*string{}},
+		{Meta: map[string]*string{"has space": &foo}},
+		{NodeID: "another-node", Meta: map[string]*string{"x": &foo}},
+	} {
+		_, code := metaCall(t, h, http.MethodPost, bad)
+		require.Equal(t, http.StatusBadRequest, code, "%+v", bad)
+	}
+
+	require.NoError(t, c.Shutdown())
+	c2 := startClient(t, testConfig(srv, dir))
+	got, _ = metaCall(t, c2.Handler(), http.MethodGet, nil)
+	require.Equal(t, map[string]string{"foo": "bar"}, got.Meta, "dynamic metadata survives a restart")
+	require.Equal(t, map[string]string{"foo": "bar"}, c2.Node().Meta)
+}
