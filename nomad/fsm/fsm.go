@@ -126,6 +126,9 @@ func (f *FSM) Apply(log *raft.Log) any {
 	if resp, ok := f.applyACL(msgType, index, buf); ok {
 		return resp
 	}
+	if resp, ok := f.applyACLAuth(msgType, index, buf); ok {
+		return resp
+	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)
 		return nil
