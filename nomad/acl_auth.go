@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/hashicorp/go-bexpr"
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -19,6 +20,9 @@ const DefaultTokenNameFormat = "${auth_method_type}-${auth_method_name}"
 const (
 	ClientIntroductionDefaultTTL = 5 * time.Minute
 	ClientIntroductionMaxTTL     = 30 * time.Minute
+	// signingKeyWait bounds how long a request waits for the first
+	// signing key of a new cluster (the leader creates it on election).
+	signingKeyWait = 10 * time.Second
 )
 
 // ValidateAuthMethod checks m as an upsert would and fills in defaults
@@ -209,6 +213,9 @@ func (s *Server) CreateClientIntroductionToken(nodeName, nodePool string, ttl ti
 	if nodePool == "" {
 		nodePool = "default"
 	}
+	if err := s.waitForSigningKey(signingKeyWait); err != nil {
+		return "", err
+	}
 	sg, err := s.newIdentitySigner()
 	if err != nil {
 		return "", err
@@ -225,4 +232,21 @@ func (s *Server) CreateClientIntroductionToken(nodeName, nodePool string, ttl ti
 		},
 	}
 	return jwt.Signed(sg.signer).Claims(claims).Serialize()
+}
+
+// waitForSigningKey returns once the keyring has an active key, or fails
+// after timeout: on a new cluster the leader creates the first key just
+// after its election, and a request may arrive before it is committed.
+func (s *Server) waitForSigningKey(timeout time.Duration) error {
+	expired := time.After(timeout)
+	for {
+		ws := memdb.NewWatchSet()
+		key, err := s.State().ActiveRootKey(ws)
+		if err != nil || key != nil {
+			return err
+		}
+		if ws.Watch(expired) {
+			return fmt.Errorf("identity: no active signing key after %s", timeout)
+		}
+	}
 }
