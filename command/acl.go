@@ -12,7 +12,7 @@ import (
 
 // aclCommands is the `acl` subtree.
 func aclCommands() *command {
-	return &command{name: "acl", synopsis: "Interact with ACL policies, tokens and roles", subs: []*command{
+	return &command{name: "acl", synopsis: "Interact with ACL policies, tokens and roles", subs: append([]*command{
 		{name: "bootstrap", synopsis: "Bootstrap the ACL system for initial token", run: aclBootstrap},
 		{name: "policy", synopsis: "Interact with ACL policies", subs: []*command{
 			{name: "apply", synopsis: "Create or update an ACL policy", run: aclPolicyApply},
@@ -35,7 +35,7 @@ func aclCommands() *command {
 			{name: "self", synopsis: "Lookup self ACL token", run: aclTokenSelf},
 			{name: "update", synopsis: "Update an existing ACL token", run: aclTokenUpdate},
 		}},
-	}}
+	}, aclAuthCommands()...)}
 }
 
 const aclBootstrapHelp = `Usage: drover acl bootstrap [options] [<path>]

@@ -45,6 +45,8 @@ func (h *HTTPServer) registerACLRoutes(get, put, del routeFn) {
 	get("/v1/namespace/{name}", caller(), h.namespaceGet)
 	put("/v1/namespace/{name}", management(), h.namespacePut)
 	del("/v1/namespace/{name}", management(), h.namespaceDelete)
+
+	h.registerACLAuthRoutes(get, put, del)
 }
 
 func writeMeta(index uint64) (any, uint64, error) {

@@ -99,6 +99,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	enc.fail(err)
 	writeAll(enc, imageWatchRecord, watches)
 	writeACL(enc, snap)
+	writeACLAuth(enc, snap)
 	launches, err := snap.PeriodicLaunches(nil)
 	enc.fail(err)
 	writeAll(enc, periodicLaunchRecord, launches)
@@ -234,6 +235,9 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 	case scalingEventsRecord:
 		return restoreOne(dec, r.ScalingEventsRestore)
 	default:
+		if ok, err := restoreACLAuth(t, dec, r); ok {
+			return err
+		}
 		return fmt.Errorf("unknown record type")
 	}
 }

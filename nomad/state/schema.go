@@ -42,6 +42,8 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	aclPoliciesTableSchema,
 	aclTokensTableSchema,
 	aclRolesTableSchema,
+	aclAuthMethodsTableSchema,
+	aclBindingRulesTableSchema,
 	oneTimeTokensTableSchema,
 	namespacesTableSchema,
 	schedulerConfigTableSchema,

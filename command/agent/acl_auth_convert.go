@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Auth method configuration between the wire format and the stored form:
+// the same fields under the same names.
+
+func authConfigFromAPI(c *api.ACLAuthMethodConfig) *structs.ACLAuthMethodConfig {
+	if c == nil {
+		return nil
+	}
+	out := &structs.ACLAuthMethodConfig{
+		JWTValidationPubKeys: c.JWTValidationPubKeys, JWKSURL: c.JWKSURL,
+		OIDCDiscoveryURL: c.OIDCDiscoveryURL, OIDCClientID: c.OIDCClientID, OIDCClientSecret: c.OIDCClientSecret,
+		OIDCEnablePKCE: c.OIDCEnablePKCE, OIDCDisableUserInfo: c.OIDCDisableUserInfo, OIDCScopes: c.OIDCScopes,
+		BoundAudiences: c.BoundAudiences, BoundIssuer: c.BoundIssuer, AllowedRedirectURIs: c.AllowedRedirectURIs,
+		DiscoveryCaPem: c.DiscoveryCaPem, JWKSCACert: c.JWKSCACert, SigningAlgs: c.SigningAlgs,
+		ExpirationLeeway: c.ExpirationLeeway, NotBeforeLeeway: c.NotBeforeLeeway, ClockSkewLeeway: c.ClockSkewLeeway,
+		ClaimMappings: c.ClaimMappings, ListClaimMappings: c.ListClaimMappings, VerboseLogging: c.VerboseLogging,
+	}
+	if a := c.OIDCClientAssertion; a != nil {
+		ca := &structs.OIDCClientAssertion{Audience: a.Audience, KeySource: string(a.KeySource),
+			KeyAlgorithm: a.KeyAlgorithm, ExtraHeaders: a.ExtraHeaders}
+		if k := a.PrivateKey; k != nil {
+			ca.PrivateKey = &structs.OIDCClientAssertionKey{PemKey: k.PemKey, PemKeyFile: k.PemKeyFile,
+				KeyIDHeader: string(k.KeyIDHeader), KeyID: k.KeyID, PemCert: k.PemCert, PemCertFile: k.PemCertFile}
+		}
+		out.OIDCClientAssertion = ca
+	}
+	return out
+}
+
+func authConfigToAPI(c *structs.ACLAuthMethodConfig) *api.ACLAuthMethodConfig {
+	if c == nil {
+		return nil
+	}
+	out := &api.ACLAuthMethodConfig{
+		JWTValidationPubKeys: c.JWTValidationPubKeys, JWKSURL: c.JWKSURL,
+		OIDCDiscoveryURL: c.OIDCDiscoveryURL, OIDCClientID: c.OIDCClientID, OIDCClientSecret: c.OIDCClientSecret,
+		OIDCEnablePKCE: c.OIDCEnablePKCE, OIDCDisableUserInfo: c.OIDCDisableUserInfo, OIDCScopes: c.OIDCScopes,
+		BoundAudiences: c.BoundAudiences, BoundIssuer: c.BoundIssuer, AllowedRedirectURIs: c.AllowedRedirectURIs,
+		DiscoveryCaPem: c.DiscoveryCaPem, JWKSCACert: c.JWKSCACert, SigningAlgs: c.SigningAlgs,
+		ExpirationLeeway: c.ExpirationLeeway, NotBeforeLeeway: c.NotBeforeLeeway, ClockSkewLeeway: c.ClockSkewLeeway,
+		ClaimMappings: c.ClaimMappings, ListClaimMappings: c.ListClaimMappings, VerboseLogging: c.VerboseLogging,
+	}
+	if a := c.OIDCClientAssertion; a != nil {
+		ca := &api.OIDCClientAssertion{Audience: a.Audience, KeySource: api.OIDCClientAssertionKeySource(a.KeySource),
+			KeyAlgorithm: a.KeyAlgorithm, ExtraHeaders: a.ExtraHeaders}
+		if k := a.PrivateKey; k != nil {
+			ca.PrivateKey = &api.OIDCClientAssertionKey{PemKey: k.PemKey, PemKeyFile: k.PemKeyFile,
+				KeyIDHeader: api.OIDCClientAssertionKeyIDHeader(k.KeyIDHeader), KeyID: k.KeyID, PemCert: k.PemCert, PemCertFile: k.PemCertFile}
+		}
+		out.OIDCClientAssertion = ca
+	}
+	return out
+}
