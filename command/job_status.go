@@ -130,7 +130,7 @@ func jobStubNamespace(j *api.JobListStub) string {
 // where the prefix search needs list-jobs.
 func lookupJob(m *Meta, c *api.Client, prefix string) (*api.JobListStub, int) {
 	if job, _, err := c.Jobs().Info(prefix, nil); err == nil && job != nil && job.ID != nil && *job.ID == prefix {
-		return &api.JobListStub{ID: *job.ID, Name: deref(job.Name), Namespace: deref(job.Namespace), Type: deref(job.Type)}, 0
+		return jobStubOf(job), 0
 	}
 	jobs, _, err := c.Jobs().List(&api.QueryOptions{Prefix: prefix})
 	if err != nil {
@@ -151,6 +151,28 @@ func lookupJob(m *Meta, c *api.Client, prefix string) (*api.JobListStub, int) {
 	}
 	m.errorf("Prefix matched multiple jobs\n\n%s", formatJobStubs(jobs, true))
 	return nil, 1
+}
+
+// jobStubOf is the list stub of job, for the commands that start from a
+// lookup: what they read of a stub (the list endpoint's fields).
+func jobStubOf(job *api.Job) *api.JobListStub {
+	return &api.JobListStub{
+		ID: *job.ID, ParentID: deref(job.ParentID), Name: deref(job.Name), Namespace: deref(job.Namespace),
+		Type: deref(job.Type), Priority: derefInt(job.Priority), Status: deref(job.Status), Stop: ptrValue(job.Stop),
+		Periodic:         job.Periodic != nil && (job.Periodic.Enabled == nil || *job.Periodic.Enabled),
+		ParameterizedJob: job.ParameterizedJob != nil,
+		JobModifyIndex:   ptrValue(job.JobModifyIndex), CreateIndex: ptrValue(job.CreateIndex),
+		ModifyIndex: ptrValue(job.ModifyIndex), SubmitTime: ptrValue(job.SubmitTime),
+	}
+}
+
+// ptrValue is *p, or the zero value for nil.
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // jobQuery returns query options scoped to the job's namespace.

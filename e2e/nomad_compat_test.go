@@ -97,8 +97,9 @@ func TestDevAgentWithNomadConfigStopsQuickly(t *testing.T) {
 	require.Less(t, took, 2*time.Second, "graceful shutdown within 2s\n%s", logs())
 	out := logs()
 	require.NotContains(t, out, "Error during shutdown")
-	for _, key := range []string{"vault", "acl", "telemetry", "disable_update_check", "server.raft_protocol"} {
+	for _, key := range []string{"vault", "telemetry", "disable_update_check", "server.raft_protocol"} {
 		require.Equal(t, 1, strings.Count(out, "key="+key+"\n"), "one warning naming %s\n%s", key, out)
 	}
 	require.NotContains(t, out, "key=ports.serf", "Drover acts on ports.serf")
+	require.NotContains(t, out, "key=acl\n", "Drover acts on the acl block")
 }
