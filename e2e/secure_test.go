@@ -44,7 +44,8 @@ func secureClient(t testing.TB, p *agentProc, pki *tlsPKI, token string) *api.Cl
 // A management token drives the rollout through the CLI: version 0 becomes
 // stable, version 1 goes to a canary that is promoted, and a broken
 // version 2 fails and auto-reverts to version 1's spec. Anonymous requests
-// and a read-only token are refused every change.
+// and a read-only token are refused every change, and an expired token
+// everything.
 func TestSecureClusterDeploymentStory(t *testing.T) {
 	start := time.Now()
 	pki := newTLSPKI(t, "server", "client", "cli")
@@ -56,6 +57,8 @@ func TestSecureClusterDeploymentStory(t *testing.T) {
 		httpAddrs = append(httpAddrs, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", httpPorts[i])))
 	}
 	acl := "acl {\n  enabled = true\n}\n"
+	// Servers allow short-lived tokens, so that one expires during the test.
+	serverACL := "acl {\n  enabled = true\n  token_min_expiration_ttl = \"1s\"\n}\n"
 	serverBody := fmt.Sprintf(`server {
   enabled          = true
   bootstrap_expect = 3
@@ -63,7 +66,7 @@ func TestSecureClusterDeploymentStory(t *testing.T) {
     retry_join = [%s]
   }
 }
-`, strings.Join(joins, ", ")) + acl + tlsBlock(pki, pki, "server")
+`, strings.Join(joins, ", ")) + serverACL + tlsBlock(pki, pki, "server")
 	var servers []*agentProc
 	for i := range 3 {
 		servers = append(servers, startTLSAgent(t, fmt.Sprintf("server-%d", i+1), serverBody, httpPorts[i], rpcPorts[i]))
@@ -97,6 +100,10 @@ node { policy = "read" }`}, nil)
 	require.NoError(t, err)
 	ro, _, err := mgmt.ACLTokens().Create(&api.ACLToken{Name: "ro", Type: "client", Policies: []string{"ro"}}, nil)
 	require.NoError(t, err)
+	shortLived, _, err := mgmt.ACLTokens().Create(&api.ACLToken{Name: "short", Type: "management", ExpirationTTL: 3 * time.Second}, nil)
+	require.NoError(t, err)
+	_, _, err = secureClient(t, servers[2], pki, shortLived.SecretID).Nodes().List(nil)
+	require.NoError(t, err, "a token works until it expires")
 
 	jobFile := writeJobFile(t, deployJobHCL)
 	addr := servers[1].httpsAddr()
@@ -151,8 +158,13 @@ node { policy = "read" }`}, nil)
 		return v[3] == 2 && len(v) == 1
 	}, 60*time.Second, 200*time.Millisecond, "every node back on the stable spec")
 
-	// Anonymous reads stay refused throughout.
+	// Anonymous reads stay refused throughout, and so is an expired token,
+	// management or not.
 	_, _, err = anon.Jobs().List(nil)
 	requireHTTPStatus(t, err, http.StatusForbidden)
+	time.Sleep(time.Until(*shortLived.ExpirationTime))
+	_, _, err = secureClient(t, servers[2], pki, shortLived.SecretID).Jobs().List(nil)
+	requireHTTPStatus(t, err, http.StatusForbidden)
+	require.Contains(t, err.Error(), "ACL token expired")
 	t.Logf("deployment story with mutual TLS and ACLs on: %s", time.Since(start).Round(time.Millisecond))
 }

@@ -230,7 +230,7 @@ func (s *Server) UpsertACLToken(in *structs.ACLToken) (*structs.ACLToken, uint64
 			return nil, 0, structs.BadRequestf("secret ID already in use")
 		}
 		tok.CreateTime = now
-		if err := setExpiration(tok, now); err != nil {
+		if err := s.setExpiration(tok, now); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -243,7 +243,7 @@ func (s *Server) UpsertACLToken(in *structs.ACLToken) (*structs.ACLToken, uint64
 }
 
 // setExpiration turns a TTL into an expiration time and checks its bounds.
-func setExpiration(tok *structs.ACLToken, now time.Time) error {
+func (s *Server) setExpiration(tok *structs.ACLToken, now time.Time) error {
 	if tok.ExpirationTTL < 0 {
 		return structs.BadRequestf("token expiration TTL must not be negative")
 	}
@@ -258,10 +258,24 @@ func setExpiration(tok *structs.ACLToken, now time.Time) error {
 		return nil
 	}
 	ttl := tok.ExpirationTime.Sub(now)
-	if ttl < minTokenTTL || ttl > maxTokenTTL {
-		return structs.BadRequestf("expiration time cannot be less than %s or more than %s in the future", minTokenTTL, maxTokenTTL)
+	lo, hi := s.tokenTTLBounds()
+	if ttl < lo || ttl > hi {
+		return structs.BadRequestf("expiration time cannot be less than %s or more than %s in the future", lo, hi)
 	}
 	return nil
+}
+
+// tokenTTLBounds are the least and most lifetime a token may be given:
+// the agent's acl token_min/max_expiration_ttl, else Nomad's defaults.
+func (s *Server) tokenTTLBounds() (lo, hi time.Duration) {
+	lo, hi = minTokenTTL, maxTokenTTL
+	if s.config.ACLTokenMinTTL > 0 {
+		lo = s.config.ACLTokenMinTTL
+	}
+	if s.config.ACLTokenMaxTTL > 0 {
+		hi = s.config.ACLTokenMaxTTL
+	}
+	return lo, hi
 }
 
 // resolveRoleLinks fills in each link's ID and name from the stored role;

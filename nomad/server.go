@@ -59,6 +59,9 @@ type Config struct {
 	RegistryBudget int
 	// ACLEnabled turns on ACL enforcement (the agent's `acl { enabled }`).
 	ACLEnabled bool
+	// ACLTokenMinTTL and ACLTokenMaxTTL bound a token's lifetime; zero
+	// means Nomad's defaults (1m, 24h).
+	ACLTokenMinTTL, ACLTokenMaxTTL time.Duration
 	// Metrics is the registry the server's metrics are added to; nil means
 	// a private one.
 	Metrics *metrics.Registry

@@ -117,6 +117,8 @@ func (a *Agent) start() error {
 			BootstrapExpect: cfg.Server.BootstrapExpect,
 			RetryJoin:       cfg.Server.RetryJoin,
 			ACLEnabled:      cfg.ACL.Enabled,
+			ACLTokenMinTTL:  cfg.ACL.TokenMinExpirationTTL,
+			ACLTokenMaxTTL:  cfg.ACL.TokenMaxExpirationTTL,
 			MinHeartbeatTTL: cfg.Server.MinHeartbeatTTL,
 			HeartbeatGrace:  cfg.Server.HeartbeatGrace,
 			Registry: imageresolve.Options{

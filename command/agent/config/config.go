@@ -90,6 +90,10 @@ type ACLConfig struct {
 	// Enabled turns on ACL enforcement on servers: every request needs a
 	// token whose policies allow it.
 	Enabled bool
+	// TokenMinExpirationTTL and TokenMaxExpirationTTL bound the lifetime
+	// a token may be given (token_min_expiration_ttl,
+	// token_max_expiration_ttl); zero means Nomad's defaults (1m, 24h).
+	TokenMinExpirationTTL, TokenMaxExpirationTTL time.Duration
 }
 
 // ServerConfig is the `server` block.
@@ -239,6 +243,12 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Advertise.RPC, o.Advertise.RPC)
 
 	out.ACL.Enabled = out.ACL.Enabled || o.ACL.Enabled
+	if o.ACL.TokenMinExpirationTTL != 0 {
+		out.ACL.TokenMinExpirationTTL = o.ACL.TokenMinExpirationTTL
+	}
+	if o.ACL.TokenMaxExpirationTTL != 0 {
+		out.ACL.TokenMaxExpirationTTL = o.ACL.TokenMaxExpirationTTL
+	}
 	out.Server.Enabled = out.Server.Enabled || o.Server.Enabled
 	setInt(&out.Server.BootstrapExpect, o.Server.BootstrapExpect)
 	if len(o.Server.RetryJoin) > 0 {

@@ -43,8 +43,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		},
 	},
 	"acl": {attrs: []string{
-		"token_ttl", "policy_ttl", "role_ttl", "token_min_expiration_ttl",
-		"token_max_expiration_ttl", "replication_token",
+		"token_ttl", "policy_ttl", "role_ttl", "replication_token",
 	}},
 	"tls":       {attrs: []string{"tls_prefer_server_cipher_suites"}},
 	"advertise": {attrs: []string{"serf"}},

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,6 +43,14 @@ func TestParse_ACLBlock(t *testing.T) {
 	require.True(t, c.ACL.Enabled)
 	require.Equal(t, []string{"acl.token_ttl"}, c.Ignored)
 	require.True(t, DefaultConfig().Merge(c).ACL.Enabled, "merged onto the defaults")
+
+	c, err = Parse("agent.hcl", []byte("acl {\n  enabled = true\n  token_min_expiration_ttl = \"1s\"\n  token_max_expiration_ttl = \"48h\"\n}\n"))
+	require.NoError(t, err)
+	require.Equal(t, time.Second, c.ACL.TokenMinExpirationTTL)
+	require.Equal(t, 48*time.Hour, c.ACL.TokenMaxExpirationTTL)
+	require.Empty(t, c.Ignored, "the token lifetime bounds are acted on")
+	_, err = Parse("agent.hcl", []byte("acl {\n  token_min_expiration_ttl = \"soon\"\n}\n"))
+	require.Error(t, err)
 
 	_, err = Parse("agent.hcl", []byte("acl {\n  enabled = \"maybe\"\n}\n"))
 	require.ErrorContains(t, err, `Invalid value for "enabled"`)

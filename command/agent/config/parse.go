@@ -120,7 +120,7 @@ var (
 		},
 	}
 	aclSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "enabled"}},
+		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "token_min_expiration_ttl"}, {Name: "token_max_expiration_ttl"}},
 	}
 	portsSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "http"}, {Name: "rpc"}, {Name: "serf"}},
@@ -131,7 +131,6 @@ var (
 	serverSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
-			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"},
 			{Name: "registry_auth_config"}, {Name: "insecure_registries"}, {Name: "registry_request_budget"},
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"}, {Name: "max_heartbeats_per_second"},
 			{Name: "eval_gc_threshold"}, {Name: "job_gc_threshold"}, {Name: "deployment_gc_threshold"}, {Name: "node_gc_threshold"},
@@ -185,9 +184,7 @@ func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 				"http": &c.Advertise.HTTP, "rpc": &c.Advertise.RPC,
 			})...)
 		case "acl":
-			diags = append(diags, decodeBody(c, b.Body, aclSchema, "acl", map[string]any{
-				"enabled": &c.ACL.Enabled,
-			})...)
+			diags = append(diags, decodeACL(c, b.Body)...)
 		case "server":
 			diags = append(diags, decodeServer(c, b.Body, &c.Server)...)
 		case "client":
@@ -222,6 +219,15 @@ func checkDuplicate(seen map[string]*hcl.Block, b *hcl.Block, key string) *hcl.D
 	}
 	seen[key] = b
 	return nil
+}
+
+// decodeACL decodes the acl block.
+func decodeACL(c *Config, body hcl.Body) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(aclSchema, "acl"))
+	noteNomadOnly(c, content, "acl")
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{"enabled": &c.ACL.Enabled})...)
+	diags = append(diags, decodeDuration(content.Attributes["token_min_expiration_ttl"], &c.ACL.TokenMinExpirationTTL)...)
+	return append(diags, decodeDuration(content.Attributes["token_max_expiration_ttl"], &c.ACL.TokenMaxExpirationTTL)...)
 }
 
 func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
