@@ -132,11 +132,17 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 	}
 	metric := base.forGroup(g)
 	proto := b.allocPrototype(g.Group, metric)
+	// One slab for the group's new allocations: a system job places one
+	// per node. A placement that does not fit leaves its element unused.
+	slab := make([]structs.Allocation, len(g.DestructiveUpdate)+len(g.Place))
+	i := 0
 	for _, set := range [][]Placement{g.DestructiveUpdate, g.Place} {
 		for _, p := range set {
-			if err := b.place(g, p, proto, base); err != nil {
+			slab[i] = proto
+			if err := b.place(g, p, &slab[i], base); err != nil {
 				return err
 			}
+			i++
 		}
 	}
 	return nil
@@ -159,19 +165,21 @@ func (b *planBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.Allo
 	}
 }
 
-// place adds one new allocation when it fits on its node.
-func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocation, base metricBase) error {
+// place adds one new allocation, a (a copy of the group's prototype), when
+// it fits on its node.
+func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, base metricBase) error {
 	others, err := b.othersOn(p.Node.ID, p.Previous)
 	if err != nil {
 		return err
 	}
-	a := proto
 	a.AllocatedResources, a.NodeID, a.NodeName = nil, p.Node.ID, p.Node.Name
 	ar, dim := allocateResources(p.Node, g.Group, others)
+	var withA []*structs.Allocation
 	if ar != nil {
 		a.AllocatedResources = ar
+		withA = append(slices.Clip(others), a)
 		var fit bool
-		fit, dim = structs.AllocsFit(p.Node, append(slices.Clip(others), &a))
+		fit, dim = structs.AllocsFit(p.Node, withA)
 		if fit {
 			dim = ""
 		}
@@ -184,7 +192,7 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	}
 	a.ID = b.newID()
 	if p.Canary {
-		b.markCanary(g, &a)
+		b.markCanary(g, a)
 	}
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
@@ -192,8 +200,8 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	} else if p.Lingering != nil {
 		a.PreviousAllocation = p.Lingering.ID
 	}
-	b.plan.AppendAlloc(&a)
-	b.proposed[p.Node.ID] = append(others, &a)
+	b.plan.AppendAlloc(a)
+	b.proposed[p.Node.ID] = withA
 	return nil
 }
 
