@@ -53,7 +53,7 @@ type planBuilder struct {
 func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
-		proposed:  map[string][]*structs.Allocation{},
+		proposed:  make(map[string][]*structs.Allocation, len(in.nodes)),
 		failures:  map[string]int{},
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
@@ -66,6 +66,11 @@ func buildPlan(in planInput) (planOutcome, error) {
 		SnapshotIndex:     in.index,
 	}
 	b.out.plan = b.plan
+	// Sized up front: a system job places on every node, and growing a
+	// map of 10,000 nodes rehashes it again and again.
+	if n := placements(in.result); n > 0 {
+		b.plan.NodeAllocation = make(map[string][]*structs.Allocation, n)
+	}
 	if d := in.result.Deployment; d != nil {
 		b.deployment = d
 		if d.ID == "" {
@@ -84,6 +89,15 @@ func buildPlan(in planInput) (planOutcome, error) {
 	}
 	b.finishDeployment()
 	return b.out, nil
+}
+
+// placements counts the new allocations and in-place updates of r.
+func placements(r ReconcileResult) int {
+	n := 0
+	for _, g := range r.Groups {
+		n += len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
+	}
+	return n
 }
 
 // appendStops adds g's stops, lost allocations and in-place updates.
