@@ -76,7 +76,7 @@ func (tx *writeTxn) upsertPlanDeployment(d *structs.Deployment, now int64) error
 // stopAlloc applies one entry of a plan's AllocsStopped at time now, noting
 // the health change in changes.
 func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64, changes healthChanges) error {
-	exist, err := allocByID(tx.Txn, nil, stop.ID)
+	exist, err := tx.allocByID(stop.ID)
 	if exist == nil || err != nil {
 		return err
 	}
