@@ -13,6 +13,10 @@ import (
 type allocField struct {
 	name string // the field's name, for errors
 	get  func(*structs.Allocation) string
+	// room is spare capacity for what memdb appends to the key of a
+	// non-unique index (the allocation's ID and a zero byte), so that the
+	// append does not copy the key.
+	room int
 }
 
 func (f allocField) FromObject(obj any) (bool, []byte, error) {
@@ -24,7 +28,7 @@ func (f allocField) FromObject(obj any) (bool, []byte, error) {
 	if v == "" {
 		return false, nil, nil
 	}
-	key := make([]byte, len(v)+1)
+	key := make([]byte, len(v)+1, len(v)+1+f.room)
 	copy(key, v)
 	return true, key, nil
 }
@@ -52,11 +56,14 @@ func (f allocField) PrefixFromArgs(args ...any) ([]byte, error) {
 	return key[:len(key)-1], nil
 }
 
+// uuidKey is the length of a UUID followed by a zero byte.
+const uuidKey = 37
+
 var (
-	allocIDField         = allocField{"ID", func(a *structs.Allocation) string { return a.ID }}
-	allocNodeField       = allocField{"NodeID", func(a *structs.Allocation) string { return a.NodeID }}
-	allocNamespaceField  = allocField{"Namespace", func(a *structs.Allocation) string { return a.Namespace }}
-	allocJobField        = allocField{"JobID", func(a *structs.Allocation) string { return a.JobID }}
-	allocEvalField       = allocField{"EvalID", func(a *structs.Allocation) string { return a.EvalID }}
-	allocDeploymentField = allocField{"DeploymentID", func(a *structs.Allocation) string { return a.DeploymentID }}
+	allocIDField         = allocField{"ID", func(a *structs.Allocation) string { return a.ID }, 0}
+	allocNodeField       = allocField{"NodeID", func(a *structs.Allocation) string { return a.NodeID }, uuidKey}
+	allocNamespaceField  = allocField{"Namespace", func(a *structs.Allocation) string { return a.Namespace }, 0}
+	allocJobField        = allocField{"JobID", func(a *structs.Allocation) string { return a.JobID }, 0}
+	allocEvalField       = allocField{"EvalID", func(a *structs.Allocation) string { return a.EvalID }, uuidKey}
+	allocDeploymentField = allocField{"DeploymentID", func(a *structs.Allocation) string { return a.DeploymentID }, uuidKey}
 )
