@@ -264,6 +264,9 @@ func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation)
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
 	}
+	if len(stored) == 0 {
+		return updates // nil on a fresh node: nothing to copy
+	}
 	out := make([]*structs.Allocation, 0, len(stored)+1)
 	for _, a := range stored {
 		if !a.Terminal() && !gone(a.ID) {
