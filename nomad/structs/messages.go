@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 
@@ -210,17 +211,12 @@ var msgpackHandle = func() *codec.MsgpackHandle {
 
 // Encode returns t followed by the msgpack encoding of msg.
 func Encode(t MessageType, msg any) ([]byte, error) {
-	// Encoding into a byte slice, not through an io.Writer: the writer
-	// path makes one Write call per token, which dominated the encoding of
-	// large plans. The bytes are the same.
-	var body []byte
-	if err := codec.NewEncoderBytes(&body, msgpackHandle).Encode(msg); err != nil {
+	var buf bytes.Buffer
+	buf.WriteByte(uint8(t))
+	if err := codec.NewEncoder(&buf, msgpackHandle).Encode(msg); err != nil {
 		return nil, fmt.Errorf("structs: encode message %d: %w", t, err)
 	}
-	out := make([]byte, 1+len(body))
-	out[0] = uint8(t)
-	copy(out[1:], body)
-	return out, nil
+	return buf.Bytes(), nil
 }
 
 // Decode decodes msgpack data into out.
