@@ -103,6 +103,7 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	return s.write(index, func(tx *writeTxn) error {
 		jobs := newJobLinker(tx.Txn, nil)
 		changes := healthChanges{}
+		tx.expectAllocs(len(allocs))
 		for _, a := range allocs {
 			if err := tx.upsertAlloc(a.Copy(), jobs, 0, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)

@@ -32,6 +32,7 @@ import (
 func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
+		tx.expectAllocs(len(req.AllocsStopped) + len(req.AllocsUpdated))
 		for _, stop := range req.AllocsStopped {
 			if err := tx.stopAlloc(stop, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("stop alloc %q: %w", stop.ID, err)

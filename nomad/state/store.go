@@ -217,6 +217,14 @@ func (tx *writeTxn) insertAlloc(before, a *structs.Allocation) error {
 	return nil
 }
 
+// expectAllocs sizes tx.allocs for n more allocation writes (a plan's
+// placements), so that a large plan does not regrow it again and again.
+func (tx *writeTxn) expectAllocs(n int) {
+	if len(tx.allocs) == 0 && n > 0 {
+		tx.allocs = make(map[string]*structs.Allocation, n)
+	}
+}
+
 // allocByID returns the allocation id as the transaction has it so far, or
 // nil. Every write of an allocation goes through insertAlloc or delete,
 // which record it in tx.allocs.
