@@ -29,7 +29,22 @@ import (
 //     counts are never trusted.
 //
 // req.Job is not stored: the job version was registered before the plan.
+// req is not modified.
 func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	return s.upsertPlanResults(index, req, (*structs.Allocation).Copy)
+}
+
+// UpsertPlanResultsOwned is UpsertPlanResults for a request nobody else
+// holds (the FSM's, decoded from the raft log): the store keeps req's
+// allocations instead of copying each of them first. The caller must not
+// use req afterwards.
+func (s *StateStore) UpsertPlanResultsOwned(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	return s.upsertPlanResults(index, req, func(a *structs.Allocation) *structs.Allocation { return a })
+}
+
+// upsertPlanResults implements UpsertPlanResults; own returns the store's
+// private version of one of req's allocations.
+func (s *StateStore) upsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest, own func(*structs.Allocation) *structs.Allocation) error {
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
 		tx.expectAllocs(len(req.AllocsStopped) + len(req.AllocsUpdated))
@@ -40,7 +55,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		}
 		jobs := newJobLinker(tx.Txn, req.Job)
 		for _, a := range req.AllocsUpdated {
-			if err := tx.upsertAlloc(a.Copy(), jobs, req.UpdatedAt, changes); err != nil {
+			if err := tx.upsertAlloc(own(a), jobs, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
 			}
 		}
