@@ -53,7 +53,7 @@ type planBuilder struct {
 func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
-		proposed:  make(map[string][]*structs.Allocation, len(in.nodes)),
+		proposed:  make(map[string][]*structs.Allocation, placements(in.result)),
 		failures:  map[string]int{},
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
