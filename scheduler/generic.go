@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -31,12 +30,12 @@ type genericScheduler struct {
 
 // NewServiceScheduler returns the scheduler for service jobs.
 func NewServiceScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
-	return &genericScheduler{logger: logger.Named("service_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+	return &genericScheduler{logger: logger.Named("service_sched"), state: state, planner: planner, now: now, newID: newIDSource()}
 }
 
 // NewBatchScheduler returns the scheduler for batch jobs.
 func NewBatchScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
-	return &genericScheduler{logger: logger.Named("batch_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+	return &genericScheduler{logger: logger.Named("batch_sched"), state: state, planner: planner, now: now, newID: newIDSource()}
 }
 
 // Process plans eval and records its outcome (runPlanLoop), as the system

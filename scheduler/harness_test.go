@@ -21,6 +21,7 @@ type fakeState struct {
 	jobs        map[structs.NamespacedID]*structs.Job
 	versions    map[string]*structs.Job // "ns/id/version" → job version
 	nodes       map[string]*structs.Node
+	sortedNodes []*structs.Node // nodes by ID; nil after a node is added
 	allocs      map[string]*structs.Allocation
 	byNode      map[string][]string // node ID → alloc IDs
 	deployments map[string]*structs.Deployment
@@ -59,6 +60,7 @@ func (s *fakeState) deleteJob(job *structs.Job) {
 func (s *fakeState) upsertNode(n *structs.Node) {
 	s.index++
 	s.nodes[n.ID] = n
+	s.sortedNodes = nil
 }
 
 // upsertAlloc stores a, linking its Job to the stored version when nil.
@@ -81,12 +83,17 @@ func (s *fakeState) JobByID(_ memdb.WatchSet, ns, id string) (*structs.Job, erro
 }
 
 func (s *fakeState) Nodes(memdb.WatchSet) ([]*structs.Node, error) {
-	out := make([]*structs.Node, 0, len(s.nodes))
-	for _, n := range s.nodes {
-		out = append(out, n)
+	// Sorted once per change of the node set, as the state store's index
+	// keeps them: sorting on every read would be benchmark overhead that
+	// the real store does not have.
+	if s.sortedNodes == nil {
+		s.sortedNodes = make([]*structs.Node, 0, len(s.nodes))
+		for _, n := range s.nodes {
+			s.sortedNodes = append(s.sortedNodes, n)
+		}
+		slices.SortFunc(s.sortedNodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
 	}
-	slices.SortFunc(out, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return slices.Clone(s.sortedNodes), nil
 }
 
 func (s *fakeState) AllocsByJob(_ memdb.WatchSet, ns, jobID string, _ bool) ([]*structs.Allocation, error) {

@@ -53,7 +53,7 @@ type planBuilder struct {
 func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
-		proposed:  map[string][]*structs.Allocation{},
+		proposed:  make(map[string][]*structs.Allocation, placements(in.result)),
 		failures:  map[string]int{},
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
@@ -66,6 +66,11 @@ func buildPlan(in planInput) (planOutcome, error) {
 		SnapshotIndex:     in.index,
 	}
 	b.out.plan = b.plan
+	// Sized up front: a system job places on every node, and growing a
+	// map of 10,000 nodes rehashes it again and again.
+	if n := placements(in.result); n > 0 {
+		b.plan.NodeAllocation = make(map[string][]*structs.Allocation, n)
+	}
 	if d := in.result.Deployment; d != nil {
 		b.deployment = d
 		if d.ID == "" {
@@ -84,6 +89,15 @@ func buildPlan(in planInput) (planOutcome, error) {
 	}
 	b.finishDeployment()
 	return b.out, nil
+}
+
+// placements counts the new allocations and in-place updates of r.
+func placements(r ReconcileResult) int {
+	n := 0
+	for _, g := range r.Groups {
+		n += len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
+	}
+	return n
 }
 
 // appendStops adds g's stops, lost allocations and in-place updates.
@@ -132,11 +146,17 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 	}
 	metric := base.forGroup(g)
 	proto := b.allocPrototype(g.Group, metric)
+	// One slab for the group's new allocations: a system job places one
+	// per node. A placement that does not fit leaves its element unused.
+	slab := make([]structs.Allocation, len(g.DestructiveUpdate)+len(g.Place))
+	i := 0
 	for _, set := range [][]Placement{g.DestructiveUpdate, g.Place} {
 		for _, p := range set {
-			if err := b.place(g, p, proto, base); err != nil {
+			slab[i] = proto
+			if err := b.place(g, p, &slab[i], base); err != nil {
 				return err
 			}
+			i++
 		}
 	}
 	return nil
@@ -159,19 +179,21 @@ func (b *planBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.Allo
 	}
 }
 
-// place adds one new allocation when it fits on its node.
-func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocation, base metricBase) error {
+// place adds one new allocation, a (a copy of the group's prototype), when
+// it fits on its node.
+func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, base metricBase) error {
 	others, err := b.othersOn(p.Node.ID, p.Previous)
 	if err != nil {
 		return err
 	}
-	a := proto
 	a.AllocatedResources, a.NodeID, a.NodeName = nil, p.Node.ID, p.Node.Name
 	ar, dim := allocateResources(p.Node, g.Group, others)
+	var withA []*structs.Allocation
 	if ar != nil {
 		a.AllocatedResources = ar
+		withA = append(slices.Clip(others), a)
 		var fit bool
-		fit, dim = structs.AllocsFit(p.Node, append(slices.Clip(others), &a))
+		fit, dim = structs.AllocsFit(p.Node, withA)
 		if fit {
 			dim = ""
 		}
@@ -184,7 +206,7 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	}
 	a.ID = b.newID()
 	if p.Canary {
-		b.markCanary(g, &a)
+		b.markCanary(g, a)
 	}
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
@@ -192,8 +214,8 @@ func (b *planBuilder) place(g *GroupResult, p Placement, proto structs.Allocatio
 	} else if p.Lingering != nil {
 		a.PreviousAllocation = p.Lingering.ID
 	}
-	b.plan.AppendAlloc(&a)
-	b.proposed[p.Node.ID] = append(others, &a)
+	b.plan.AppendAlloc(a)
+	b.proposed[p.Node.ID] = withA
 	return nil
 }
 
@@ -241,6 +263,9 @@ func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation)
 	gone := func(id string) bool {
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
+	}
+	if len(stored) == 0 {
+		return updates // nil on a fresh node: nothing to copy
 	}
 	out := make([]*structs.Allocation, 0, len(stored)+1)
 	for _, a := range stored {

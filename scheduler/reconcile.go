@@ -247,8 +247,16 @@ func newReconciler(in ReconcileInput) *reconciler {
 // names, sorted.
 func (r *reconciler) nodeIDs() []string {
 	ids := make([]string, 0, len(r.nodes))
-	for id := range r.nodes {
-		ids = append(ids, id)
+	if len(r.in.Nodes) == len(r.nodes) {
+		// No duplicates: in the input's order, which the state store
+		// gives sorted, so that the sort below is only a check.
+		for _, n := range r.in.Nodes {
+			ids = append(ids, n.ID)
+		}
+	} else {
+		for id := range r.nodes {
+			ids = append(ids, id)
+		}
 	}
 	missing := map[string]bool{}
 	for _, a := range r.in.Allocs {
@@ -257,7 +265,9 @@ func (r *reconciler) nodeIDs() []string {
 			ids = append(ids, a.NodeID)
 		}
 	}
-	sort.Strings(ids)
+	if !slices.IsSorted(ids) {
+		sort.Strings(ids)
+	}
 	return ids
 }
 

@@ -23,36 +23,48 @@ type portSet map[int]struct{}
 
 func (s portSet) has(p int) bool { _, ok := s[p]; return ok }
 
+// add puts p in s, making s when it is nil (most nodes have no port taken
+// before a placement, and a system job visits every node).
+func (s portSet) add(p int) portSet {
+	if s == nil {
+		s = portSet{}
+	}
+	s[p] = struct{}{}
+	return s
+}
+
 // usedPorts returns node's reserved host ports plus every port the live
-// allocations in allocs hold.
+// allocations in allocs hold; nil when there are none (a nil portSet reads
+// as empty).
 func usedPorts(node *structs.Node, allocs []*structs.Allocation) portSet {
-	used := portSet{}
+	var used portSet
 	for _, p := range parsePorts(node.ReservedResources.Networks.ReservedHostPorts) {
-		used[p] = struct{}{}
+		used = used.add(p)
 	}
 	for _, a := range allocs {
 		if a.Terminal() || a.AllocatedResources == nil {
 			continue
 		}
 		for _, p := range a.AllocatedResources.Shared.Ports {
-			used[p.Value] = struct{}{}
+			used = used.add(p.Value)
 		}
 		for _, tr := range a.AllocatedResources.Tasks {
 			for _, nw := range tr.Networks {
-				addPorts(used, nw.ReservedPorts)
-				addPorts(used, nw.DynamicPorts)
+				used = addPorts(used, nw.ReservedPorts)
+				used = addPorts(used, nw.DynamicPorts)
 			}
 		}
 	}
 	return used
 }
 
-func addPorts(used portSet, ports []structs.Port) {
+func addPorts(used portSet, ports []structs.Port) portSet {
 	for _, p := range ports {
 		if p.Value != 0 {
-			used[p.Value] = struct{}{}
+			used = used.add(p.Value)
 		}
 	}
+	return used
 }
 
 // parsePorts parses a reserved port list such as "22,80,8000-8002";
@@ -95,38 +107,57 @@ func parsePorts(spec string) []int {
 func allocateResources(node *structs.Node, tg *structs.TaskGroup, others []*structs.Allocation) (ar *structs.AllocatedResources, dimension string) {
 	pa := &portAssigner{hostIP: hostIP(node)}
 	if asksPorts(tg) {
-		pa.used, pa.taken = usedPorts(node, others), portSet{}
+		pa.used = usedPorts(node, others)
 		pa.lo, pa.hi = dynamicRange(node)
 	}
+	// One slab each for the task resources and the copied networks: a
+	// system job places one allocation per node.
+	trs := make([]structs.AllocatedTaskResources, len(tg.Tasks))
 	ar = &structs.AllocatedResources{Tasks: make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))}
 	if tg.EphemeralDisk != nil {
 		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
 	// Invariants: every static port is claimed before any dynamic one, so a
 	// dynamic port never takes a port a static one of the group names.
-	var taskNets []*structs.NetworkResource
-	for _, t := range tg.Tasks {
-		tr := &structs.AllocatedTaskResources{}
+	for i, t := range tg.Tasks {
+		tr := &trs[i]
 		if r := t.Resources; r != nil {
 			tr.Cpu.CpuShares = int64(r.CPU)
 			tr.Memory.MemoryMB = int64(r.MemoryMB)
 			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
 			tr.Networks = pa.copyNetworks(r.Networks)
-			taskNets = append(taskNets, tr.Networks...)
 		}
 		ar.Tasks[t.Name] = tr
 	}
 	ar.Shared.Networks = pa.copyNetworks(tg.Networks)
-	all := append(slices.Clip(ar.Shared.Networks), taskNets...)
-	for _, nw := range all {
-		if !pa.claimStatic(nw.ReservedPorts) {
-			return nil, structs.DimensionPorts
+	// Group networks first, then each task's in task order.
+	each := func(fn func(*structs.NetworkResource) bool) bool {
+		for _, nw := range ar.Shared.Networks {
+			if !fn(nw) {
+				return false
+			}
 		}
+		for i := range trs {
+			for _, nw := range trs[i].Networks {
+				if !fn(nw) {
+					return false
+				}
+			}
+		}
+		return true
 	}
-	for _, nw := range all {
-		if !pa.assignDynamic(nw.DynamicPorts) {
-			return nil, DimensionDynamicPorts
-		}
+	if !each(func(nw *structs.NetworkResource) bool { return pa.claimStatic(nw.ReservedPorts) }) {
+		return nil, structs.DimensionPorts
+	}
+	if !each(func(nw *structs.NetworkResource) bool { return pa.assignDynamic(nw.DynamicPorts) }) {
+		return nil, DimensionDynamicPorts
+	}
+	n := 0
+	for _, nw := range ar.Shared.Networks {
+		n += len(nw.ReservedPorts) + len(nw.DynamicPorts)
+	}
+	if n > 0 {
+		ar.Shared.Ports = make([]structs.AllocatedPortMapping, 0, n)
 	}
 	for _, nw := range ar.Shared.Networks {
 		ar.Shared.Ports = appendMappings(ar.Shared.Ports, nw.ReservedPorts, pa.hostIP)
@@ -150,20 +181,20 @@ func asksPorts(tg *structs.TaskGroup) bool {
 
 // portAssigner hands out host ports on one node for one allocation.
 type portAssigner struct {
-	used   portSet // taken by others; read only; nil when no port is asked
-	taken  portSet // taken by this allocation; nil when no port is asked
+	used   portSet // taken by others; read only; nil when none is
+	taken  []int   // taken by this allocation (a handful)
 	lo, hi int
 	hostIP string
 }
 
-func (pa *portAssigner) free(p int) bool { return !pa.used.has(p) && !pa.taken.has(p) }
+func (pa *portAssigner) free(p int) bool { return !pa.used.has(p) && !slices.Contains(pa.taken, p) }
 
 func (pa *portAssigner) claimStatic(ports []structs.Port) bool {
 	for _, p := range ports {
 		if !pa.free(p.Value) {
 			return false
 		}
-		pa.taken[p.Value] = struct{}{}
+		pa.taken = append(pa.taken, p.Value)
 	}
 	return true
 }
@@ -179,7 +210,7 @@ func (pa *portAssigner) assignDynamic(ports []structs.Port) bool {
 			return false
 		}
 		ports[i].Value = next
-		pa.taken[next] = struct{}{}
+		pa.taken = append(pa.taken, next)
 	}
 	return true
 }
@@ -190,18 +221,41 @@ func (pa *portAssigner) copyNetworks(networks []*structs.NetworkResource) []*str
 	if len(networks) == 0 {
 		return nil
 	}
-	out := make([]*structs.NetworkResource, 0, len(networks))
+	n, ports := 0, 0
+	for _, nw := range networks {
+		if nw != nil {
+			n++
+			ports += len(nw.ReservedPorts) + len(nw.DynamicPorts)
+		}
+	}
+	out := make([]*structs.NetworkResource, 0, n)
+	copies := make([]structs.NetworkResource, n)
+	var slab []structs.Port
+	if ports > 0 {
+		slab = make([]structs.Port, 0, ports)
+	}
+	// take copies ps into the slab, capped so that an append to the
+	// result never writes into the next copy; nil when ps is empty.
+	take := func(ps []structs.Port) []structs.Port {
+		if len(ps) == 0 {
+			return nil
+		}
+		start := len(slab)
+		slab = append(slab, ps...)
+		return slab[start:len(slab):len(slab)]
+	}
 	for _, nw := range networks {
 		if nw == nil {
 			continue
 		}
-		c := *nw
-		c.ReservedPorts = append([]structs.Port(nil), nw.ReservedPorts...)
-		c.DynamicPorts = append([]structs.Port(nil), nw.DynamicPorts...)
+		c := &copies[len(out)]
+		*c = *nw
+		c.ReservedPorts = take(nw.ReservedPorts)
+		c.DynamicPorts = take(nw.DynamicPorts)
 		if c.IP == "" {
 			c.IP = pa.hostIP
 		}
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out
 }

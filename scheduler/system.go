@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -30,14 +29,14 @@ type systemScheduler struct {
 
 // NewSystemScheduler returns the scheduler for system jobs.
 func NewSystemScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
-	return &systemScheduler{logger: logger.Named("system_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+	return &systemScheduler{logger: logger.Named("system_sched"), state: state, planner: planner, now: now, newID: newIDSource()}
 }
 
 // NewSysBatchScheduler returns the scheduler for sysbatch jobs. The job
 // type selects the sysbatch rules in Reconcile (a node where the current
 // version finished does not run it again).
 func NewSysBatchScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
-	return &systemScheduler{logger: logger.Named("sysbatch_sched"), state: state, planner: planner, now: now, newID: uuid.NewString}
+	return &systemScheduler{logger: logger.Named("sysbatch_sched"), state: state, planner: planner, now: now, newID: newIDSource()}
 }
 
 // Process plans eval and records its outcome (runPlanLoop).

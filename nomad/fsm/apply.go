@@ -189,7 +189,7 @@ func (f *FSM) applyAllocClientUpdate(index uint64, buf []byte) error {
 func (f *FSM) applyPlanResults(index uint64, buf []byte) error {
 	var req structs.ApplyPlanResultsRequest
 	decode(index, buf, &req)
-	return f.state.UpsertPlanResults(index, &req)
+	return f.state.UpsertPlanResultsOwned(index, &req) // req was decoded for this call only
 }
 
 // applyDeploymentStatusUpdate changes a deployment's status, then registers

@@ -103,6 +103,7 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	return s.write(index, func(tx *writeTxn) error {
 		jobs := newJobLinker(tx.Txn, nil)
 		changes := healthChanges{}
+		tx.expectAllocs(len(allocs))
 		for _, a := range allocs {
 			if err := tx.upsertAlloc(a.Copy(), jobs, 0, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
@@ -117,7 +118,7 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 // CreateTime of a new one). The health change is noted in changes.
 func (tx *writeTxn) upsertAlloc(a *structs.Allocation, jobs *jobLinker, now int64, changes healthChanges) error {
 	a.Namespace = nsOrDefault(a.Namespace)
-	exist, err := allocByID(tx.Txn, nil, a.ID)
+	exist, err := tx.allocByID(a.ID)
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func mergeExistingAlloc(a, exist *structs.Allocation) {
 
 // linkPrevious points a's previous allocation, if stored, at a.
 func (tx *writeTxn) linkPrevious(a *structs.Allocation) error {
-	prev, err := allocByID(tx.Txn, nil, a.PreviousAllocation)
+	prev, err := tx.allocByID(a.PreviousAllocation)
 	if prev == nil || err != nil || prev.NextAllocation == a.ID {
 		return err
 	}
@@ -198,7 +199,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
 		for _, u := range updates {
-			exist, err := allocByID(tx.Txn, nil, u.ID)
+			exist, err := tx.allocByID(u.ID)
 			if err != nil {
 				return err
 			}
@@ -238,7 +239,7 @@ func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desir
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
 		for _, id := range ids {
-			exist, err := allocByID(tx.Txn, nil, id)
+			exist, err := tx.allocByID(id)
 			if err != nil {
 				return err
 			}

@@ -283,7 +283,7 @@ func (s *StateStore) UpdateDeploymentAllocHealth(index uint64, req *structs.Depl
 // setAllocHealth marks allocation id of deployment deploymentID healthy or
 // not, noting the change in changes.
 func (tx *writeTxn) setAllocHealth(deploymentID, id string, healthy bool, ts time.Time, changes healthChanges) error {
-	a, err := allocByID(tx.Txn, nil, id)
+	a, err := tx.allocByID(id)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ func (s *StateStore) DeleteGC(index uint64, req *structs.GCRequest) (int, error)
 	err := s.write(index, func(tx *writeTxn) error {
 		deleted = 0
 		for _, id := range req.Allocs {
-			a, err := allocByID(tx.Txn, nil, id)
+			a, err := tx.allocByID(id)
 			if err != nil {
 				return err
 			}

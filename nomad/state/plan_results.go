@@ -29,9 +29,25 @@ import (
 //     counts are never trusted.
 //
 // req.Job is not stored: the job version was registered before the plan.
+// req is not modified.
 func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	return s.upsertPlanResults(index, req, (*structs.Allocation).Copy)
+}
+
+// UpsertPlanResultsOwned is UpsertPlanResults for a request nobody else
+// holds (the FSM's, decoded from the raft log): the store keeps req's
+// allocations instead of copying each of them first. The caller must not
+// use req afterwards.
+func (s *StateStore) UpsertPlanResultsOwned(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	return s.upsertPlanResults(index, req, func(a *structs.Allocation) *structs.Allocation { return a })
+}
+
+// upsertPlanResults implements UpsertPlanResults; own returns the store's
+// private version of one of req's allocations.
+func (s *StateStore) upsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest, own func(*structs.Allocation) *structs.Allocation) error {
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
+		tx.expectAllocs(len(req.AllocsStopped) + len(req.AllocsUpdated))
 		for _, stop := range req.AllocsStopped {
 			if err := tx.stopAlloc(stop, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("stop alloc %q: %w", stop.ID, err)
@@ -39,7 +55,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		}
 		jobs := newJobLinker(tx.Txn, req.Job)
 		for _, a := range req.AllocsUpdated {
-			if err := tx.upsertAlloc(a.Copy(), jobs, req.UpdatedAt, changes); err != nil {
+			if err := tx.upsertAlloc(own(a), jobs, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
 			}
 		}
@@ -76,7 +92,7 @@ func (tx *writeTxn) upsertPlanDeployment(d *structs.Deployment, now int64) error
 // stopAlloc applies one entry of a plan's AllocsStopped at time now, noting
 // the health change in changes.
 func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64, changes healthChanges) error {
-	exist, err := allocByID(tx.Txn, nil, stop.ID)
+	exist, err := tx.allocByID(stop.ID)
 	if exist == nil || err != nil {
 		return err
 	}

@@ -121,3 +121,45 @@ func TestUpsertPlanResults_KeepsHealthFromStaleCopy(t *testing.T) {
 	require.True(t, got.DeploymentStatus.IsHealthy())
 	require.True(t, got.DeploymentStatus.Canary)
 }
+
+// UpsertPlanResultsOwned stores what UpsertPlanResults stores for the same
+// plan (replacement, stop, new deployment); only the copying differs.
+func TestUpsertPlanResultsOwned_StoresTheSame(t *testing.T) {
+	build := func() (*StateStore, *structs.ApplyPlanResultsRequest) {
+		s := NewStateStore()
+		v0 := mustJob(t, s, 1, testJob("web"))
+		old := testAlloc(v0, "n1")
+		old.ID, old.EvalID = "old", "e0"
+		require.NoError(t, s.UpsertAllocs(2, []*structs.Allocation{old}))
+		repl := testAlloc(v0, "n1")
+		repl.ID, repl.EvalID, repl.PreviousAllocation = "repl", "e1", old.ID
+		fresh := testAlloc(v0, "n2")
+		fresh.ID, fresh.EvalID = "fresh", "e1"
+		dep := testDeployment(v0)
+		dep.ID = "dep"
+		repl.DeploymentID, fresh.DeploymentID = dep.ID, dep.ID
+		stop := old.Copy()
+		stop.DesiredStatus = structs.AllocDesiredStatusStop
+		return s, &structs.ApplyPlanResultsRequest{Job: v0, UpdatedAt: 9, Deployment: dep,
+			AllocsUpdated: []*structs.Allocation{repl, fresh}, AllocsStopped: []*structs.Allocation{stop}}
+	}
+	copied, req := build()
+	require.NoError(t, copied.UpsertPlanResults(3, req))
+	owned, req := build()
+	require.NoError(t, owned.UpsertPlanResultsOwned(3, req))
+	for _, s := range []*StateStore{copied, owned} {
+		require.Equal(t, "repl", mustAlloc(t, s, "old").NextAllocation)
+	}
+	want, err := copied.AllocsByJob(nil, "default", "web", true)
+	require.NoError(t, err)
+	got, err := owned.AllocsByJob(nil, "default", "web", true)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, want, got)
+	wantD, err := copied.DeploymentByID(nil, "dep")
+	require.NoError(t, err)
+	gotD, err := owned.DeploymentByID(nil, "dep")
+	require.NoError(t, err)
+	require.NotNil(t, gotD)
+	require.Equal(t, wantD, gotD)
+}

@@ -160,34 +160,34 @@ func allocsTableSchema() *memdb.TableSchema {
 			indexID: {
 				Name:    indexID,
 				Unique:  true,
-				Indexer: &memdb.StringFieldIndex{Field: "ID"},
+				Indexer: allocIDField,
 			},
 			// node: the allocations a client runs (its long poll).
 			indexNode: {
 				Name:         indexNode,
 				AllowMissing: true,
-				Indexer:      &memdb.StringFieldIndex{Field: "NodeID"},
+				Indexer:      allocNodeField,
 			},
 			// job: all allocations of (Namespace, JobID), every
 			// incarnation of the job.
 			indexJob: {
 				Name: indexJob,
 				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
+					allocNamespaceField,
+					allocJobField,
 				}},
 			},
 			// eval: the allocations an evaluation placed.
 			indexEval: {
 				Name:         indexEval,
 				AllowMissing: true,
-				Indexer:      &memdb.StringFieldIndex{Field: "EvalID"},
+				Indexer:      allocEvalField,
 			},
 			// deployment: the allocations of a deployment, to count health.
 			indexDeploy: {
 				Name:         indexDeploy,
 				AllowMissing: true,
-				Indexer:      &memdb.StringFieldIndex{Field: "DeploymentID"},
+				Indexer:      allocDeploymentField,
 			},
 		},
 	}

@@ -154,6 +154,15 @@ type writeTxn struct {
 	// jobCounts are the transaction's copies of the allocation counts
 	// of the jobs whose allocations it wrote (job_counts.go).
 	jobCounts map[structs.NamespacedID]*jobCounts
+	// before reads the state the transaction started from, and allocs
+	// holds the allocations it wrote (nil: deleted): allocByID answers
+	// from them instead of reading through the write transaction, because
+	// a memdb read in a write transaction clones the index's radix
+	// transaction and drops its cache of writable nodes, and the next
+	// insert then copies the whole path again (one read per allocation
+	// made a plan's inserts several times slower).
+	before *memdb.Txn
+	allocs map[string]*structs.Allocation
 }
 
 // write runs fn in one write transaction at index and commits it unless fn
@@ -161,8 +170,11 @@ type writeTxn struct {
 func (s *StateStore) write(index uint64, fn func(tx *writeTxn) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	db := s.db.Load()
 	tx := &writeTxn{
-		Txn:     s.db.Load().Txn(true),
+		Txn:     db.Txn(true),
+		before:  db.Txn(false),
+		allocs:  map[string]*structs.Allocation{},
 		index:   index,
 		touched: map[string]struct{}{},
 		refresh: map[structs.NamespacedID]struct{}{},
@@ -188,7 +200,7 @@ func (s *StateStore) write(index uint64, fn func(tx *writeTxn) error) error {
 // allocation's job counts follow.
 func (tx *writeTxn) insert(table string, obj any) error {
 	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
-		before, err := allocByID(tx.Txn, nil, a.ID)
+		before, err := tx.allocByID(a.ID)
 		if err != nil {
 			return err
 		}
@@ -210,15 +222,34 @@ func (tx *writeTxn) insertAlloc(before, a *structs.Allocation) error {
 	if err := tx.Insert(TableAllocs, a); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", TableAllocs, err)
 	}
+	tx.allocs[a.ID] = a
 	tx.touched[TableAllocs] = struct{}{}
 	return nil
+}
+
+// expectAllocs sizes tx.allocs for n more allocation writes (a plan's
+// placements), so that a large plan does not regrow it again and again.
+func (tx *writeTxn) expectAllocs(n int) {
+	if len(tx.allocs) == 0 && n > 0 {
+		tx.allocs = make(map[string]*structs.Allocation, n)
+	}
+}
+
+// allocByID returns the allocation id as the transaction has it so far, or
+// nil. Every write of an allocation goes through insertAlloc or delete,
+// which record it in tx.allocs.
+func (tx *writeTxn) allocByID(id string) (*structs.Allocation, error) {
+	if a, ok := tx.allocs[id]; ok {
+		return a, nil
+	}
+	return allocByID(tx.before, nil, id)
 }
 
 // delete deletes obj from table and marks the table touched. An
 // allocation's job counts follow.
 func (tx *writeTxn) delete(table string, obj any) error {
 	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
-		before, err := allocByID(tx.Txn, nil, a.ID)
+		before, err := tx.allocByID(a.ID)
 		if err != nil {
 			return err
 		}
@@ -230,6 +261,9 @@ func (tx *writeTxn) delete(table string, obj any) error {
 	}
 	if err := tx.Delete(table, obj); err != nil {
 		return fmt.Errorf("state: delete from %s: %w", table, err)
+	}
+	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
+		tx.allocs[a.ID] = nil
 	}
 	tx.touched[table] = struct{}{}
 	return nil

@@ -74,6 +74,9 @@ func claimPorts(used map[int]bool, ports []Port) bool {
 // Malformed parts are skipped; node registration validates the spec.
 func parsePortSpec(spec string) []int {
 	var out []int
+	if spec == "" {
+		return nil
+	}
 	for _, part := range strings.Split(spec, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
