@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -44,8 +46,10 @@ func secureClient(t testing.TB, p *agentProc, pki *tlsPKI, token string) *api.Cl
 // A management token drives the rollout through the CLI: version 0 becomes
 // stable, version 1 goes to a canary that is promoted, and a broken
 // version 2 fails and auto-reverts to version 1's spec. Anonymous requests
-// and a read-only token are refused every change, and an expired token
-// everything.
+// and a read-only token are refused every change (register, stop,
+// promote, fail, pause, revert), an expired token everything; a token for
+// namespace a neither sees nor touches the same job ID in namespace b;
+// plain HTTP and another CA's certificate get nothing.
 func TestSecureClusterDeploymentStory(t *testing.T) {
 	start := time.Now()
 	pki := newTLSPKI(t, "server", "client", "cli")
@@ -125,8 +129,16 @@ node { policy = "read" }`}, nil)
 	require.Contains(t, out, "Deployment completed successfully")
 	waitDeployment(t, mgmt, 0, "successful")
 
+	// The read-only token reads the job but cannot stop it.
+	code, out = droverSecure(t, addr, pki, ro.SecretID, "job", "status", "web")
+	require.Equal(t, 0, code, out)
+	code, out = droverSecure(t, addr, pki, ro.SecretID, "job", "stop", "-detach", "web")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "Permission denied")
+
 	// Version 1: one canary of two nodes; the read-only token reads the
-	// deployment but cannot promote it; the management token does.
+	// deployment but cannot promote, fail or pause it; the management
+	// token promotes it.
 	code, out = run("-detach", "-var", "version=1", "-var", "canary=50")
 	require.Equal(t, 0, code, out)
 	var d *api.Deployment
@@ -137,13 +149,65 @@ node { policy = "read" }`}, nil)
 	require.Equal(t, 1, d.TaskGroups["web"].DesiredCanaries)
 	code, out = droverSecure(t, addr, pki, ro.SecretID, "deployment", "status", d.ID)
 	require.Equal(t, 0, code, out)
-	code, out = droverSecure(t, addr, pki, ro.SecretID, "deployment", "promote", d.ID)
-	require.NotEqual(t, 0, code, out)
-	require.Contains(t, out, "Permission denied")
+	for _, verb := range []string{"promote", "fail", "pause"} {
+		code, out = droverSecure(t, addr, pki, ro.SecretID, "deployment", verb, d.ID)
+		require.NotEqual(t, 0, code, "%s: %s", verb, out)
+		require.Contains(t, out, "Permission denied", verb)
+	}
 	code, out = droverSecure(t, addr, pki, root.SecretID, "deployment", "promote", d.ID)
 	require.Equal(t, 0, code, out)
 	waitDeployment(t, mgmt, 1, "successful")
 	require.Equal(t, map[uint64]int{1: 2}, liveVersions(t, mgmt))
+	code, out = droverSecure(t, addr, pki, ro.SecretID, "job", "revert", "web", "0")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "Permission denied")
+
+	// Namespaces: the same job ID in a and b; a's token sees and touches
+	// only a.
+	for _, ns := range []string{"a", "b"} {
+		code, out = droverSecure(t, addr, pki, root.SecretID, "namespace", "apply", ns)
+		require.Equal(t, 0, code, out)
+		code, out = droverSecure(t, addr, pki, root.SecretID, "job", "run", "-detach", "-namespace", ns, "-var", "version=0", jobFile)
+		require.Equal(t, 0, code, out)
+	}
+	_, err = mgmt.ACLPolicies().Upsert(&api.ACLPolicy{Name: "team-a", Rules: `namespace "a" { policy = "write" }`}, nil)
+	require.NoError(t, err)
+	teamA, _, err := mgmt.ACLTokens().Create(&api.ACLToken{Name: "team-a", Type: "client", Policies: []string{"team-a"}}, nil)
+	require.NoError(t, err)
+	seen, _, err := secureClient(t, servers[0], pki, teamA.SecretID).Jobs().List(&api.QueryOptions{Namespace: "*"})
+	require.NoError(t, err)
+	require.Len(t, seen, 1, "a's token sees only a's job")
+	require.Equal(t, "a", seen[0].Namespace)
+	code, out = droverSecure(t, addr, pki, teamA.SecretID, "job", "status", "-namespace", "b", "web")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "Permission denied")
+	code, out = droverSecure(t, addr, pki, teamA.SecretID, "job", "stop", "-detach", "-namespace", "b", "web")
+	require.Equal(t, 1, code, out)
+	code, out = droverSecure(t, addr, pki, teamA.SecretID, "job", "stop", "-detach", "-namespace", "a", "web")
+	require.Equal(t, 0, code, out)
+	jb, _, err := mgmt.Jobs().Info("web", &api.QueryOptions{Namespace: "b"})
+	require.NoError(t, err)
+	require.False(t, *jb.Stop, "b's job untouched")
+	code, out = droverSecure(t, addr, pki, root.SecretID, "job", "stop", "-detach", "-namespace", "b", "web")
+	require.Equal(t, 0, code, out, "management does it all")
+
+	// Plain HTTP gets no API answer, and another CA's certificate is
+	// refused by the API and by the rpc port.
+	if resp, err := http.Get(servers[0].httpAddr() + "/v1/jobs"); err == nil {
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	}
+	foreign := newTLSPKI(t, "server", "cli")
+	roots := x509.NewCertPool()
+	caPEM, err := os.ReadFile(pki.ca())
+	require.NoError(t, err)
+	roots.AppendCertsFromPEM(caPEM)
+	foreignCLI, err := tls.LoadX509KeyPair(foreign.cert("cli"), foreign.key("cli"))
+	require.NoError(t, err)
+	foreignServer, err := tls.LoadX509KeyPair(foreign.cert("server"), foreign.key("server"))
+	require.NoError(t, err)
+	require.True(t, handshakeRefused(t, servers[0].httpHostPort(), roots, foreignCLI, ""), "API accepted another CA's certificate")
+	require.True(t, handshakeRefused(t, servers[0].rpcAddr(), roots, foreignServer, "\x02"), "rpc port accepted another CA's certificate")
 
 	// Version 2 is broken: its deployment fails and auto-reverts to
 	// version 1's spec (version 3), which rolls out to success.
