@@ -186,21 +186,15 @@ func aclPolicyApply(m *Meta, args []string) int {
 func aclPolicyDelete(m *Meta, args []string) int {
 	const help = "Usage: drover acl policy delete <name>\n\n  Delete an ACL policy."
 	fs := m.FlagSet("acl policy delete")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.ACLPolicies().Delete(fs.Arg(0), nil); err != nil {
+	if _, err := c.ACLPolicies().Delete(arg, nil); err != nil {
 		m.errorf("Error deleting ACL policy: %s", err)
 		return 1
 	}
-	m.outf("Successfully deleted %q ACL policy!", fs.Arg(0))
+	m.outf("Successfully deleted %q ACL policy!", arg)
 	return 0
 }
 
@@ -210,17 +204,11 @@ func aclPolicyInfo(m *Meta, args []string) int {
 	fs := m.FlagSet("acl policy info")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	p, _, err := c.ACLPolicies().Info(fs.Arg(0), nil)
+	p, _, err := c.ACLPolicies().Info(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching ACL policy: %s", err)
 		return 1

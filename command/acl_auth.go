@@ -159,17 +159,11 @@ func aclAuthMethodUpdate(m *Meta, args []string) int {
 	fs := m.FlagSet("acl auth-method update")
 	var f authMethodFlags
 	f.bind(fs)
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	am, _, err := c.ACLAuthMethods().Get(fs.Arg(0), nil)
+	am, _, err := c.ACLAuthMethods().Get(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching ACL auth method: %s", err)
 		return 1
@@ -178,7 +172,7 @@ func aclAuthMethodUpdate(m *Meta, args []string) int {
 		m.errorf("Error: %s", err)
 		return 1
 	}
-	if am.Name != fs.Arg(0) {
+	if am.Name != arg {
 		m.errorf("Error: an ACL auth method cannot be renamed")
 		return 1
 	}
@@ -194,21 +188,15 @@ func aclAuthMethodUpdate(m *Meta, args []string) int {
 func aclAuthMethodDelete(m *Meta, args []string) int {
 	const help = "Usage: drover acl auth-method delete <name>\n\n  Delete an ACL auth method and its binding rules."
 	fs := m.FlagSet("acl auth-method delete")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.ACLAuthMethods().Delete(fs.Arg(0), nil); err != nil {
+	if _, err := c.ACLAuthMethods().Delete(arg, nil); err != nil {
 		m.errorf("Error deleting ACL auth method: %s", err)
 		return 1
 	}
-	m.outf("ACL auth method %s successfully deleted", fs.Arg(0))
+	m.outf("ACL auth method %s successfully deleted", arg)
 	return 0
 }
 
@@ -218,17 +206,11 @@ func aclAuthMethodInfo(m *Meta, args []string) int {
 	fs := m.FlagSet("acl auth-method info")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	am, _, err := c.ACLAuthMethods().Get(fs.Arg(0), nil)
+	am, _, err := c.ACLAuthMethods().Get(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching ACL auth method: %s", err)
 		return 1

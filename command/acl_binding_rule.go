@@ -93,17 +93,11 @@ func aclBindingRuleUpdate(m *Meta, args []string) int {
 	fs := m.FlagSet("acl binding-rule update")
 	var f bindingRuleFlags
 	f.bind(fs)
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<id>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <id>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	r, _, err := c.ACLBindingRules().Get(fs.Arg(0), nil)
+	r, _, err := c.ACLBindingRules().Get(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching ACL binding rule: %s", err)
 		return 1
@@ -121,21 +115,15 @@ func aclBindingRuleUpdate(m *Meta, args []string) int {
 func aclBindingRuleDelete(m *Meta, args []string) int {
 	const help = "Usage: drover acl binding-rule delete <id>\n\n  Delete an ACL binding rule."
 	fs := m.FlagSet("acl binding-rule delete")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<id>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <id>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.ACLBindingRules().Delete(fs.Arg(0), nil); err != nil {
+	if _, err := c.ACLBindingRules().Delete(arg, nil); err != nil {
 		m.errorf("Error deleting ACL binding rule: %s", err)
 		return 1
 	}
-	m.outf("ACL binding rule %s successfully deleted", fs.Arg(0))
+	m.outf("ACL binding rule %s successfully deleted", arg)
 	return 0
 }
 
@@ -145,17 +133,11 @@ func aclBindingRuleInfo(m *Meta, args []string) int {
 	fs := m.FlagSet("acl binding-rule info")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<id>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <id>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	r, _, err := c.ACLBindingRules().Get(fs.Arg(0), nil)
+	r, _, err := c.ACLBindingRules().Get(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching ACL binding rule: %s", err)
 		return 1

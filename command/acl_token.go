@@ -97,17 +97,11 @@ func aclTokenUpdate(m *Meta, args []string) int {
 	fs.Var(&roleNames, "role-name", "")
 	fs.Var(&roleIDs, "role-id", "")
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<accessor ID>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <accessor ID>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	tok, _, err := c.ACLTokens().Info(fs.Arg(0), nil)
+	tok, _, err := c.ACLTokens().Info(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching token: %s", err)
 		return 1
@@ -133,21 +127,15 @@ func aclTokenUpdate(m *Meta, args []string) int {
 func aclTokenDelete(m *Meta, args []string) int {
 	const help = "Usage: drover acl token delete <accessor ID>\n\n  Delete an ACL token."
 	fs := m.FlagSet("acl token delete")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<accessor ID>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <accessor ID>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.ACLTokens().Delete(fs.Arg(0), nil); err != nil {
+	if _, err := c.ACLTokens().Delete(arg, nil); err != nil {
 		m.errorf("Error deleting token: %s", err)
 		return 1
 	}
-	m.outf("Token %s successfully deleted", fs.Arg(0))
+	m.outf("Token %s successfully deleted", arg)
 	return 0
 }
 
@@ -157,17 +145,11 @@ func aclTokenInfo(m *Meta, args []string) int {
 	fs := m.FlagSet("acl token info")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<accessor ID>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <accessor ID>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	tok, _, err := c.ACLTokens().Info(fs.Arg(0), nil)
+	tok, _, err := c.ACLTokens().Info(arg, nil)
 	if err != nil {
 		m.errorf("Error fetching token: %s", err)
 		return 1

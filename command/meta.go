@@ -139,6 +139,22 @@ func (m *Meta) Client() (*api.Client, error) {
 }
 
 // mustClient returns a client or prints the error; ok is false on error.
+// oneArg parses the flags of a command that takes exactly one argument
+// (argName, for the usage error) and connects the API client. When ok is
+// false the command is over and code is its exit code.
+func (m *Meta) oneArg(fs *flag.FlagSet, args []string, help, argName string) (c *api.Client, arg string, code int, ok bool) {
+	if code, ok := m.parse(fs, args, help); !ok {
+		return nil, "", code, false
+	}
+	if fs.NArg() != 1 {
+		return nil, "", m.usageError("This command takes one argument: "+argName, help), false
+	}
+	if c, ok = m.mustClient(); !ok {
+		return nil, "", 1, false
+	}
+	return c, fs.Arg(0), 0, true
+}
+
 func (m *Meta) mustClient() (*api.Client, bool) {
 	c, err := m.Client()
 	if err != nil {

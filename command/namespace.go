@@ -21,17 +21,11 @@ func namespaceApply(m *Meta, args []string) int {
 	fs := m.FlagSet("namespace apply")
 	var desc string
 	fs.StringVar(&desc, "description", "", "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	name := fs.Arg(0)
+	name := arg
 	ns, _, err := c.Namespaces().Info(name, nil)
 	if err != nil || ns == nil {
 		ns = &api.Namespace{Name: name}
@@ -50,21 +44,15 @@ func namespaceApply(m *Meta, args []string) int {
 func namespaceDelete(m *Meta, args []string) int {
 	const help = "Usage: drover namespace delete <name>\n\n  Delete a namespace (never \"default\", never one with non-terminal jobs)."
 	fs := m.FlagSet("namespace delete")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.Namespaces().Delete(fs.Arg(0), nil); err != nil {
+	if _, err := c.Namespaces().Delete(arg, nil); err != nil {
 		m.errorf("Error deleting namespace: %s", err)
 		return 1
 	}
-	m.outf("Successfully deleted namespace %q!", fs.Arg(0))
+	m.outf("Successfully deleted namespace %q!", arg)
 	return 0
 }
 
@@ -101,17 +89,11 @@ func namespaceStatus(m *Meta, args []string) int {
 	fs := m.FlagSet("namespace status")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, help, "<name>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <name>", help)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	ns, _, err := c.Namespaces().Info(fs.Arg(0), nil)
+	ns, _, err := c.Namespaces().Info(arg, nil)
 	if err != nil {
 		m.errorf("Error looking up namespace: %s", err)
 		return 1

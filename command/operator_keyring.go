@@ -95,21 +95,15 @@ func keyringRemove(m *Meta, args []string) int {
 	fs := m.FlagSet("operator keyring remove")
 	var force bool
 	fs.BoolVar(&force, "force", false, "")
-	if code, ok := m.parse(fs, args, keyringRemoveHelp); !ok {
+	c, arg, code, ok := m.oneArg(fs, args, keyringRemoveHelp, "<key ID>")
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		return m.usageError("This command takes one argument: <key ID>", keyringRemoveHelp)
-	}
-	c, ok := m.mustClient()
-	if !ok {
-		return 1
-	}
-	if _, err := c.Keyring().Delete(&api.KeyringDeleteOptions{KeyID: fs.Arg(0), Force: force}, nil); err != nil {
+	if _, err := c.Keyring().Delete(&api.KeyringDeleteOptions{KeyID: arg, Force: force}, nil); err != nil {
 		m.errorf("error: %s", err)
 		return 1
 	}
-	m.outf("Removed encryption key %s", fs.Arg(0))
+	m.outf("Removed encryption key %s", arg)
 	return 0
 }
 
