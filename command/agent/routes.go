@@ -139,6 +139,7 @@ func (h *HTTPServer) registerRoutes() {
 	getLocal("/v1/agent/schedulers/config", agentRead(), h.agentSchedulerConfig)
 	putLocal("/v1/agent/schedulers/config", agentWrite(), h.agentSchedulerConfig)
 	getRaw("/v1/agent/monitor", agentRead(), http.HandlerFunc(h.agentMonitor))
+	getRaw("/v1/agent/pprof/{profile}", agentWrite(), http.HandlerFunc(h.agentPprof))
 	getLocal("/v1/status/leader", public(), h.statusLeader)
 	getLocal("/v1/status/peers", public(), h.statusPeers)
 	getLocal("/v1/regions", public(), h.regions)

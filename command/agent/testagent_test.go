@@ -25,14 +25,22 @@ type testAgent struct {
 // ("" for a fresh temporary one) and waits until it leads.
 func newTestAgent(t *testing.T, dataDir string) *testAgent {
 	t.Helper()
+	return newTestAgentWith(t, func(cfg *config.Config) {
+		if dataDir != "" {
+			cfg.DataDir = dataDir
+		}
+	})
+}
+
+// newTestAgentWith is newTestAgent with the configuration changed by edit.
+func newTestAgentWith(t *testing.T, edit func(*config.Config)) *testAgent {
+	t.Helper()
 	cfg := config.DevConfig()
 	cfg.Name = fmt.Sprintf("test-%d", time.Now().UnixNano())
 	cfg.Ports.HTTP, cfg.Ports.RPC = 0, 0
 	cfg.Client.Enabled = false
-	if dataDir == "" {
-		dataDir = t.TempDir()
-	}
-	cfg.DataDir = dataDir
+	cfg.DataDir = t.TempDir()
+	edit(cfg)
 	logger := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: os.Stderr})
 	a, err := NewAgent(cfg, logger)
 	require.NoError(t, err)
