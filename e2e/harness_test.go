@@ -178,7 +178,7 @@ func waitLeader(t testing.TB, agents ...*agentProc) string {
 func waitNewLeader(t testing.TB, old string, agents ...*agentProc) string {
 	t.Helper()
 	var leader string
-	require.Eventually(t, func() bool {
+	agreed := func() bool {
 		leader = ""
 		for _, a := range agents {
 			l, err := a.client(t).Status().Leader()
@@ -188,8 +188,25 @@ func waitNewLeader(t testing.TB, old string, agents ...*agentProc) string {
 			leader = l
 		}
 		return true
-	}, 30*time.Second, 100*time.Millisecond, "no agreed leader")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !agreed() {
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, a := range agents {
+				fmt.Fprintf(&b, "\n--- %s (last lines of its log) ---\n%s", a.name, lastLines(a.logs(), 40))
+			}
+			t.Fatalf("no agreed leader within 60s%s", b.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	return leader
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // newClientAgent starts a client-only agent that registers with servers
