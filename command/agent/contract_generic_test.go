@@ -76,6 +76,19 @@ func TestContractPlacementFailureBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "blocked", blocked.Status)
 
+	// ?related=true (which the api client always sends) lists the
+	// evaluations linked to this one, both ways; without it, none.
+	for id, want := range map[string]string{eval.ID: eval.BlockedEval, eval.BlockedEval: eval.ID} {
+		withRelated, _, err := c.Evaluations().Info(id, nil)
+		require.NoError(t, err)
+		require.Len(t, withRelated.RelatedEvals, 1, id)
+		require.Equal(t, want, withRelated.RelatedEvals[0].ID)
+		var plain api.Evaluation
+		_, err = c.Raw().Query("/v1/evaluation/"+id, &plain, nil)
+		require.NoError(t, err)
+		require.Nil(t, plain.RelatedEvals, "related evaluations only when asked for")
+	}
+
 	// A new node is capacity: the blocked evaluation runs again and places.
 	ta.registerNode(t, "node-2")
 	require.Eventually(t, func() bool {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-memdb"
@@ -56,8 +57,55 @@ func (h *HTTPServer) evalGet(w http.ResponseWriter, r *http.Request) (any, uint6
 		if e == nil {
 			return nil, tableIndex(snap, state.TableEvals), notFound("eval not found")
 		}
-		return apiconv.EvalToAPI(e), e.ModifyIndex, nil
+		out := apiconv.EvalToAPI(e)
+		if r.URL.Query().Get("related") == "true" {
+			related, err := relatedEvals(snap, ws, e)
+			if err != nil {
+				return nil, 0, err
+			}
+			out.RelatedEvals = related
+		}
+		return out, e.ModifyIndex, nil
 	})
+}
+
+// relatedEvals returns, as stubs sorted by CreateIndex, the evaluations
+// linked to e through NextEval, PreviousEval and BlockedEval, transitively
+// (e itself excluded; an empty list, not nil, when there are none).
+func relatedEvals(snap *state.Snapshot, ws memdb.WatchSet, e *structs.Evaluation) ([]*api.EvaluationStub, error) {
+	seen := map[string]bool{e.ID: true}
+	queue := []*structs.Evaluation{e}
+	var found []*structs.Evaluation
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, id := range []string{cur.NextEval, cur.PreviousEval, cur.BlockedEval} {
+			if id == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			linked, err := snap.EvalByID(ws, id)
+			if err != nil {
+				return nil, err
+			}
+			if linked != nil {
+				found = append(found, linked)
+				queue = append(queue, linked)
+			}
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].CreateIndex < found[j].CreateIndex })
+	out := make([]*api.EvaluationStub, 0, len(found))
+	for _, x := range found {
+		out = append(out, &api.EvaluationStub{
+			ID: x.ID, Priority: x.Priority, Type: x.Type, TriggeredBy: x.TriggeredBy, Namespace: x.Namespace,
+			JobID: x.JobID, NodeID: x.NodeID, DeploymentID: x.DeploymentID, Status: x.Status,
+			StatusDescription: x.StatusDescription, WaitUntil: x.WaitUntil, NextEval: x.NextEval,
+			PreviousEval: x.PreviousEval, BlockedEval: x.BlockedEval, CreateIndex: x.CreateIndex,
+			ModifyIndex: x.ModifyIndex, CreateTime: x.CreateTime, ModifyTime: x.ModifyTime,
+		})
+	}
+	return out, nil
 }
 
 func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
