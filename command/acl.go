@@ -231,12 +231,9 @@ func aclPolicyList(m *Meta, args []string) int {
 	fs := m.FlagSet("acl policy list")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	ps, _, err := c.ACLPolicies().List(nil)
 	if err != nil {

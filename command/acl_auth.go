@@ -224,12 +224,9 @@ func aclAuthMethodList(m *Meta, args []string) int {
 	fs := m.FlagSet("acl auth-method list")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	ams, _, err := c.ACLAuthMethods().List(nil)
 	if err != nil {

@@ -151,12 +151,9 @@ func aclBindingRuleList(m *Meta, args []string) int {
 	fs := m.FlagSet("acl binding-rule list")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	rs, _, err := c.ACLBindingRules().List(nil)
 	if err != nil {

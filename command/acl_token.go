@@ -163,12 +163,9 @@ func aclTokenSelf(m *Meta, args []string) int {
 	fs := m.FlagSet("acl token self")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	tok, _, err := c.ACLTokens().Self(nil)
 	if err != nil {
@@ -184,12 +181,9 @@ func aclTokenList(m *Meta, args []string) int {
 	fs := m.FlagSet("acl token list")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	toks, _, err := c.ACLTokens().List(nil)
 	if err != nil {

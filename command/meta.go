@@ -139,6 +139,19 @@ func (m *Meta) Client() (*api.Client, error) {
 }
 
 // mustClient returns a client or prints the error; ok is false on error.
+// noArg parses the flags of a command that takes no argument beyond its
+// flags and connects the API client. When ok is false the command is over
+// and code is its exit code.
+func (m *Meta) noArg(fs *flag.FlagSet, args []string, help string) (c *api.Client, code int, ok bool) {
+	if code, ok := m.parse(fs, args, help); !ok {
+		return nil, code, false
+	}
+	if c, ok = m.mustClient(); !ok {
+		return nil, 1, false
+	}
+	return c, 0, true
+}
+
 // oneArg parses the flags of a command that takes exactly one argument
 // (argName, for the usage error) and connects the API client. When ok is
 // false the command is over and code is its exit code.

@@ -61,12 +61,9 @@ func namespaceList(m *Meta, args []string) int {
 	fs := m.FlagSet("namespace list")
 	var jsonOut bool
 	fs.BoolVar(&jsonOut, "json", false, "")
-	if code, ok := m.parse(fs, args, help); !ok {
-		return code
-	}
-	c, ok := m.mustClient()
+	c, code, ok := m.noArg(fs, args, help)
 	if !ok {
-		return 1
+		return code
 	}
 	nss, _, err := c.Namespaces().List(nil)
 	if err != nil {
