@@ -62,6 +62,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 //	PUT /v1/client/allocation/{id}/restart
 //	PUT /v1/client/allocation/{id}/signal
 //	GET, POST /v1/client/metadata
+//	GET /v1/client/allocation/{id}/exec (a websocket; see exec.go)
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.handleLogs)
@@ -80,6 +81,7 @@ func (c *Client) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
 	mux.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
 	mux.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
+	mux.HandleFunc("GET /v1/client/allocation/{id}/exec", c.handleAllocExec)
 	return mux
 }
 

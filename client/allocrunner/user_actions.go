@@ -1,10 +1,12 @@
 package allocrunner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/drivers"
 )
 
 // ErrUnknownTask is returned for a task name the allocation does not have.
@@ -71,4 +73,17 @@ func (ar *AllocRunner) selectTasks(task string) ([]*taskrunner.TaskRunner, error
 		}
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownTask, task)
+}
+
+// Exec runs a command in the running task named task (see
+// taskrunner.TaskRunner.Exec); an empty or unknown name is ErrUnknownTask.
+func (ar *AllocRunner) Exec(ctx context.Context, task string, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
+	if task == "" {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTask, task)
+	}
+	trs, err := ar.selectTasks(task)
+	if err != nil {
+		return nil, err
+	}
+	return trs[0].Exec(ctx, opts)
 }

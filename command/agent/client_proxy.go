@@ -16,6 +16,18 @@ import (
 // this agent's client runs the node, otherwise by proxying it to the node's
 // client agent. nodeOf names the node from the request.
 func (h *HTTPServer) clientRoute(nodeOf func(r *http.Request) (string, error)) http.HandlerFunc {
+	return h.clientRouteWith(nodeOf, h.writeError)
+}
+
+// writeError answers err as an HTTP error.
+func (h *HTTPServer) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) { return nil, 0, err })
+}
+
+// clientRouteWith is clientRoute with fail answering the errors found
+// before the request reaches a client. A websocket upgrade is proxied
+// both ways.
+func (h *HTTPServer) clientRouteWith(nodeOf func(r *http.Request) (string, error), fail func(http.ResponseWriter, *http.Request, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		nodeID, err := nodeOf(r)
 		if err == nil && nodeID == "" {
@@ -29,7 +41,7 @@ func (h *HTTPServer) clientRoute(nodeOf func(r *http.Request) (string, error)) h
 			}
 		}
 		if err != nil {
-			h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) { return nil, 0, err })
+			fail(w, r, err)
 			return
 		}
 		if c := h.agent.client; c != nil && c.NodeID() == nodeID {
@@ -37,9 +49,7 @@ func (h *HTTPServer) clientRoute(nodeOf func(r *http.Request) (string, error)) h
 			return
 		}
 		if node.HTTPAddr == "" {
-			h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) {
-				return nil, 0, notFound("node " + nodeID + " has no HTTP address")
-			})
+			fail(w, r, notFound("node "+nodeID+" has no HTTP address"))
 			return
 		}
 		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: h.agent.tls.scheme(), Host: node.HTTPAddr})

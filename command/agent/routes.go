@@ -108,6 +108,10 @@ func (h *HTTPServer) registerRoutes() {
 	for _, op := range []string{"ls", "stat", "cat", "readat", "stream"} {
 		getRaw("/v1/client/fs/"+op+"/{alloc}", objectCap(acl.NamespaceCapabilityReadFS, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))
 	}
+	// exec: a websocket; errors go to the caller as close frames, so the
+	// handler checks the rule itself (see allocExec).
+	execRule := objectCap(acl.NamespaceCapabilityAllocExec, allocNS("id"))
+	handle("GET", "/v1/client/allocation/{id}/exec", execRule, h.allocExec(execRule))
 	getRaw("/v1/client/allocation/{id}/stats", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/allocation/{id}/checks", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/fs/logs/{alloc}", objectCap(acl.NamespaceCapabilityReadLogs, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))

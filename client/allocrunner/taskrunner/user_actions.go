@@ -1,6 +1,7 @@
 package taskrunner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -92,4 +93,21 @@ func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.E
 		return true
 	})
 	return &drivers.ExitResult{Err: errUserRestart}
+}
+
+// Exec runs a command in the running task through its driver (alloc
+// exec). A driver without exec gives drivers.ErrExecNotSupported; a task
+// without a running process, ErrTaskNotRunning.
+func (tr *TaskRunner) Exec(ctx context.Context, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
+	tr.mu.Lock()
+	h := tr.handle
+	tr.mu.Unlock()
+	ex, ok := tr.driver.(drivers.Execer)
+	if tr.driver != nil && !ok {
+		return nil, drivers.ErrExecNotSupported
+	}
+	if h == nil || tr.killed() || !ok {
+		return nil, ErrTaskNotRunning
+	}
+	return ex.ExecTask(ctx, h.TaskID, opts)
 }
