@@ -23,6 +23,7 @@ func commands() []*command {
 		{name: "agent", synopsis: "Runs a Drover agent", run: runAgent},
 		aclCommands(),
 		{name: "alloc", synopsis: "Interact with allocations", subs: []*command{
+			{name: "exec", synopsis: "Execute commands in task", run: allocExec},
 			{name: "logs", synopsis: "Streams the logs of a task", run: allocLogs},
 			{name: "status", synopsis: "Display allocation status information and metadata", run: allocStatus},
 		}},
