@@ -99,3 +99,41 @@ func TestContractAllocExecMockRefuses(t *testing.T) {
 	require.Equal(t, -2, r.code)
 	require.EqualError(t, r.err, "driver does not support exec")
 }
+
+// TestContractAllocExecACL: the server refuses an exec without alloc-exec
+// in the allocation's namespace, and a raw_exec one without
+// alloc-node-exec too, before reaching the node; with both, the session is
+// forwarded to the node (here a registered node without an HTTP address).
+func TestContractAllocExecACL(t *testing.T) {
+	ta := newACLTestAgent(t)
+	nodeID := ta.registerNode(t, "node-1")
+	alloc := allocOnNode(t, ta.client, testJob("web"), nodeID)
+
+	cases := map[string]string{
+		`namespace "default" { capabilities = ["read-job"] }`:                      "Permission denied",
+		`namespace "default" { capabilities = ["alloc-exec"] }`:                    "Permission denied",
+		`namespace "default" { capabilities = ["alloc-exec", "alloc-node-exec"] }`: "node " + nodeID + " has no HTTP address",
+	}
+	i := 0
+	for rules, want := range cases {
+		i++
+		tok := ta.tokenFor(t, fmt.Sprintf("exec-%d", i), rules)
+		r := execIn(ta.clientWith(t, tok.SecretID), alloc, "server", false, "", "true")
+		require.Equal(t, -2, r.code)
+		require.EqualError(t, r.err, want, rules)
+	}
+}
+
+// allocOnNode registers job and returns its allocation on nodeID
+// (a registered node without a client agent: the allocation stays pending).
+func allocOnNode(t *testing.T, c *api.Client, job *api.Job, nodeID string) *api.Allocation {
+	t.Helper()
+	registerAndWait(t, c, job)
+	stubs, _, err := c.Jobs().Allocations(*job.ID, false, nil)
+	require.NoError(t, err)
+	require.Len(t, stubs, 1)
+	require.Equal(t, nodeID, stubs[0].NodeID)
+	alloc, _, err := c.Allocations().Info(stubs[0].ID, nil)
+	require.NoError(t, err)
+	return alloc
+}
