@@ -2,7 +2,9 @@
 // Driver interface a task runner uses to start, wait for, stop, signal,
 // inspect and recover tasks, the optional Preparer step run before a task
 // starts ("prefetch before kill": a driver pulls what it needs while the old
-// allocation keeps running), and the Catalog of drivers a client offers.
+// allocation keeps running), the optional Execer that runs a command inside
+// a running task (alloc exec; a driver without it answers
+// ErrExecNotSupported), and the Catalog of drivers a client offers.
 //
 // Concrete drivers live in sub-packages and register themselves with
 // Register from init: drivers/docker (docker, whose prepare step pulls the
