@@ -44,7 +44,8 @@
 //
 // Handler serves what servers proxy to the client: task logs
 // (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats, the
-// allocation's service check results and host stats.
+// allocation's service check results and host stats, and exec sessions
+// (a websocket at /v1/client/allocation/{id}/exec; see exec.go).
 //
 // Deployment health is decided by the alloc runners (package
 // client/allocrunner/health) and travels as the DeploymentStatus of their
@@ -57,5 +58,5 @@
 // Importers: the agent (command/agent) and tests. It imports
 // client/allocrunner, client/state, client/fingerprint, client/imagegc,
 // drivers (with the built-in drivers linked), nomad/structs,
-// helper/apiconv and the nomad/api wire types.
+// helper/apiconv, gorilla/websocket and the nomad/api wire types.
 package client

@@ -67,6 +67,11 @@
 // driver.docker.version and driver.docker.os; an unreachable daemon gives
 // Detected false, "Docker daemon not reachable: ...".
 //
+// Exec (drivers.Execer) runs a command in the task's container through the
+// engine's exec API (create, attach, resize, inspect for the exit code), as
+// the task's user; the engine cannot kill an exec, so a cancelled one only
+// loses its attachment.
+//
 // Importers: drivers/builtin; the client's image GC (through *Driver).
 // Clients run tasks through the drivers.Driver and drivers.Preparer
 // interfaces.

@@ -20,6 +20,11 @@
 // the JSON of State; start times from /proc/<pid>/stat guard against PID
 // reuse. Linux only.
 //
+// Exec (drivers.Execer): a command runs as a child of the client, in the
+// task dir, with the task's environment and user, in a session of its own
+// that is SIGKILLed as a group when the caller goes away; with Tty, on a new
+// pseudo-terminal (github.com/creack/pty) sized as the caller says.
+//
 // Importers: the agent's main (MaybeRunExecutor), drivers/builtin, tests.
 // Clients use it through the drivers.Driver interface.
 package rawexec
