@@ -28,7 +28,7 @@
 // Config* accessors and FieldError for validating opaque driver config
 // blocks ("command is required").
 //
-// Importers: client/allocrunner and its taskrunner (run tasks),
+// Importers: client/allocrunner and its taskrunner (run tasks, exec in them),
 // client fingerprinting (Fingerprint), the agent (building the Catalog), the
 // node simulator and tests. It imports only go-hclog and the standard library.
 package drivers
