@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,12 +13,17 @@ import (
 )
 
 const allocExecHelp = `Usage: drover alloc exec [options] <allocation> <command> [<args>...]
+       drover alloc exec -job [options] <job> <command> [<args>...]
 
   Run a command in a running allocation's task: with raw_exec in the
   task's directory and environment on the host, with docker inside the
   task's container. The command's exit code is this command's exit code.
 
 Exec Options:
+
+  -job
+    Take the first argument as a job ID or prefix, and run the command in
+    one of its running allocations, chosen at random.
 
   -task <task-name>
     The task to run the command in. May be omitted when the allocation's
@@ -35,12 +41,13 @@ Exec Options:
 // allocExec implements `drover alloc exec`.
 func allocExec(m *Meta, args []string) int {
 	var task string
-	var stdinOn bool
+	var stdinOn, byJob bool
 	stdinFile, _ := m.Stdin.(*os.File)
 	stdinTTY := stdinFile != nil && isTerminalFD(int(stdinFile.Fd()))
 	tty := stdinTTY
 	fs := m.FlagSet("alloc exec")
 	fs.StringVar(&task, "task", "", "")
+	fs.BoolVar(&byJob, "job", false, "")
 	fs.BoolVar(&stdinOn, "i", true, "")
 	fs.BoolVar(&tty, "t", stdinTTY, "")
 	if code, ok := m.parse(fs, args, allocExecHelp); !ok {
@@ -53,7 +60,13 @@ func allocExec(m *Meta, args []string) int {
 	if !ok {
 		return 1
 	}
-	alloc, code := lookupAlloc(m, c, fs.Arg(0), false)
+	var alloc *api.Allocation
+	var code int
+	if byJob {
+		alloc, code = randomRunningAlloc(m, c, fs.Arg(0))
+	} else {
+		alloc, code = lookupAlloc(m, c, fs.Arg(0), false)
+	}
 	if alloc == nil {
 		return code
 	}
@@ -87,6 +100,38 @@ func allocExec(m *Meta, args []string) int {
 		return 1
 	}
 	return exitCode
+}
+
+// randomRunningAlloc picks one running allocation of the job named by ID
+// or prefix. A nil allocation means the command must exit with code.
+func randomRunningAlloc(m *Meta, c *api.Client, jobPrefix string) (*api.Allocation, int) {
+	job, code := lookupJob(m, c, jobPrefix)
+	if job == nil {
+		return nil, code
+	}
+	q := &api.QueryOptions{Namespace: job.Namespace}
+	stubs, _, err := c.Jobs().Allocations(job.ID, false, q)
+	if err != nil {
+		m.errorf("Error querying job allocations: %s", err)
+		return nil, 1
+	}
+	var running []*api.AllocationListStub
+	for _, s := range stubs {
+		if s.ClientStatus == api.AllocClientStatusRunning {
+			running = append(running, s)
+		}
+	}
+	if len(running) == 0 {
+		m.errorf("No running allocations found for job %q", job.ID)
+		return nil, 1
+	}
+	pick := running[rand.IntN(len(running))]
+	alloc, _, err := c.Allocations().Info(pick.ID, q)
+	if err != nil {
+		m.errorf("Error querying allocation: %s", err)
+		return nil, 1
+	}
+	return alloc, 0
 }
 
 // followTerminalSize sends the size of terminal fd now and on every
