@@ -198,7 +198,7 @@ func (s *execSession) run(exec func(context.Context, *drivers.ExecOptions) (*dri
 	defer stdinR.Close()
 	resize := make(chan drivers.TerminalSize, 8)
 	go s.readInput(cancel, stdinW, resize)
-	go s.heartbeat(ctx)
+	go s.heartbeat(ctx, cancel)
 	return exec(ctx, &drivers.ExecOptions{
 		Stdin:  stdinR,
 		Stdout: &frameWriter{s: s},
@@ -236,7 +236,10 @@ func (s *execSession) readInput(cancel context.CancelFunc, stdin *io.PipeWriter,
 	}
 }
 
-func (s *execSession) heartbeat(ctx context.Context) {
+// heartbeat sends an empty frame every execHeartbeat; one that cannot be
+// sent means the caller is gone (noticed even while readInput waits for the
+// command to take its input), and cancels the session.
+func (s *execSession) heartbeat(ctx context.Context, cancel context.CancelFunc) {
 	t := time.NewTicker(execHeartbeat)
 	defer t.Stop()
 	for {
@@ -245,6 +248,7 @@ func (s *execSession) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			if s.send(&api.ExecStreamingOutput{}) != nil {
+				cancel()
 				return
 			}
 		}

@@ -125,3 +125,26 @@ func TestAllocExec_CallerGoneKillsCommand(t *testing.T) {
 	_, err = os.Stat(marker)
 	require.True(t, errors.Is(err, os.ErrNotExist), "the command outlived its caller")
 }
+
+// TestAllocExec_CallerGoneWhileInputBlocked: a command that does not read
+// its input while the caller sent more than the pipes hold is still killed
+// when the caller goes (the heartbeat notices).
+func TestAllocExec_CallerGoneWhileInputBlocked(t *testing.T) {
+	old := execHeartbeat
+	execHeartbeat = 50 * time.Millisecond
+	t.Cleanup(func() { execHeartbeat = old })
+	hs, a := execClient(t)
+	marker := filepath.Join(t.TempDir(), "marker")
+	q := url.Values{"task": {"t"}, "command": {`["/bin/sh","-c","sleep 1; touch ` + marker + `"]`}}
+	u := "ws" + strings.TrimPrefix(hs.URL, "http") + "/v1/client/allocation/" + a.ID + "/exec?" + q.Encode()
+	conn, _, err := websocket.DefaultDialer.Dial(u, http.Header{"X-Nomad-Token": {"nodeexec"}})
+	require.NoError(t, err)
+	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	for range 8 { // 256 KiB: more than the OS pipe holds
+		require.NoError(t, conn.WriteJSON(api.ExecStreamingInput{Stdin: &api.ExecStreamingIOOperation{Data: chunk}}))
+	}
+	conn.Close()
+	time.Sleep(1500 * time.Millisecond)
+	_, err = os.Stat(marker)
+	require.True(t, errors.Is(err, os.ErrNotExist), "the command outlived its caller")
+}
