@@ -7,9 +7,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httputil"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad/cluster/wan"
 )
@@ -247,16 +250,21 @@ func (c *Cluster) ForwardToRegion(w http.ResponseWriter, r *http.Request, region
 		writeText(w, http.StatusInternalServerError, msgNoRegionPath)
 		return true
 	}
-	retry := r.ContentLength == 0
 	start := rand.N(len(routes))
+	mark := func(h http.Header) {
+		h.Del(ForwardedHeader)
+		h.Set(RegionForwardedHeader, c.cfg.region())
+	}
+	if r.Header.Get("Upgrade") != "" {
+		c.forwardUpgrade(w, r, routes[start].Addr, mark)
+		return true
+	}
+	retry := r.ContentLength == 0
 	var err error
 	for i := range routes {
 		m := routes[(start+i)%len(routes)]
 		var resp *http.Response
-		resp, err = c.send(r, m.Addr, func(h http.Header) {
-			h.Del(ForwardedHeader)
-			h.Set(RegionForwardedHeader, c.cfg.region())
-		})
+		resp, err = c.send(r, m.Addr, mark)
 		if err == nil {
 			c.relay(w, r, resp)
 			return true
@@ -272,4 +280,24 @@ func (c *Cluster) ForwardToRegion(w http.ResponseWriter, r *http.Request, region
 	}
 	writeText(w, http.StatusInternalServerError, "rpc error: "+err.Error())
 	return true
+}
+
+// forwardUpgrade proxies a request that upgrades its connection (a
+// websocket, such as alloc exec's) to the server at addr, then copies bytes
+// both ways until either side closes.
+func (c *Cluster) forwardUpgrade(w http.ResponseWriter, r *http.Request, addr string, mark func(http.Header)) {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", addr
+			mark(pr.Out.Header)
+		},
+		Transport:     c.client.Transport,
+		FlushInterval: -1,
+		ErrorLog:      c.logger.Named("region-proxy").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			c.logger.Warn("forwarding an upgrade to another region failed", "address", addr, "path", r.URL.Path, "error", err)
+			writeText(w, http.StatusInternalServerError, "rpc error: "+err.Error())
+		},
+	}
+	rp.ServeHTTP(w, r)
 }

@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -185,4 +189,37 @@ func TestForceLeaveMember(t *testing.T) {
 		return slices.Equal(memberNames(c.c.WANMembers(), wan.StatusLeft), []string{"b1.west"})
 	}, testWait, testTick)
 	require.Equal(t, []string{"east", "north"}, c.c.Regions())
+}
+
+// A connection upgrade (alloc exec's websocket) crosses regions too.
+func TestForwardToRegion_Upgrade(t *testing.T) {
+	a := startNode(t, "a1", nodeOpts{expect: 1, region: "east"})
+	b := startNode(t, "b1", nodeOpts{expect: 1, region: "west"})
+	waitLeader(t, []*testNode{a})
+	_, err := a.c.Join(b.c.AdvertiseAddr())
+	require.NoError(t, err)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.c.ForwardToRegion(w, r, "west") {
+			http.Error(w, "not forwarded", http.StatusTeapot)
+		}
+	}))
+	defer front.Close()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(testWait)))
+	_, err = io.WriteString(conn, "GET /v1/upgrade HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	for _, msg := range []string{"hello\n", "again\n"} {
+		_, err = io.WriteString(conn, msg)
+		require.NoError(t, err)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "b1 "+msg, line)
+	}
 }

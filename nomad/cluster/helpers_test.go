@@ -117,6 +117,30 @@ func testHandler(id string, cl *atomic.Pointer[Cluster]) http.Handler {
 	mux.HandleFunc("GET /v1/headers", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(r.Header)
 	})
+	// GET /v1/upgrade switches to a line echo, answering lines prefixed
+	// with the NodeID.
+	mux.HandleFunc("GET /v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "upgrade to echo expected", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "echo")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = rw.WriteString(id + " " + line)
+			_ = rw.Flush()
+		}
+	})
 	mux.HandleFunc("PUT /v1/apply", func(w http.ResponseWriter, r *http.Request) {
 		c := cl.Load()
 		if c == nil {
