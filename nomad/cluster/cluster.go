@@ -45,6 +45,8 @@ type Cluster struct {
 	store  *raftboltdb.BoltStore
 	raft   *raft.Raft
 	wan    *wan.Table // every server of every region this server knows
+	// wanSaved is what the gossip loop last wrote to wanPeersFile.
+	wanSaved *[]string
 
 	notifyCh  chan bool
 	leaderOut chan bool

@@ -137,9 +137,16 @@ func (c *Cluster) exchange(ctx context.Context, addr string) (WANExchange, error
 // runWAN gossips every GossipInterval until Shutdown.
 func (c *Cluster) runWAN() {
 	defer c.wg.Done()
-	seeds := make([]string, 0, len(c.cfg.RetryJoin))
+	saved := c.loadWANPeers()
+	c.wanSaved = &saved
+	seeds := make([]string, 0, len(c.cfg.RetryJoin)+len(saved))
 	for _, a := range c.cfg.RetryJoin {
 		seeds = append(seeds, normalizeJoinAddr(a))
+	}
+	for _, a := range saved {
+		if !slices.Contains(seeds, a) {
+			seeds = append(seeds, a)
+		}
 	}
 	tick := time.NewTicker(c.cfg.gossipInterval())
 	defer tick.Stop()
@@ -160,9 +167,11 @@ type gossipTarget struct {
 }
 
 // gossipRound exchanges tables with every member, every raft peer and every
-// seed not known as a member yet, concurrently, then reaps. It returns the
-// seeds still to reach.
+// seed not known as a member yet, concurrently, then reaps and saves the
+// addresses of the other regions' servers. It returns the seeds still to
+// reach.
 func (c *Cluster) gossipRound(seeds []string) []string {
+	seeds = slices.DeleteFunc(seeds, c.wan.HasAddr)
 	var targets []gossipTarget
 	seen := map[string]bool{c.advertise: true}
 	add := func(t gossipTarget) {
@@ -202,6 +211,7 @@ func (c *Cluster) gossipRound(seeds []string) []string {
 	for _, name := range c.wan.Reap(time.Now()) {
 		c.logger.Info("member reaped", "member", name)
 	}
+	c.saveWANPeers(remoteAddrs(c.wan.Members(), c.cfg.region()))
 	return slices.DeleteFunc(seeds, func(s string) bool { return reached[s] })
 }
 

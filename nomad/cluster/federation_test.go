@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -222,4 +224,37 @@ func TestForwardToRegion_Upgrade(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "b1 "+msg, line)
 	}
+}
+
+// Two federated servers that both restart at once find each other again
+// from the addresses they saved.
+func TestFederation_SurvivesRestartOfAll(t *testing.T) {
+	lns, addrs := listeners(t, 2)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, "a1", nodeOpts{listener: lns[0], dir: dirA, expect: 1, region: "east"})
+	b := startNode(t, "b1", nodeOpts{listener: lns[1], dir: dirB, expect: 1, region: "west"})
+	waitLeader(t, []*testNode{a})
+	_, err := a.c.Join(b.c.AdvertiseAddr())
+	require.NoError(t, err)
+	// Saved after the next round.
+	require.Eventually(t, func() bool {
+		return slices.Equal(a.c.loadWANPeers(), []string{addrs[1]}) && slices.Equal(b.c.loadWANPeers(), []string{addrs[0]})
+	}, testWait, testTick)
+	a.stop()
+	b.stop()
+
+	a = startNode(t, "a1", nodeOpts{bindAddr: addrs[0], dir: dirA, expect: 1, region: "east"})
+	b = startNode(t, "b1", nodeOpts{bindAddr: addrs[1], dir: dirB, expect: 1, region: "west"})
+	for _, n := range []*testNode{a, b} {
+		require.Eventually(t, func() bool {
+			return slices.Equal(n.c.Regions(), []string{"east", "west"})
+		}, testWait, testTick, n.id)
+	}
+
+	// A server never federated writes nothing.
+	lone := startNode(t, "c1", nodeOpts{expect: 1, region: "north"})
+	waitLeader(t, []*testNode{lone})
+	time.Sleep(3 * testGossipInterval)
+	_, err = os.Stat(lone.c.wanPeersPath())
+	require.ErrorIs(t, err, fs.ErrNotExist)
 }
