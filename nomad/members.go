@@ -93,6 +93,8 @@ func (s *Server) ForceLeave(node string) error {
 	if err != nil {
 		return err
 	}
+	// Other regions stop routing to it too.
+	s.cluster.ForceLeaveMember(id + "." + region)
 	for _, p := range peers {
 		if p.ID == id {
 			return s.RemoveRaftPeer(p.ID, "")
