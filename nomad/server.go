@@ -26,6 +26,7 @@ import (
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/stream"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/version"
 )
 
 // raftApplyTimeout bounds one raft apply.
@@ -146,6 +147,9 @@ func NewServer(cfg Config) (*Server, error) {
 
 	cl, err := cluster.New(cluster.Config{
 		NodeID:          cfg.NodeName,
+		Region:          cfg.Region,
+		Datacenter:      cfg.Datacenter,
+		Build:           version.Version,
 		BindAddr:        cfg.RPCAddr,
 		AdvertiseAddr:   cfg.RPCAdvertise,
 		DataDir:         dir,
@@ -219,6 +223,14 @@ func (s *Server) Stats() (raftStats map[string]string, brokerStats broker.Stats)
 // reports whether it did (the response has then been written).
 func (s *Server) Forward(w http.ResponseWriter, r *http.Request) bool {
 	return s.cluster.ForwardToLeader(w, r)
+}
+
+// ForwardRegion proxies r to a server of region when region is neither
+// empty nor this server's, and reports whether it did (the response has
+// then been written; "No path to region" when no server of region is
+// known alive).
+func (s *Server) ForwardRegion(w http.ResponseWriter, r *http.Request, region string) bool {
+	return s.cluster.ForwardToRegion(w, r, region)
 }
 
 // Shutdown stops leadership duties and raft. It is idempotent.

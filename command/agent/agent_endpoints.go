@@ -16,7 +16,8 @@ import (
 // agent they reach (writes that change the raft configuration go to the
 // leader inside the server).
 
-// agentMembers serves GET /v1/agent/members.
+// agentMembers serves GET /v1/agent/members: the servers of every known
+// region, each tagged with its region.
 func (h *HTTPServer) agentMembers(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	members, err := h.srv.Members(r.Context())
 	if err != nil {
@@ -25,13 +26,21 @@ func (h *HTTPServer) agentMembers(w http.ResponseWriter, r *http.Request) (any, 
 	cfg := h.agent.config
 	out := &api.ServerMembers{ServerName: cfg.Name, ServerRegion: cfg.Region, ServerDC: cfg.Datacenter}
 	for _, m := range members {
-		role := "follower"
-		if m.Leader {
-			role = "leader"
+		tags := map[string]string{"role": "nomad", "region": m.Region, "id": m.ID}
+		if m.Datacenter != "" {
+			tags["dc"] = m.Datacenter
 		}
-		tags := map[string]string{"role": "nomad", "region": cfg.Region, "id": m.ID, "raft_role": role,
-			"voter": boolString(m.Voter)}
-		if m.ID == cfg.Name {
+		if m.Build != "" {
+			tags["build"] = m.Build
+		}
+		if m.Region == h.srv.Region() {
+			role := "follower"
+			if m.Leader {
+				role = "leader"
+			}
+			tags["raft_role"], tags["voter"] = role, boolString(m.Voter)
+		}
+		if m.ID == cfg.Name && m.Region == h.srv.Region() {
 			tags["dc"], tags["build"] = cfg.Datacenter, Version
 		}
 		out.Members = append(out.Members, &api.AgentMember{Name: m.Name, Addr: m.Addr, Port: uint16(m.Port),

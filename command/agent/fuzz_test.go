@@ -26,7 +26,7 @@ func FuzzJobRegisterDecode(f *testing.F) {
 		if err := decodeBody(r, &req); err != nil {
 			return
 		}
-		job, _, err := jobFromRequest(r, req.Job)
+		job, _, err := jobFromRequest(r, req.Job, "global")
 		if err != nil {
 			return
 		}

@@ -61,6 +61,9 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Missing job ID", http.StatusBadRequest)
 		return
 	}
+	if h.forwardRegion(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, nodePoolPrefix) {
 		h.pools.ServeHTTP(w, r)
 		return

@@ -15,8 +15,9 @@ import (
 )
 
 // jobFromRequest converts a submitted api.Job, applying the request's
-// namespace and region when the job names none.
-func jobFromRequest(r *http.Request, j *api.Job) (*structs.Job, []string, error) {
+// namespace when the job names none and the region it is submitted to
+// (see submitRegion).
+func jobFromRequest(r *http.Request, j *api.Job, region string) (*structs.Job, []string, error) {
 	if j == nil {
 		return nil, nil, badRequest("Job must be specified")
 	}
@@ -24,11 +25,7 @@ func jobFromRequest(r *http.Request, j *api.Job) (*structs.Job, []string, error)
 		ns := namespace(r)
 		j.Namespace = &ns
 	}
-	if j.Region == nil || *j.Region == "" {
-		if rg := r.URL.Query().Get("region"); rg != "" {
-			j.Region = &rg
-		}
-	}
+	j.Region = &region
 	job, warnings, err := apiconv.JobFromAPI(j)
 	if err != nil {
 		return nil, nil, badRequest("%v", err)
@@ -44,7 +41,7 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	if id := r.PathValue("id"); id != "" && req.Job != nil && req.Job.ID != nil && *req.Job.ID != id {
 		return nil, 0, badRequest("Job ID does not match name")
 	}
-	job, warnings, err := jobFromRequest(r, req.Job)
+	job, warnings, err := jobFromRequest(r, req.Job, h.submitRegion(r, req.Region, req.Job))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -340,7 +337,7 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 	if req.Job == nil || req.Job.ID == nil || *req.Job.ID != r.PathValue("id") {
 		return nil, 0, badRequest("Job ID does not match")
 	}
-	job, warnings, err := jobFromRequest(r, req.Job)
+	job, warnings, err := jobFromRequest(r, req.Job, h.submitRegion(r, req.Region, req.Job))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -373,7 +370,7 @@ func (h *HTTPServer) jobValidate(w http.ResponseWriter, r *http.Request) (any, u
 		return nil, 0, err
 	}
 	resp := &api.JobValidateResponse{}
-	job, warnings, err := jobFromRequest(r, req.Job)
+	job, warnings, err := jobFromRequest(r, req.Job, h.submitRegion(r, req.Region, req.Job))
 	if err == nil {
 		err = job.Validate()
 	}

@@ -65,8 +65,10 @@ func (h *HTTPServer) statusPeers(w http.ResponseWriter, r *http.Request) (any, u
 	return peers, 0, nil
 }
 
+// regions serves GET /v1/regions: this server's region and every region
+// with an alive server, sorted.
 func (h *HTTPServer) regions(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return []string{h.agent.config.Region}, 0, nil
+	return h.srv.Regions(), 0, nil
 }
 
 // metricsHandler serves the agent's metrics as JSON, or in Prometheus text

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/drover-project/drover/nomad/cluster/wan"
 )
 
 // ErrNotLeader is returned by Apply and Barrier on a server that is not the
@@ -42,6 +44,9 @@ type Cluster struct {
 	trans  *raft.NetworkTransport
 	store  *raftboltdb.BoltStore
 	raft   *raft.Raft
+	wan    *wan.Table // every server of every region this server knows
+	// wanSaved is what the gossip loop last wrote to wanPeersFile.
+	wanSaved *[]string
 
 	notifyCh  chan bool
 	leaderOut chan bool
@@ -119,6 +124,7 @@ func New(cfg Config) (*Cluster, error) {
 		leaderOut:  make(chan bool),
 		leaderWait: 5 * time.Second,
 	}
+	c.wan = c.newTable(c.started)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	closers = append(closers, c.cancel)
 
@@ -151,11 +157,12 @@ func New(cfg Config) (*Cluster, error) {
 		ErrorLog:          logger.Named("peer-http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	c.mux.start()
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.serveHTTP()
 	go c.runLeaderNotify()
+	go c.runWAN()
 
-	logger.Info("cluster started", "node_id", cfg.NodeID, "rpc_addr", ln.Addr().String(),
+	logger.Info("cluster started", "node_id", cfg.NodeID, "region", cfg.region(), "rpc_addr", ln.Addr().String(),
 		"advertise", adv, "bootstrap_expect", cfg.BootstrapExpect, "existing_state", hasState,
 		"tls", cfg.TLS != nil)
 	if err := c.startFormation(hasState); err != nil {

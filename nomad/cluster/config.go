@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/nomad/cluster/wan"
 )
 
 const (
@@ -20,6 +22,13 @@ const (
 
 	// DefaultRetryInterval is the mean pause between two join attempts.
 	DefaultRetryInterval = time.Second
+
+	// DefaultGossipInterval is the pause between two rounds of membership
+	// exchanges with the other servers of every region.
+	DefaultGossipInterval = time.Second
+
+	// DefaultRegion is the region of a Config that names none.
+	DefaultRegion = "global"
 
 	// DefaultSnapshotThreshold and DefaultSnapshotInterval are raft's own
 	// defaults, spelled out so that operators see them in one place.
@@ -41,6 +50,23 @@ const (
 type Config struct {
 	// NodeID is the raft ServerID: the agent name, unique per server.
 	NodeID string
+
+	// Region is this server's region ("" means DefaultRegion). A join to a
+	// server of another region federates the two regions (each learns the
+	// other's servers) without touching either raft configuration.
+	Region string
+
+	// Datacenter and Build describe this server to the other servers.
+	Datacenter string
+	Build      string
+
+	// GossipInterval is the pause between two rounds of membership
+	// exchanges. Zero means DefaultGossipInterval.
+	GossipInterval time.Duration
+
+	// WAN tunes the membership table: failed exchanges before a server is
+	// failed, how long failed servers are kept (zero: the defaults).
+	WAN wan.Config
 
 	// BindAddr is the rpc listen address (host:port, port 0 allowed).
 	// Ignored when Listener is set.
@@ -117,6 +143,9 @@ func (c *Config) validate() error {
 	if c.TLS != nil && (c.TLS.Server == nil || c.TLS.Client == nil) {
 		errs = append(errs, errors.New("TLS needs both a Server and a Client config"))
 	}
+	if c.GossipInterval < 0 {
+		errs = append(errs, fmt.Errorf("GossipInterval must be >= 0, got %s", c.GossipInterval))
+	}
 	if c.RetryInterval < 0 {
 		errs = append(errs, fmt.Errorf("RetryInterval must be >= 0, got %s", c.RetryInterval))
 	}
@@ -132,6 +161,20 @@ func (c *Config) tlsClient() *tls.Config {
 		return nil
 	}
 	return c.TLS.Client
+}
+
+func (c *Config) region() string {
+	if c.Region == "" {
+		return DefaultRegion
+	}
+	return c.Region
+}
+
+func (c *Config) gossipInterval() time.Duration {
+	if c.GossipInterval == 0 {
+		return DefaultGossipInterval
+	}
+	return c.GossipInterval
 }
 
 func (c *Config) retryInterval() time.Duration {

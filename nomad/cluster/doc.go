@@ -24,6 +24,7 @@
 //	| streamLayer       |                 | chanListener -> http.Server   |
 //	| (raft.StreamLayer:|                 |   /v1/internal/cluster/self   |
 //	|  Accept, Dial)    |                 |   /v1/internal/cluster/join   |
+//	|                   |                 |   /v1/internal/cluster/wan    |
 //	+--------+----------+                 |   anything else -> caller's   |
 //	         |                            |   API handler (Config.Handler)|
 //	         v                            +-------------------------------+
@@ -63,6 +64,23 @@
 // PUT /v1/internal/cluster/join; the request is forwarded to the leader,
 // which calls raft.AddVoter. Servers with existing raft state skip all this.
 // All servers of a cluster are expected to list the same RetryJoin set.
+//
+// # Federation of regions
+//
+// Each region is its own raft cluster. Every server keeps a membership
+// table of the servers of all regions it knows (package wan) and, once per
+// GossipInterval, exchanges it with each of them, its raft peers and the
+// RetryJoin addresses it has not reached yet (PUT
+// /v1/internal/cluster/wan; the reply is the other's table). A join to a
+// server of another region is one such exchange: the raft configurations
+// stay apart, and both regions learn each other's servers. Whether a
+// server answers is each server's own observation: FailAfter failed
+// exchanges mark it failed, and a region without an alive server has no
+// route. ForwardToRegion proxies a request for another region to one of
+// its alive servers, marked with RegionForwardedHeader (such a request is
+// never forwarded across regions again); that server forwards it to its
+// own leader as any request. Formation (bootstrap_expect) counts servers
+// of the own region only.
 //
 // # Leadership
 //

@@ -86,27 +86,7 @@ func (c *Cluster) waitForLeader(ctx context.Context) (addr string, self, ok bool
 // proxy sends r to the leader at addr over the peer client and copies the
 // response back, flushing as it goes so streaming endpoints keep working.
 func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, addr string) {
-	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	var body io.Reader
-	if r.ContentLength != 0 {
-		body = r.Body
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), body)
-	if err != nil {
-		writeText(w, http.StatusInternalServerError, "rpc error: "+err.Error())
-		return
-	}
-	out.ContentLength = r.ContentLength
-	copyHeader(out.Header, r.Header)
-	out.Header.Set(ForwardedHeader, "1")
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		if prior := r.Header.Get("X-Forwarded-For"); prior != "" {
-			host = prior + ", " + host
-		}
-		out.Header.Set("X-Forwarded-For", host)
-	}
-
-	resp, err := c.client.Do(out)
+	resp, err := c.send(r, addr, func(h http.Header) { h.Set(ForwardedHeader, "1") })
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // client went away
@@ -115,6 +95,36 @@ func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, addr string) {
 		writeText(w, http.StatusInternalServerError, "rpc error: "+err.Error())
 		return
 	}
+	c.relay(w, r, resp)
+}
+
+// send sends a copy of r (method, path, query, end-to-end headers, body) to
+// the server at addr over the peer client; mark edits the copy's headers.
+// On error nothing has been written to the caller's response.
+func (c *Cluster) send(r *http.Request, addr string, mark func(http.Header)) (*http.Response, error) {
+	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	var body io.Reader
+	if r.ContentLength != 0 {
+		body = r.Body
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	out.ContentLength = r.ContentLength
+	copyHeader(out.Header, r.Header)
+	mark(out.Header)
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if prior := r.Header.Get("X-Forwarded-For"); prior != "" {
+			host = prior + ", " + host
+		}
+		out.Header.Set("X-Forwarded-For", host)
+	}
+	return c.client.Do(out)
+}
+
+// relay copies resp (status, headers, body) to w and closes it.
+func (c *Cluster) relay(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)

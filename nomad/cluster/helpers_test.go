@@ -26,6 +26,7 @@ const (
 	// leadership churn with -race on a loaded 2-CPU machine.
 	testRaftMultiplier = 0.3
 	testRetryInterval  = 100 * time.Millisecond
+	testGossipInterval = 100 * time.Millisecond
 	testWait           = 5 * time.Second
 	testTick           = 20 * time.Millisecond
 	testApplyTimeout   = 2 * time.Second
@@ -101,15 +102,44 @@ type nodeOpts struct {
 	expect   int
 	join     []string
 	tls      *TLS
+	region   string
 }
 
-// testHandler: GET /v1/whoami answers the NodeID; PUT /v1/apply forwards
+// testHandler: GET /v1/whoami answers the NodeID; GET /v1/headers the
+// request's headers as JSON; PUT /v1/apply forwards
 // to the leader or applies the body and answers "<NodeID> <index>".
 func testHandler(id string, cl *atomic.Pointer[Cluster]) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/whoami", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Test-Node", id)
 		_, _ = io.WriteString(w, id)
+	})
+	mux.HandleFunc("GET /v1/headers", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(r.Header)
+	})
+	// GET /v1/upgrade switches to a line echo, answering lines prefixed
+	// with the NodeID.
+	mux.HandleFunc("GET /v1/upgrade", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "upgrade to echo expected", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "echo")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = rw.WriteString(id + " " + line)
+			_ = rw.Flush()
+		}
 	})
 	mux.HandleFunc("PUT /v1/apply", func(w http.ResponseWriter, r *http.Request) {
 		c := cl.Load()
@@ -152,6 +182,10 @@ func startNode(t *testing.T, id string, o nodeOpts) *testNode {
 	fsm := &testFSM{}
 	c, err := New(Config{
 		NodeID:          id,
+		Region:          o.region,
+		Datacenter:      "dc1",
+		Build:           "test",
+		GossipInterval:  testGossipInterval,
 		BindAddr:        o.bindAddr,
 		Listener:        o.listener,
 		DataDir:         o.dir,

@@ -34,6 +34,8 @@ const (
 type SelfInfo struct {
 	ID              string
 	Address         string
+	Region          string
+	Datacenter      string
 	BootstrapExpect int
 	HasLeader       bool
 	// Raft progress, for the leader's view of server health.
@@ -61,6 +63,8 @@ func (c *Cluster) peerHandler(next http.Handler) http.Handler {
 			c.handleSelf(w, r)
 		case joinPath:
 			c.handleJoin(w, r)
+		case wanPath:
+			c.handleWAN(w, r)
 		default:
 			if next == nil {
 				http.NotFound(w, r)
@@ -76,6 +80,8 @@ func (c *Cluster) selfInfo() SelfInfo {
 	return SelfInfo{
 		ID:                c.cfg.NodeID,
 		Address:           c.advertise,
+		Region:            c.cfg.region(),
+		Datacenter:        c.cfg.Datacenter,
 		BootstrapExpect:   c.cfg.BootstrapExpect,
 		HasLeader:         leader != "",
 		Term:              c.raft.CurrentTerm(),
@@ -248,6 +254,10 @@ func (c *Cluster) discover() []SelfInfo {
 				c.logger.Debug("discovery failed", "address", addr, "error", err)
 				return
 			}
+			if !c.sameRegion(info) {
+				c.logger.Debug("discovered a server of another region, not a raft peer", "address", addr, "region", info.Region)
+				return
+			}
 			if info.ID == c.cfg.NodeID {
 				if info.Address != c.advertise {
 					c.logger.Error("another server uses this node ID", "id", info.ID, "address", info.Address)
@@ -337,15 +347,29 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	_, _ = io.WriteString(w, msg)
 }
 
+// sameRegion reports whether the server info describes is of this
+// server's region (a server that names no region is).
+func (c *Cluster) sameRegion(info SelfInfo) bool {
+	return info.Region == "" || info.Region == c.cfg.region()
+}
+
 // Join makes the server at addr (its rpc address) and this one members of
 // one cluster: when this server's cluster has a leader, the leader adds
 // the other server as a voter (it must not lead a cluster of its own);
-// otherwise this server asks to join the other's cluster. It returns the
-// other server's ID.
+// otherwise this server asks to join the other's cluster. A server of
+// another region is not added to raft: the two regions federate (each
+// learns the other's servers). It returns the other server's ID.
 func (c *Cluster) Join(addr string) (string, error) {
-	info, err := c.fetchSelf(normalizeJoinAddr(addr))
+	addr = normalizeJoinAddr(addr)
+	info, err := c.fetchSelf(addr)
 	if err != nil {
 		return "", fmt.Errorf("failed to reach server at %s: %w", addr, err)
+	}
+	if !c.sameRegion(info) {
+		if err := c.federate(addr, info); err != nil {
+			return "", fmt.Errorf("failed to federate with server %s of region %s at %s: %w", info.ID, info.Region, addr, err)
+		}
+		return info.ID, nil
 	}
 	if info.ID == c.cfg.NodeID {
 		return info.ID, nil
