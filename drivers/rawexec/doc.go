@@ -20,6 +20,13 @@
 // the JSON of State; start times from /proc/<pid>/stat guard against PID
 // reuse. Linux only.
 //
-// Importers: the agent's main (MaybeRunExecutor), drivers/builtin, tests.
+// Other drivers reuse this supervision: NewIsolated gives a driver whose
+// tasks start through StartIsolated, and RegisterWrapper lets the executor
+// hand the task's command to a wrapper that isolates it (drivers/exec starts
+// its namespace init instead); RegisterHelper adds re-executions of the
+// binary that MaybeRunExecutor dispatches.
+//
+// Importers: the agent's main (MaybeRunExecutor), drivers/builtin,
+// drivers/exec, tests.
 // Clients use it through the drivers.Driver interface.
 package rawexec
