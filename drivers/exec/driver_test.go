@@ -116,6 +116,8 @@ func TestIsolation(t *testing.T) {
 		`echo shared > /alloc/data/from-task && echo alloc=ok`,
 		`echo "hostname=$(cat /proc/sys/kernel/hostname)"`,
 		`echo "root=$(ls / | tr '\n' ' ')"`,
+		`echo "zero=$(head -c 4 /dev/zero | od -An -tx1 | tr -d ' ')"`,
+		`if echo x > /dev/null; then echo null=ok; fi`,
 	}, "; ")
 	cfg := newTask(t, "/bin/sh", "-c", script)
 	start(t, d, cfg)
@@ -141,6 +143,8 @@ func TestIsolation(t *testing.T) {
 	require.Equal(t, "readonly", lines["usr"])
 	require.Equal(t, "ok", lines["local"])
 	require.Equal(t, "ok", lines["alloc"])
+	require.Equal(t, "00000000", lines["zero"], "devices work in the task's /dev")
+	require.Equal(t, "ok", lines["null"])
 	require.Contains(t, lines["root"], "local")
 	require.Contains(t, lines["root"], "usr")
 	require.NotContains(t, lines["root"], "work", "the host's / is not the task's")
@@ -283,7 +287,7 @@ func TestMemoryLimit(t *testing.T) {
 
 	// tail keeps a line without a newline in memory: /dev/zero never ends
 	// one, so it grows until the kernel kills it.
-	cfg = newTask(t, "/bin/sh", "-c", "tail /dev/zero")
+	cfg = newTask(t, "tail", "/dev/zero")
 	cfg.ID = "alloc2/web"
 	cfg.MemoryMB = 32
 	start(t, d, cfg)
@@ -389,4 +393,37 @@ func TestCPUWeight(t *testing.T) {
 	require.Equal(t, int64(100<<20), cg.MemoryMax)
 	require.Zero(t, cg.MemoryLow)
 	require.Zero(t, cg.CPUWeight)
+}
+
+// TestCgroupFiles checks what a task's cgroup gets written, against a
+// plain directory standing for the hierarchy (the kernel's side is
+// TestMemoryLimit's, where cgroup v2 is available).
+func TestCgroupFiles(t *testing.T) {
+	old := cgroupRoot
+	cgroupRoot = t.TempDir()
+	t.Cleanup(func() { cgroupRoot = old })
+
+	cg := newCgroupSpec("alloc1.web", 32, 64, 1024)
+	require.Equal(t, filepath.Join(cgroupRoot, cgroupParent, "alloc1.web"), cg.Path)
+	require.NoError(t, os.MkdirAll(cg.Path, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cg.Path, "memory.swap.max"), []byte("max"), 0o644))
+	f, err := cg.create()
+	require.NoError(t, err)
+	f.Close()
+	for file, want := range map[string]string{
+		"memory.max": strconv.Itoa(64 << 20), "memory.low": strconv.Itoa(32 << 20),
+		"memory.swap.max": "0", "cpu.weight": "39",
+	} {
+		require.Equal(t, want, readFile(t, filepath.Join(cg.Path, file)), file)
+	}
+	require.False(t, cg.oomKilled())
+	require.NoError(t, os.WriteFile(filepath.Join(cg.Path, "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 0\n"), 0o644))
+	require.False(t, cg.oomKilled())
+	require.NoError(t, os.WriteFile(filepath.Join(cg.Path, "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644))
+	require.True(t, cg.oomKilled())
+
+	// A hierarchy without cgroup.controllers is no cgroup v2.
+	require.ErrorContains(t, cgroupV2Usable(), "no cgroup v2 hierarchy")
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoot, "cgroup.controllers"), []byte("cpu io pids\n"), 0o644))
+	require.ErrorContains(t, cgroupV2Usable(), "lacks the memory controller")
 }
