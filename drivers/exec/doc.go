@@ -27,7 +27,11 @@
 //     NOMAD_SECRETS_DIR (and any other variable or argument that is a path
 //     under the task or alloc dir) are rewritten to these paths.
 //   - The task's user, by default nobody; local/ and secrets/ are given to
-//     that user. A bare command name is looked up in /local, /,
+//     that user. Its capability bounding set is cut to audit_write, chown,
+//     dac_override, fowner, fsetid, kill, mknod, net_bind_service,
+//     setfcap, setgid, setpcap, setuid and sys_chroot, so even a task run
+//     as root cannot mount, remount its read-only binds, load modules or
+//     trace the host's processes. A bare command name is looked up in /local, /,
 //     /usr/local/bin, /usr/bin and /bin of the task's root; an absolute path
 //     must exist in the root.
 //   - When the host has a writable cgroup v2 hierarchy at /sys/fs/cgroup
@@ -41,11 +45,13 @@
 //
 // # What it does not do
 //
-// No seccomp filter, no user namespace, no dropping of capabilities, no
-// network namespace (tasks share the host network), no /sys. A task run as
-// root (user = "root") keeps every capability and can undo its isolation
-// (remount, escape the chroot, see the host's devices); the default user,
-// nobody, cannot. Artifacts and templates are not part of this driver.
+// No seccomp filter, no user namespace (root in the task is root on the
+// host, with the capabilities above: it can, for instance, chown or mknod in
+// the directories it can write, and a chroot is escapable by a root process
+// that keeps sys_chroot), no network namespace (tasks share the host
+// network), no /sys, no per-task choice of capabilities (cap_add /
+// cap_drop), no no_new_privs. Prefer the default user, nobody, for untrusted
+// work. Artifacts and templates are not part of this driver.
 //
 // # How it runs
 //

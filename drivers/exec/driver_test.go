@@ -4,6 +4,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -426,4 +427,41 @@ func TestCgroupFiles(t *testing.T) {
 	require.ErrorContains(t, cgroupV2Usable(), "no cgroup v2 hierarchy")
 	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoot, "cgroup.controllers"), []byte("cpu io pids\n"), 0o644))
 	require.ErrorContains(t, cgroupV2Usable(), "lacks the memory controller")
+}
+
+// TestRootTaskCapabilities runs a task as root: it keeps only the exec
+// capability set, so it cannot mount or remount its way out.
+func TestRootTaskCapabilities(t *testing.T) {
+	d := needRoot(t)
+	script := strings.Join([]string{
+		`echo "uid=$(id -u)"`,
+		`echo "mountbin=$(command -v mount)"`,
+		`echo "capbnd=$(grep CapBnd /proc/self/status | cut -f2)"`,
+		`echo "capeff=$(grep CapEff /proc/self/status | cut -f2)"`,
+		`if mount -t tmpfs none /tmp 2>/dev/null; then echo mount=allowed; else echo mount=denied; fi`,
+		`if mount -o remount,rw /usr 2>/dev/null; then echo remount=allowed; else echo remount=denied; fi`,
+		`if touch /usr/drover-exec-root 2>/dev/null; then echo usr=writable; else echo usr=readonly; fi`,
+	}, "; ")
+	cfg := newTask(t, "/bin/sh", "-c", script)
+	cfg.User = "root"
+	t.Cleanup(func() { _ = os.Remove("/usr/drover-exec-root") }) // only there if the test fails
+	start(t, d, cfg)
+	res := wait(t, d, cfg.ID, 20*time.Second)
+	out := readFile(t, cfg.StdoutPath)
+	require.True(t, res.Successful(), "%s\n%s%s", res, out, readFile(t, cfg.StderrPath))
+	lines := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		lines[k] = v
+	}
+	want := fmt.Sprintf("%016x", taskCapMask())
+	require.Equal(t, "0", lines["uid"], out)
+	require.NotEmpty(t, lines["mountbin"], "mount(8) must be in the task's root for the mount checks to mean anything")
+	require.Equal(t, want, lines["capbnd"], out)
+	require.Equal(t, want, lines["capeff"], "root keeps only the bounding set: %s", out)
+	require.Equal(t, "denied", lines["mount"], out)
+	require.Equal(t, "denied", lines["remount"], out)
+	require.Equal(t, "readonly", lines["usr"], out)
+	_, err := os.Stat("/usr/drover-exec-root")
+	require.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -297,6 +297,12 @@ func runInit(args []string) int {
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: dir,
 		Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: attr,
 	}
+	// The task is forked from this thread, with its smaller bounding set;
+	// the thread stays locked (and the init keeps no use for the rest).
+	lockOSThread()
+	if err := dropBoundingCaps(); err != nil {
+		return fail(err)
+	}
 	if err := task.Start(); err != nil {
 		return fail(fmt.Errorf("starting %s in the task's root: %w", spec.Path, err))
 	}
