@@ -1,6 +1,6 @@
 // Package exec is the exec task driver: it runs a task's command (config
-// command and args) isolated from the host with Linux namespaces, a chroot
-// and, where the host allows, a cgroup v2. It runs only on Linux, with the
+// command and args) isolated from the host with Linux namespaces, its task
+// dir as its root and, where the host allows, a cgroup v2. It runs only on Linux, with the
 // client agent running as root.
 //
 // # What a task gets
@@ -16,7 +16,12 @@
 //   - Its own IPC namespace (ipc_mode = "private", the default) and UTS
 //     namespace (the hostname is the node's, but the task cannot change the
 //     host's).
-//   - A chroot in its task dir. The host paths of the plugin's chroot_env
+//   - Its task dir as its root: the init bind-mounts the task dir on itself,
+//     pivot_root()s into it and detaches the host's root, so no process in
+//     the namespace, root or not, can climb back out (a plain chroot can be
+//     escaped by a process that may chroot). Where pivot_root is impossible
+//     (a host whose root is an initramfs) the task is chrooted instead, and
+//     a line in its stderr log says so. The host paths of the plugin's chroot_env
 //     (default /bin, /etc, /lib, /lib32, /lib64, /run/resolvconf, /sbin and
 //     /usr, each when present on the host) are bind-mounted read-only,
 //     nosuid and nodev at the same place; the shared alloc dir is at /alloc
@@ -47,8 +52,8 @@
 //
 // No seccomp filter, no user namespace (root in the task is root on the
 // host, with the capabilities above: it can, for instance, chown or mknod in
-// the directories it can write, and a chroot is escapable by a root process
-// that keeps sys_chroot), no network namespace (tasks share the host
+// the directories it can write, and under the chroot fallback it can escape
+// with sys_chroot), no network namespace (tasks share the host
 // network), no /sys, no per-task choice of capabilities (cap_add /
 // cap_drop), no no_new_privs. Prefer the default user, nobody, for untrusted
 // work. Artifacts and templates are not part of this driver.

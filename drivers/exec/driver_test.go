@@ -20,11 +20,42 @@ import (
 	"github.com/drover-project/drover/drivers/rawexec"
 )
 
+// escapeArg makes this test binary, copied into a task, try the classic
+// chroot escape (see TestRootCannotEscape).
+const escapeArg = "drover-exec-escape-test"
+
 func TestMain(m *testing.M) {
 	// The executor and the namespace init are re-executions of this
 	// binary.
 	rawexec.MaybeRunExecutor()
+	if len(os.Args) == 3 && os.Args[1] == escapeArg {
+		os.Exit(tryEscape(os.Args[2]))
+	}
 	os.Exit(m.Run())
+}
+
+// tryEscape chroots into a subdirectory while its working directory stays
+// outside it, climbs up and chroots there: out of a plain chroot this
+// reaches the host's root. It prints whether hostPath became visible.
+func tryEscape(hostPath string) int {
+	_ = os.MkdirAll("/tmp/escape", 0o755)
+	if err := syscall.Chroot("/tmp/escape"); err != nil {
+		fmt.Println("escape=chroot-refused:", err)
+		return 0
+	}
+	for range 64 {
+		_ = syscall.Chdir("..")
+	}
+	if err := syscall.Chroot("."); err != nil {
+		fmt.Println("escape=chroot-refused:", err)
+		return 0
+	}
+	if _, err := os.Stat(hostPath); err == nil {
+		fmt.Println("escape=escaped")
+		return 0
+	}
+	fmt.Println("escape=contained")
+	return 0
 }
 
 // needRoot skips, loudly, a test that needs the driver to be able to run
@@ -464,4 +495,30 @@ func TestRootTaskCapabilities(t *testing.T) {
 	require.Equal(t, "readonly", lines["usr"], out)
 	_, err := os.Stat("/usr/drover-exec-root")
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestRootCannotEscape runs, as root (which keeps sys_chroot), a program
+// that escapes any plain chroot: the task's root is its own mount
+// namespace's root, with the host's detached, so there is nothing to climb
+// back to.
+func TestRootCannotEscape(t *testing.T) {
+	d := needRoot(t)
+	secret := filepath.Join(t.TempDir(), "host-only")
+	require.NoError(t, os.WriteFile(secret, []byte("x"), 0o644))
+	cfg := newTask(t, "/local/escape", escapeArg, secret)
+	cfg.User = "root"
+	self, err := os.Executable()
+	require.NoError(t, err)
+	bin, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg.TaskDir, "local"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg.TaskDir, "local", "escape"), bin, 0o755))
+	start(t, d, cfg)
+	res := wait(t, d, cfg.ID, 30*time.Second)
+	out, stderr := readFile(t, cfg.StdoutPath), readFile(t, cfg.StderrPath)
+	require.True(t, res.Successful(), "%s\n%s%s", res, out, stderr)
+	if strings.Contains(stderr, "confining the task with chroot instead") {
+		t.Skipf("SKIPPED: pivot_root is not possible on this host (%s); the task is only chrooted", strings.TrimSpace(stderr))
+	}
+	require.Equal(t, "escape=contained\n", out, stderr)
 }

@@ -280,7 +280,12 @@ func runInit(args []string) int {
 			return fail(fmt.Errorf("setting hostname: %w", err))
 		}
 	}
-	attr := &syscall.SysProcAttr{Chroot: spec.Root}
+	attr := &syscall.SysProcAttr{}
+	if err := pivotRoot(spec.Root); err != nil {
+		// Some roots (an initramfs) cannot be pivoted away from.
+		fmt.Fprintf(os.Stderr, "exec: %v; confining the task with chroot instead\n", err)
+		attr.Chroot = spec.Root
+	}
 	if spec.UID != nil && spec.GID != nil {
 		attr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
 	}
@@ -340,6 +345,10 @@ func setupRoot(s *isoSpec) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	// The root must be a mount point to become the namespace's root.
+	if err := syscall.Mount(s.Root, s.Root, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting the task dir on itself: %w", err)
+	}
 	for _, b := range s.Binds {
 		target := filepath.Join(s.Root, b.Dst)
 		if _, err := os.Lstat(target); err != nil {
@@ -360,6 +369,25 @@ func setupRoot(s *isoSpec) error {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
 	return setupDev(filepath.Join(s.Root, "dev"))
+}
+
+// pivotRoot makes root the root of the init's mount namespace and detaches
+// the host's root from it, so that nothing in the namespace, root or not,
+// can reach a host path outside root again (a chroot alone can be escaped
+// by a process that may chroot).
+func pivotRoot(root string) error {
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	// pivot_root(".", "."): the old root ends up stacked on the new one,
+	// and unmounting "." detaches it.
+	if err := syscall.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root to the task dir: %w", err)
+	}
+	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host's root: %w", err)
+	}
+	return os.Chdir("/")
 }
 
 // devices are bind-mounted from the host into the task's /dev, a tmpfs.
