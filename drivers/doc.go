@@ -8,8 +8,10 @@
 //
 // Concrete drivers live in sub-packages and register themselves with
 // Register from init: drivers/docker (docker, whose prepare step pulls the
-// image), drivers/rawexec (raw_exec) and drivers/mock (mock, a scriptable
-// driver for tests and the node simulator). Importing
+// image), drivers/rawexec (raw_exec), drivers/exec (exec: raw_exec's
+// supervision with namespaces, a chroot and cgroup v2 limits) and
+// drivers/mock (mock, a scriptable driver for tests and the node
+// simulator). Importing
 // drivers/builtin links all of them; then NewCatalog builds each one and
 // applies the agent's plugin "NAME" { config {...} } blocks:
 //
@@ -20,9 +22,10 @@
 //	})
 //	d, err := catalog.Get(task.Driver)
 //
-// A process that may run raw_exec tasks must call rawexec.MaybeRunExecutor
-// first thing in main (and tests in TestMain): raw_exec re-executes the
-// current binary as the executor that supervises each task.
+// A process that may run raw_exec or exec tasks must call
+// rawexec.MaybeRunExecutor first thing in main (and tests in TestMain):
+// both re-execute the current binary as the executor that supervises each
+// task (and exec, as the init of the task's namespaces).
 //
 // The package also holds helpers shared by drivers: ParseSignal, and the
 // Config* accessors and FieldError for validating opaque driver config

@@ -30,8 +30,9 @@ type TaskConfig struct {
 	StdoutPath string // file the task's stdout is appended to
 	StderrPath string // file the task's stderr is appended to
 
-	CPU      int // MHz shares requested
-	MemoryMB int
+	CPU         int // MHz shares requested
+	MemoryMB    int
+	MemoryMaxMB int // memory_max (oversubscription), 0 when unset
 }
 
 // Copy returns a deep copy of c (Config values are copied one level deep).

@@ -97,12 +97,17 @@ func TestPeriodicAndDispatchEndToEnd(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "Payload is not provided but required by parameterized job")
 
-	// Scaling a service group through the CLI, within its scaling bounds.
+	// Scaling a service group through the CLI, within its scaling bounds,
+	// once its deployment is over (scaling is refused while one is active).
 	svc := genericServiceJob("scaled", 1, "1")
-	svc.TaskGroups[0].Update = nil
+	svc.TaskGroups[0].Update = &api.UpdateStrategy{MinHealthyTime: new(500 * time.Millisecond)}
 	svc.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(2))}
 	_, _, err = c.Jobs().Register(svc, nil)
 	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, _, err := c.Jobs().LatestDeployment("scaled", nil)
+		return err == nil && d != nil && d.Status == "successful"
+	}, 30*time.Second, 200*time.Millisecond, "the first version's deployment succeeds")
 	code, out = drover(t, srv.httpAddr(), "job", "scale", "-detach", "scaled", "3")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "group count was greater than scaling policy maximum: 3 > 2")

@@ -83,6 +83,14 @@ func (s *Server) JobDispatch(args *JobDispatchArgs) (*JobDispatchReply, error) {
 	if err := child.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
+	if len(child.Payload) > 0 {
+		// Every version of the child carries its payload, in raft and in
+		// the state store: keep it small there.
+		if child.Payload, err = structs.CompressPayload(child.Payload); err != nil {
+			return nil, err
+		}
+		child.PayloadEncoding = structs.PayloadEncodingDeflate
+	}
 	eval := s.newEval(child, structs.EvalTriggerJobRegister)
 	reply, err := s.applyJobRegister(child, nil, eval)
 	if err != nil {

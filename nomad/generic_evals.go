@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/scheduler"
 )
 
 // blockedEvals returns pending copies of the blocked evaluations of jobs
@@ -33,35 +34,55 @@ func (s *Server) blockedEvals(want func(ns, jobID string) bool) ([]*structs.Eval
 
 // allocUpdateEvals returns the evaluations a client's allocation updates
 // call for: one per service or batch job with an allocation that just
-// failed (its reschedule policy decides), and every blocked evaluation
-// when an allocation just finished (it freed capacity).
+// failed (its reschedule policy decides), one per job whose replacement of
+// a migrated allocation just became healthy or running (the drain's next
+// migrate.max_parallel wave), and every blocked evaluation when an
+// allocation just finished (it freed capacity).
 func (s *Server) allocUpdateEvals(updates []*structs.Allocation) ([]*structs.Evaluation, error) {
 	var evals []*structs.Evaluation
 	seen := map[structs.NamespacedID]bool{}
+	addJobEval := func(ns, jobID, trigger string) error {
+		job, err := s.State().JobByID(nil, ns, jobID)
+		if err != nil {
+			return err
+		}
+		if job == nil || job.Stop || (job.Type != structs.JobTypeService && job.Type != structs.JobTypeBatch) || seen[job.NamespacedID()] {
+			return nil
+		}
+		seen[job.NamespacedID()] = true
+		e := s.newEval(job, trigger)
+		e.JobModifyIndex = job.JobModifyIndex
+		evals = append(evals, e)
+		return nil
+	}
 	freed := false
 	for _, u := range updates {
 		prev, err := s.State().AllocByID(nil, u.ID)
 		if err != nil {
 			return nil, err
 		}
-		if prev == nil || prev.ClientTerminal() || !isTerminalClientStatus(u.ClientStatus) {
+		if prev == nil || prev.ClientTerminal() {
+			continue
+		}
+		if !isTerminalClientStatus(u.ClientStatus) {
+			done, err := s.migrationJustDone(prev, u)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				if err := addJobEval(prev.Namespace, prev.JobID, structs.EvalTriggerNodeDrain); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		freed = true
 		if u.ClientStatus != structs.AllocClientStatusFailed || prev.Job == nil || prev.ServerTerminal() {
 			continue
 		}
-		job, err := s.State().JobByID(nil, prev.Namespace, prev.JobID)
-		if err != nil {
+		if err := addJobEval(prev.Namespace, prev.JobID, structs.EvalTriggerRetryFailedAlloc); err != nil {
 			return nil, err
 		}
-		if job == nil || job.Stop || (job.Type != structs.JobTypeService && job.Type != structs.JobTypeBatch) || seen[job.NamespacedID()] {
-			continue
-		}
-		seen[job.NamespacedID()] = true
-		e := s.newEval(job, structs.EvalTriggerRetryFailedAlloc)
-		e.JobModifyIndex = job.JobModifyIndex
-		evals = append(evals, e)
 	}
 	if !freed {
 		return evals, nil
@@ -71,6 +92,30 @@ func (s *Server) allocUpdateEvals(updates []*structs.Allocation) ([]*structs.Eva
 		return nil, err
 	}
 	return append(evals, blocked...), nil
+}
+
+// migrationJustDone reports whether the client update u makes prev, the
+// replacement of an allocation migrated off a draining node, healthy (or
+// running) for the first time.
+func (s *Server) migrationJustDone(prev, u *structs.Allocation) (bool, error) {
+	if prev.PreviousAllocation == "" || prev.ServerTerminal() || scheduler.MigrationDone(prev) {
+		return false, nil
+	}
+	next := prev.Copy()
+	if u.ClientStatus != "" {
+		next.ClientStatus = u.ClientStatus
+	}
+	if u.DeploymentStatus != nil {
+		next.DeploymentStatus = u.DeploymentStatus
+	}
+	if !scheduler.MigrationDone(next) {
+		return false, nil
+	}
+	migrated, err := s.State().AllocByID(nil, prev.PreviousAllocation)
+	if err != nil || migrated == nil {
+		return false, err
+	}
+	return migrated.DesiredDescription == scheduler.DescMigrating, nil
 }
 
 func isTerminalClientStatus(status string) bool {

@@ -19,6 +19,12 @@ type JobRegisterArgs struct {
 	EnforceIndex   bool
 	JobModifyIndex uint64
 	EvalPriority   int
+	// PreserveCounts keeps the count of every group the registered job
+	// already has; new groups take the count given.
+	PreserveCounts bool
+	// PreserveResources keeps the cpu, cores, memory and memory_max of
+	// every task the registered job already has.
+	PreserveResources bool
 	// VersionTag is recorded with the version (set by the image watcher);
 	// a VersionTag on Job itself is dropped.
 	VersionTag *structs.JobVersionTag
@@ -42,6 +48,13 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
 		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")
 	}
+	current, err := s.State().JobByID(nil, args.Job.Namespace, args.Job.ID)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil {
+		preserve(args.Job, current, args.PreserveCounts, args.PreserveResources)
+	}
 	if err := args.Job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -50,10 +63,6 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 		return nil, err
 	}
 	job.VersionTag = args.VersionTag
-	current, err := s.State().JobByID(nil, job.Namespace, job.ID)
-	if err != nil {
-		return nil, err
-	}
 	if args.EnforceIndex {
 		if err := checkJobModifyIndex(current, args.JobModifyIndex); err != nil {
 			return nil, err
@@ -69,6 +78,38 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 		eval.Priority = args.EvalPriority
 	}
 	return s.applyJobRegister(job, args.Submission, eval)
+}
+
+// preserve copies into job, for the groups and tasks that current already
+// has, their counts (counts) and their cpu, cores, memory and memory_max
+// (resources).
+func preserve(job, current *structs.Job, counts, resources bool) {
+	if !counts && !resources {
+		return
+	}
+	for _, tg := range job.TaskGroups {
+		old := current.LookupTaskGroup(tg.Name)
+		if old == nil {
+			continue
+		}
+		if counts {
+			tg.Count = old.Count
+		}
+		if !resources {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			ot := old.LookupTask(t.Name)
+			if ot == nil || ot.Resources == nil {
+				continue
+			}
+			if t.Resources == nil {
+				t.Resources = &structs.Resources{}
+			}
+			t.Resources.CPU, t.Resources.Cores = ot.Resources.CPU, ot.Resources.Cores
+			t.Resources.MemoryMB, t.Resources.MemoryMaxMB = ot.Resources.MemoryMB, ot.Resources.MemoryMaxMB
+		}
+	}
 }
 
 // applyJobRegister commits job (and eval, when non-nil) through raft.

@@ -31,8 +31,8 @@ type JobScaleReply struct {
 
 // JobScale records a scaling event for a group and, when a count is given,
 // registers a job version with that count and an evaluation, in one raft
-// entry. The count must lie within the group's scaling bounds. Refusals
-// use Nomad's wording.
+// entry. The count must lie within the group's scaling bounds, and the job
+// must have no active deployment. Refusals use Nomad's wording.
 func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
 	if args.Group == "" {
 		return nil, structs.BadRequestf("missing task group name for scaling action")
@@ -75,6 +75,15 @@ func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
 		}
 		if job.IsTemplate() {
 			return nil, structs.BadRequestf("cannot scale a periodic or parameterized job")
+		}
+		// A new version would cancel the rollout in flight; an autoscaler
+		// retries once it is over. Events without a count still record.
+		d, err := s.State().LatestDeploymentByJobID(nil, job.Namespace, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil && d.Active() {
+			return nil, structs.BadRequestf("job scaling blocked due to active deployment")
 		}
 		scaled := job.Copy()
 		for i, g := range scaled.TaskGroups {

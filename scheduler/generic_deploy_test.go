@@ -140,3 +140,29 @@ func TestGenericDeployment_BatchHasNone(t *testing.T) {
 	assert.Len(t, h.state.liveAllocs("b"), 2)
 	_ = time.Second
 }
+
+func TestGenericDeployment_CreatedWhenNoNodeFits(t *testing.T) {
+	h := newHarness(t)
+	job := withUpdate(serviceJob("web", 2))
+	h.state.upsertJob(job)
+	eval := h.process(job)
+	require.Contains(t, eval.FailedTGAllocs, "web")
+	require.NotEmpty(t, eval.DeploymentID, "the version's rollout exists even before a node fits")
+	d, _ := h.state.LatestDeploymentByJobID(nil, structs.DefaultNamespace, "web")
+	require.NotNil(t, d)
+	assert.Equal(t, eval.DeploymentID, d.ID)
+	assert.Equal(t, structs.DeploymentStatusRunning, d.Status)
+	assert.Equal(t, 2, d.TaskGroups["web"].DesiredTotal)
+	assert.Zero(t, d.TaskGroups["web"].PlacedAllocs)
+
+	// Capacity appears: the re-run places into the same deployment.
+	addNodes(h, 2)
+	eval = h.process(job)
+	assert.Empty(t, eval.FailedTGAllocs)
+	assert.Equal(t, d.ID, eval.DeploymentID)
+	for _, a := range h.state.liveAllocs("web") {
+		assert.Equal(t, d.ID, a.DeploymentID)
+	}
+	d, _ = h.state.LatestDeploymentByJobID(nil, structs.DefaultNamespace, "web")
+	assert.Equal(t, 2, d.TaskGroups["web"].PlacedAllocs)
+}

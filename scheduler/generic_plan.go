@@ -462,7 +462,10 @@ func (b *genericPlanBuilder) fail(g *GenericGroup, metric *structs.AllocationMet
 }
 
 // finish records queued placements and keeps the deployment in the plan
-// when it is new and joined or its counts changed.
+// when it is new or its counts changed. A new deployment is kept even when
+// every placement found no node: the version is being rolled out, its
+// blocked evaluation places into it once capacity appears, and its progress
+// deadline fails it if none does.
 func (b *genericPlanBuilder) finish() {
 	for _, g := range b.result.Groups {
 		if g.Group != nil {
@@ -473,16 +476,11 @@ func (b *genericPlanBuilder) finish() {
 	if d == nil {
 		return
 	}
-	joined := 0
 	for name, st := range d.TaskGroups {
 		st.PlacedAllocs -= b.failures[name]
-		joined += st.PlacedAllocs
 	}
 	isNew := b.stored == nil || b.stored.ID != d.ID
-	switch {
-	case isNew && joined == 0:
-		return
-	case isNew || countsChanged(b.stored, d):
+	if isNew || countsChanged(b.stored, d) {
 		b.plan.Deployment = d
 	}
 	b.out.deploymentID = d.ID

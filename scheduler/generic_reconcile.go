@@ -142,7 +142,9 @@ const (
 // Rules, per group:
 //   - job stopped or purged, or group removed: live allocations stop;
 //   - a live allocation on a down or missing node is lost and replaced; on
-//     a draining node it is migrated (stopped and replaced elsewhere);
+//     a draining node it is migrated (stopped and replaced elsewhere), at
+//     most migrate.max_parallel of the group at once: a migration counts
+//     until its replacement is healthy (running, outside a deployment);
 //   - a failed allocation not yet replaced is rescheduled per the group's
 //     reschedule policy (now, later through FollowupAt, or never, keeping
 //     its slot); a batch allocation that completed keeps its slot and is
@@ -223,12 +225,20 @@ func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 	count := g.Group.Count
 	used := map[int]bool{}
 	var destructive []*structs.Allocation
+	migrations := r.migrateBudget(g)
 	for i, u := range units {
 		if i >= count {
 			r.drop(g, u)
 			continue
 		}
 		used[nameIndex(u.alloc.Name)] = true
+		if u.kind == unitMigrate {
+			if migrations == 0 {
+				g.Ignore = append(g.Ignore, u.alloc) // migrates in a later wave
+				continue
+			}
+			migrations--
+		}
 		r.keep(g, u, &destructive)
 	}
 	// Free name indexes get new placements.
@@ -415,6 +425,51 @@ func (r *genericReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.
 	}
 	old := a.Job.LookupTaskGroup(a.TaskGroup)
 	return old != nil && old.UpdateType(tg) != structs.UpdateTypeDestructive
+}
+
+// migrateBudget is how many of g's allocations on draining nodes may start
+// migrating now: the group's migrate max_parallel minus its migrations in
+// flight, or -1 (no limit) without a migrate block or with max_parallel 0.
+func (r *genericReconciler) migrateBudget(g *GenericGroup) int {
+	m := g.Group.Migrate
+	if m == nil || m.MaxParallel <= 0 {
+		return -1
+	}
+	return max(0, m.MaxParallel-r.migrating(g))
+}
+
+// migrating counts g's live replacements of allocations migrated off a
+// draining node that have not become healthy yet (or, when no deployment
+// tracks their health, are not running yet).
+func (r *genericReconciler) migrating(g *GenericGroup) int {
+	byID := make(map[string]*structs.Allocation, len(r.byName[g.Name]))
+	for _, a := range r.byName[g.Name] {
+		byID[a.ID] = a
+	}
+	n := 0
+	for _, a := range r.byName[g.Name] {
+		if a.Terminal() || a.PreviousAllocation == "" {
+			continue
+		}
+		prev := byID[a.PreviousAllocation]
+		if prev == nil || prev.DesiredDescription != DescMigrating {
+			continue
+		}
+		if !MigrationDone(a) {
+			n++
+		}
+	}
+	return n
+}
+
+// MigrationDone reports whether a, the replacement of a migrated
+// allocation, no longer counts against migrate max_parallel: healthy when
+// a deployment tracks its health, else running.
+func MigrationDone(a *structs.Allocation) bool {
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
+		return *a.DeploymentStatus.Healthy
+	}
+	return a.ClientStatus == structs.AllocClientStatusRunning
 }
 
 // allocName is "<job>.<group>[<index>]".

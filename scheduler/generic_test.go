@@ -318,3 +318,68 @@ func TestDecideReschedule(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneric_DrainHonoursMigrateMaxParallel drains the node holding four
+// allocations of a group with migrate { max_parallel = 2 }: at most two
+// migrate at once, the next ones once their replacements run.
+func TestGeneric_DrainHonoursMigrateMaxParallel(t *testing.T) {
+	h := newHarness(t)
+	h.state.upsertNode(testNode("node-a"))
+	job := serviceJob("web", 4)
+	job.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 2}
+	h.state.upsertJob(job)
+	h.process(job)
+	require.Equal(t, map[string]int{"node-a": 4}, liveByNode(h, "web"))
+	h.state.upsertNode(testNode("node-b"))
+	n := h.state.nodes["node-a"].Copy()
+	draining(n)
+	h.state.upsertNode(n)
+
+	eval := h.process(job)
+	assert.Equal(t, uint64(2), eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate)
+	assert.Equal(t, map[string]int{"node-a": 2, "node-b": 2}, liveByNode(h, "web"))
+
+	// Nothing more moves while the replacements are pending.
+	eval = h.process(job)
+	assert.Zero(t, eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate)
+	assert.Equal(t, map[string]int{"node-a": 2, "node-b": 2}, liveByNode(h, "web"))
+
+	// One replacement runs: one more may migrate.
+	first := true
+	for _, a := range h.state.liveAllocs("web") {
+		if a.NodeID == "node-b" && first {
+			c := a.Copy()
+			c.ClientStatus = structs.AllocClientStatusRunning
+			h.state.upsertAlloc(c)
+			first = false
+		}
+	}
+	eval = h.process(job)
+	assert.Equal(t, uint64(1), eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate)
+	assert.Equal(t, map[string]int{"node-a": 1, "node-b": 3}, liveByNode(h, "web"))
+
+	// A replacement that a deployment reports unhealthy still counts.
+	for _, a := range h.state.liveAllocs("web") {
+		if a.NodeID == "node-b" && a.ClientStatus != structs.AllocClientStatusRunning {
+			c := a.Copy()
+			c.ClientStatus = structs.AllocClientStatusRunning
+			unhealthy := false
+			c.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &unhealthy}
+			h.state.upsertAlloc(c)
+			break
+		}
+	}
+	eval = h.process(job)
+	assert.Zero(t, eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate, "two in flight: one pending, one unhealthy")
+
+	setStatus(h, "web", structs.AllocClientStatusRunning)
+	for _, a := range h.state.liveAllocs("web") {
+		if a.DeploymentStatus != nil {
+			c := a.Copy()
+			c.DeploymentStatus = nil
+			h.state.upsertAlloc(c)
+		}
+	}
+	h.process(job)
+	assert.Equal(t, map[string]int{"node-b": 4}, liveByNode(h, "web"))
+}

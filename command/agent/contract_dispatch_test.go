@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/structs"
 )
 
 func parameterizedJob(id, payload string, required, optional []string) *api.Job {
@@ -68,6 +70,17 @@ func TestContractDispatch(t *testing.T) {
 	require.True(t, child.Dispatched)
 	require.Equal(t, "render", *child.ParentID)
 	require.Equal(t, payload, child.Payload)
+	// The state store holds it compressed (DEFLATE); every read decodes it.
+	stored, err := ta.Server().State().JobByID(nil, "default", out.DispatchedJobID)
+	require.NoError(t, err)
+	require.Equal(t, structs.PayloadEncodingDeflate, stored.PayloadEncoding)
+	require.Less(t, len(stored.Payload), len(payload)/100)
+	allocs0, _, err := c.Jobs().Allocations(out.DispatchedJobID, false, nil)
+	require.NoError(t, err)
+	require.Len(t, allocs0, 1)
+	full, _, err := c.Allocations().Info(allocs0[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, payload, full.Job.Payload, "the client gets the payload as dispatched")
 	require.Equal(t, map[string]string{"owner": "ops", "size": "big", "scene": "castle"}, child.Meta)
 	require.False(t, child.IsParameterized(), "a dispatched child is not a template")
 	allocs, _, err := c.Jobs().Allocations(out.DispatchedJobID, false, nil)

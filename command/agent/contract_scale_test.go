@@ -9,6 +9,9 @@ import (
 
 func scalableJob(id string, count int, min, max int64) *api.Job {
 	job := serviceJob(id, count)
+	// No deployment: scaling is refused while one is active, and no client
+	// runs these allocations to end it.
+	job.Update = &api.UpdateStrategy{MaxParallel: new(0)}
 	job.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(min), Max: new(max), Enabled: new(true),
 		Policy: map[string]any{"cooldown": "1m"}}
 	return job
@@ -129,4 +132,75 @@ func TestContractScaleEmptyJobID(t *testing.T) {
 	_, _, err := ta.client.Jobs().Scale("", "web", new(1), "", false, nil, nil)
 	require.ErrorContains(t, err, "400")
 	require.ErrorContains(t, err, "Missing job ID")
+}
+
+func TestContractScaleBlockedByActiveDeployment(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	ta.registerNode(t, "node-1")
+	job := serviceJob("web", 1)
+	job.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: new(int64(1)), Max: new(int64(3)), Enabled: new(true)}
+	eval := registerAndWait(t, c, job)
+	require.NotEmpty(t, eval.DeploymentID)
+	d, _, err := c.Deployments().Info(eval.DeploymentID, nil)
+	require.NoError(t, err)
+	require.Equal(t, "running", d.Status, "no client runs the allocation: the deployment stays active")
+	before, _, err := c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+
+	_, _, err = c.Jobs().Scale("web", "web", new(2), "", false, nil, nil)
+	require.ErrorContains(t, err, "400")
+	require.ErrorContains(t, err, "job scaling blocked due to active deployment")
+	after, _, err := c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+	require.Equal(t, *before.Version, *after.Version, "nothing written")
+	require.Equal(t, 1, *after.TaskGroups[0].Count)
+	// An event without a count records even during a deployment.
+	_, _, err = c.Jobs().Scale("web", "web", nil, "metrics unavailable", true, nil, nil)
+	require.NoError(t, err)
+
+	// Once the deployment is over, scaling goes through.
+	_, _, err = c.Deployments().Fail(eval.DeploymentID, nil)
+	require.NoError(t, err)
+	resp, _, err := c.Jobs().Scale("web", "web", new(2), "", false, nil, nil)
+	require.NoError(t, err)
+	waitEvalComplete(t, c, resp.EvalID)
+	after, _, err = c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, *after.TaskGroups[0].Count)
+}
+
+func TestContractRegisterPreserve(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	job := serviceJob("web", 2)
+	job.Update = &api.UpdateStrategy{MaxParallel: new(0)}
+	job.TaskGroups[0].Tasks[0].Resources = &api.Resources{CPU: new(300), MemoryMB: new(256), MemoryMaxMB: new(512)}
+	_, _, err := c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+
+	job = serviceJob("web", 5)
+	job.Update = &api.UpdateStrategy{MaxParallel: new(0)}
+	job.TaskGroups[0].Tasks[0].Resources = &api.Resources{CPU: new(50), MemoryMB: new(64)}
+	extra := serviceJob("x", 4).TaskGroups[0]
+	extra.Name = new("db")
+	job.AddTaskGroup(extra)
+	_, _, err = c.Jobs().RegisterOpts(job, &api.RegisterOptions{PreserveCounts: true, PreserveResources: true}, nil)
+	require.NoError(t, err)
+	got, _, err := c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, *got.TaskGroups[0].Count, "existing group keeps its count")
+	require.Equal(t, 4, *got.TaskGroups[1].Count, "a new group takes its own")
+	r := got.TaskGroups[0].Tasks[0].Resources
+	require.Equal(t, 300, *r.CPU)
+	require.Equal(t, 256, *r.MemoryMB)
+	require.Equal(t, 512, *r.MemoryMaxMB)
+
+	// Without the options the new spec wins.
+	_, _, err = c.Jobs().RegisterOpts(job, nil, nil)
+	require.NoError(t, err)
+	got, _, err = c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+	require.Equal(t, 5, *got.TaskGroups[0].Count)
+	require.Equal(t, 50, *got.TaskGroups[0].Tasks[0].Resources.CPU)
 }

@@ -48,7 +48,10 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	if err := h.checkJobSubmit(r, job); err != nil {
 		return nil, 0, err
 	}
-	args := &nomad.JobRegisterArgs{Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority}
+	args := &nomad.JobRegisterArgs{
+		Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
+		PreserveCounts: req.PreserveCounts, PreserveResources: req.PreserveResources,
+	}
 	if req.Submission != nil {
 		args.Submission = &structs.JobSubmission{
 			Source: req.Submission.Source, Format: req.Submission.Format,

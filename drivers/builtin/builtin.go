@@ -1,5 +1,5 @@
-// Package builtin links Drover's built-in task drivers (docker, raw_exec and
-// mock) so that drivers.NewCatalog finds them, and offers NewCatalog as a
+// Package builtin links Drover's built-in task drivers (docker, exec,
+// raw_exec and mock) so that drivers.NewCatalog finds them, and offers NewCatalog as a
 // shorthand that makes the dependency explicit.
 //
 // Importers: the client agent (building its catalog), the node simulator,
@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/drivers"
 	_ "github.com/drover-project/drover/drivers/docker"  // registers "docker"
+	_ "github.com/drover-project/drover/drivers/exec"    // registers "exec"
 	_ "github.com/drover-project/drover/drivers/mock"    // registers "mock"
 	_ "github.com/drover-project/drover/drivers/rawexec" // registers "raw_exec"
 )

@@ -15,13 +15,13 @@ func TestCatalog(t *testing.T) {
 		"raw_exec": {"enabled": true},
 		"qemu":     {"enabled": true}, // unknown here: ignored with a warning
 	})
-	require.Equal(t, []string{"docker", "mock", "raw_exec"}, c.Names())
+	require.Equal(t, []string{"docker", "exec", "mock", "raw_exec"}, c.Names())
 	for _, name := range c.Names() {
 		d, err := c.Get(name)
 		require.NoError(t, err)
 		require.Equal(t, name, d.Name())
-		if name == "docker" {
-			continue // healthy only where a Docker engine answers; tested in drivers/docker
+		if name == "docker" || name == "exec" {
+			continue // healthy only where a Docker engine answers / as root; tested in their packages
 		}
 		fp := d.Fingerprint(context.Background())
 		require.True(t, fp.Detected)
@@ -44,10 +44,12 @@ func TestCatalogRejectsBadPluginConfig(t *testing.T) {
 	plugins := map[string]map[string]any{
 		"raw_exec": {"enabled": "perhaps"},
 		"docker":   {"image_delay": "soon"},
+		"exec":     {"default_pid_mode": "shared"},
 	}
 	c, err := BuildCatalog(nil, plugins)
 	require.ErrorContains(t, err, `plugin "raw_exec": enabled must be a bool`)
 	require.ErrorContains(t, err, `plugin "docker": image_delay must be a duration`)
+	require.ErrorContains(t, err, `plugin "exec": default_pid_mode must be "private" or "host", got "shared"`)
 	require.Equal(t, []string{"mock"}, c.Names())
 	require.Equal(t, []string{"mock"}, NewCatalog(hclog.NewNullLogger(), plugins).Names())
 }

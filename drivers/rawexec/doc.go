@@ -25,6 +25,13 @@
 // that is SIGKILLed as a group when the caller goes away; with Tty, on a new
 // pseudo-terminal (github.com/creack/pty) sized as the caller says.
 //
-// Importers: the agent's main (MaybeRunExecutor), drivers/builtin, tests.
+// Other drivers reuse this supervision: NewIsolated gives a driver whose
+// tasks start through StartIsolated, and RegisterWrapper lets the executor
+// hand the task's command to a wrapper that isolates it (drivers/exec starts
+// its namespace init instead); RegisterHelper adds re-executions of the
+// binary that MaybeRunExecutor dispatches.
+//
+// Importers: the agent's main (MaybeRunExecutor), drivers/builtin,
+// drivers/exec, tests.
 // Clients use it through the drivers.Driver interface.
 package rawexec

@@ -47,10 +47,12 @@ type State struct {
 // Driver is the raw_exec driver. Create it with New.
 type Driver struct {
 	logger hclog.Logger
+	name   string // Name, or the isolating driver's name (NewIsolated)
 
-	mu      sync.Mutex
-	enabled bool
-	tasks   map[string]*task
+	mu       sync.Mutex
+	enabled  bool
+	isolated bool // NewIsolated: tasks start only through StartIsolated
+	tasks    map[string]*task
 }
 
 var (
@@ -63,11 +65,11 @@ func New(logger hclog.Logger) *Driver {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Driver{logger: logger, tasks: map[string]*task{}}
+	return &Driver{logger: logger, name: Name, tasks: map[string]*task{}}
 }
 
-// Name returns "raw_exec".
-func (d *Driver) Name() string { return Name }
+// Name returns "raw_exec" (or the name given to NewIsolated).
+func (d *Driver) Name() string { return d.name }
 
 // SetConfig applies plugin "raw_exec" { config { enabled = true } }.
 func (d *Driver) SetConfig(plugin map[string]any) error {
@@ -117,6 +119,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if cfg == nil || cfg.ID == "" {
 		return nil, errors.New("raw_exec: task config with an ID is required")
 	}
+	if d.isolated {
+		return nil, fmt.Errorf("%s: tasks start through StartIsolated", d.name)
+	}
 	if !d.isEnabled() {
 		return nil, fmt.Errorf("%w: raw_exec (set enabled = true in plugin \"raw_exec\" config)", drivers.ErrDisabled)
 	}
@@ -124,6 +129,47 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, fmt.Errorf("invalid raw_exec config: %w", err)
 	}
+	spec, err := rawSpec(cfg, tc)
+	if err != nil {
+		return nil, err
+	}
+	return d.start(cfg, spec)
+}
+
+// rawSpec is the executor spec of a raw_exec task: the command resolved on
+// the host, run from the task dir (or work_dir) as the task's user.
+func rawSpec(cfg *drivers.TaskConfig, tc *taskConfig) (execSpec, error) {
+	if cfg.TaskDir == "" {
+		return execSpec{}, errors.New("raw_exec: task dir is required")
+	}
+	if err := os.MkdirAll(cfg.TaskDir, 0o755); err != nil {
+		return execSpec{}, fmt.Errorf("raw_exec: creating task dir: %w", err)
+	}
+	path, err := resolveCommand(tc.Command, cfg.TaskDir, cfg.Env)
+	if err != nil {
+		return execSpec{}, fmt.Errorf("raw_exec: %w", err)
+	}
+	dir := cfg.TaskDir
+	if tc.WorkDir != "" {
+		dir = tc.WorkDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.TaskDir, dir)
+		}
+	}
+	uid, gid, groups, err := lookupUser(cfg.User)
+	if err != nil {
+		return execSpec{}, fmt.Errorf("raw_exec: %w", err)
+	}
+	return execSpec{
+		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: dir,
+		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+		UID: uid, GID: gid, Groups: groups,
+	}, nil
+}
+
+// start reserves the task ID, starts the executor with spec and publishes
+// the task once it runs.
+func (d *Driver) start(cfg *drivers.TaskConfig, spec execSpec) (*drivers.TaskHandle, error) {
 	d.mu.Lock()
 	if _, ok := d.tasks[cfg.ID]; ok {
 		d.mu.Unlock()
@@ -132,8 +178,8 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.tasks[cfg.ID] = nil // reserve the ID while starting; get ignores it
 	d.mu.Unlock()
 
-	t := &task{id: cfg.ID, cfg: cfg.Copy(), done: make(chan struct{})}
-	cmd, err := d.startExecutor(t, tc)
+	t := &task{id: cfg.ID, driver: d.name, cfg: cfg.Copy(), done: make(chan struct{})}
+	cmd, err := d.startExecutor(t, spec)
 	d.mu.Lock()
 	if err != nil {
 		delete(d.tasks, cfg.ID)
@@ -149,38 +195,13 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	return t.handle()
 }
 
-func (d *Driver) startExecutor(t *task, tc *taskConfig) (*exec.Cmd, error) {
+func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	cfg := t.cfg
-	if cfg.TaskDir == "" {
-		return nil, errors.New("raw_exec: task dir is required")
-	}
-	if err := os.MkdirAll(cfg.TaskDir, 0o755); err != nil {
-		return nil, fmt.Errorf("raw_exec: creating task dir: %w", err)
-	}
-	path, err := resolveCommand(tc.Command, cfg.TaskDir, cfg.Env)
-	if err != nil {
-		return nil, fmt.Errorf("raw_exec: %w", err)
-	}
-	dir := cfg.TaskDir
-	if tc.WorkDir != "" {
-		dir = tc.WorkDir
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(cfg.TaskDir, dir)
-		}
-	}
-	uid, gid, groups, err := lookupUser(cfg.User)
-	if err != nil {
-		return nil, fmt.Errorf("raw_exec: %w", err)
-	}
 	exitFile := filepath.Join(cfg.TaskDir, exitFileName)
 	if err := os.Remove(exitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("raw_exec: removing stale exit file: %w", err)
 	}
-	spec := execSpec{
-		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: dir,
-		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, ExitFile: exitFile,
-		UID: uid, GID: gid, Groups: groups,
-	}
+	spec.ExitFile = exitFile
 	specBytes, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -341,7 +362,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if handle == nil || handle.Config == nil {
 		return errors.New("raw_exec: handle with a task config is required")
 	}
-	if handle.Driver != "" && handle.Driver != Name {
+	if handle.Driver != "" && handle.Driver != d.name {
 		return fmt.Errorf("raw_exec: handle is for driver %q", handle.Driver)
 	}
 	id := handle.TaskID
@@ -357,7 +378,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if _, ok := d.tasks[id]; ok {
 		return nil // already attached
 	}
-	t := &task{id: id, cfg: handle.Config.Copy(), state: st, startedAt: handle.StartedAt, done: make(chan struct{})}
+	t := &task{id: id, driver: d.name, cfg: handle.Config.Copy(), state: st, startedAt: handle.StartedAt, done: make(chan struct{})}
 	if rec, ok, err := readExitFile(t.exitFile()); err == nil && ok && t.ownsRecord(rec) {
 		t.finish(rec.result(), rec.CompletedAt)
 		d.tasks[id] = t

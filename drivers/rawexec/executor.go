@@ -35,6 +35,10 @@ type execSpec struct {
 	ExitFile   string
 	UID, GID   *uint32  `json:",omitempty"`
 	Groups     []uint32 `json:",omitempty"`
+	// Wrapper names a Wrapper (RegisterWrapper) that isolates the task;
+	// WrapperSpec is its opaque spec. Empty for raw_exec tasks.
+	Wrapper     string          `json:",omitempty"`
+	WrapperSpec json.RawMessage `json:",omitempty"`
 }
 
 // startMsg is the executor's answer on the handshake pipe.
@@ -48,6 +52,7 @@ type startMsg struct {
 type exitRecord struct {
 	ExitCode          int
 	Signal            int
+	OOMKilled         bool   `json:",omitempty"`
 	Error             string `json:",omitempty"`
 	TaskPID           int
 	ExecutorPID       int
@@ -59,11 +64,19 @@ type exitRecord struct {
 // started as one (os.Args[1] == ExecutorArg); otherwise it returns at once.
 // Call it first thing in main, and in TestMain of tests that start raw_exec
 // tasks, since the executor is a re-exec of the current binary.
+//
+// It also runs the helpers other drivers register with RegisterHelper (the
+// exec driver's namespace init), which are re-executions of the same kind.
 func MaybeRunExecutor() {
-	if len(os.Args) < 2 || os.Args[1] != ExecutorArg {
+	if len(os.Args) < 2 {
 		return
 	}
-	os.Exit(runExecutor(os.Args[2:]))
+	if os.Args[1] == ExecutorArg {
+		os.Exit(runExecutor(os.Args[2:]))
+	}
+	if h := helper(os.Args[1]); h != nil {
+		os.Exit(h(os.Args[2:]))
+	}
 }
 
 // runExecutor starts the task described by the spec file args[0] in its own
@@ -96,11 +109,24 @@ func runExecutor(args []string) int {
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 
 	cmd, closeFiles, err := taskCommand(spec)
+	var wrapped *Wrapped
+	if err == nil && spec.Wrapper != "" {
+		wrapped, err = wrapCommand(cmd, spec)
+	}
 	if err == nil {
 		err = cmd.Start()
+		if err == nil && wrapped != nil && wrapped.Started != nil {
+			if err = wrapped.Started(); err != nil {
+				killGroup(cmd.Process.Pid)
+				_ = cmd.Wait()
+			}
+		}
 	}
 	closeFiles()
 	if err != nil {
+		if wrapped != nil && wrapped.Cleanup != nil {
+			wrapped.Cleanup()
+		}
 		report(startMsg{Error: err.Error()})
 		return 1
 	}
@@ -133,6 +159,14 @@ func runExecutor(args []string) int {
 		CompletedAt:       time.Now().UTC(),
 	}
 	rec.ExitCode, rec.Signal = waitStatus(cmd.ProcessState)
+	if wrapped != nil {
+		if wrapped.Exit != nil {
+			rec.ExitCode, rec.Signal, rec.OOMKilled = wrapped.Exit(cmd.ProcessState)
+		}
+		if wrapped.Cleanup != nil {
+			wrapped.Cleanup()
+		}
+	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		rec.Error = waitErr.Error()

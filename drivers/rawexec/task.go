@@ -17,6 +17,7 @@ import (
 // before done is closed, and read only after it is.
 type task struct {
 	id        string
+	driver    string // the driver's name, recorded in handles
 	cfg       *drivers.TaskConfig
 	state     State
 	startedAt time.Time
@@ -59,7 +60,7 @@ func (t *task) handle() (*drivers.TaskHandle, error) {
 		return nil, err
 	}
 	return &drivers.TaskHandle{
-		Driver:      Name,
+		Driver:      t.driver,
 		TaskID:      t.id,
 		Config:      t.cfg.Copy(),
 		DriverState: b,
@@ -90,7 +91,7 @@ func (t *task) ownsRecord(rec exitRecord) bool {
 }
 
 func (rec exitRecord) result() *drivers.ExitResult {
-	r := &drivers.ExitResult{ExitCode: rec.ExitCode, Signal: rec.Signal}
+	r := &drivers.ExitResult{ExitCode: rec.ExitCode, Signal: rec.Signal, OOMKilled: rec.OOMKilled}
 	if rec.Error != "" {
 		r.Err = errors.New(rec.Error)
 	}

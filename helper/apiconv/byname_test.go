@@ -3,6 +3,7 @@ package apiconv
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ var structsOnlyFields = map[string]bool{
 	"Node.SecretID":               true, // never sent
 	"DeploymentState.AutoPromote": true, // server-side in Nomad too
 	"Allocation.SignedIdentities": true, // only to the node that runs it (internal endpoint)
+	"Job.PayloadEncoding":         true, // JobToAPI decodes Payload
 }
 
 // convertedPairs are the top-level types converted by name.
@@ -205,10 +207,12 @@ func derefValue(v reflect.Value) reflect.Value {
 func TestToAPI_EveryFieldSurvives(t *testing.T) {
 	t.Run("job", func(t *testing.T) {
 		j := filled[structs.Job]()
+		j.PayloadEncoding = "" // a raw payload passes through unchanged
 		assertSameByName(t, reflect.ValueOf(j), reflect.ValueOf(JobToAPI(j)), "Job")
 	})
 	t.Run("allocation", func(t *testing.T) {
 		a := filled[structs.Allocation]()
+		a.Job.PayloadEncoding = ""
 		out := AllocToAPI(a)
 		assertSameByName(t, reflect.ValueOf(a), reflect.ValueOf(out), "Allocation")
 		assert.Equal(t, a.Job.Version, *out.Job.Version)
@@ -251,9 +255,25 @@ func TestToAPI_EveryFieldSurvives(t *testing.T) {
 // structs → api → structs unchanged, through api.Job.Canonicalize.
 func TestJobRoundTrip_EveryField(t *testing.T) {
 	j := filled[structs.Job]()
+	j.PayloadEncoding = "" // see TestJobToAPI_DecodesPayload
 	back, _, err := JobFromAPI(JobToAPI(j))
 	require.NoError(t, err)
 	assert.Equal(t, j, back)
+}
+
+func TestJobToAPI_DecodesPayload(t *testing.T) {
+	raw := []byte(strings.Repeat("payload line\n", 400))
+	packed, err := structs.CompressPayload(raw)
+	require.NoError(t, err)
+	require.Less(t, len(packed), len(raw)/10, "stored compressed")
+	j := &structs.Job{ID: "child", Payload: packed, PayloadEncoding: structs.PayloadEncodingDeflate}
+	assert.Equal(t, raw, JobToAPI(j).Payload, "returned as dispatched")
+	alloc := &structs.Allocation{ID: "a", Job: j}
+	assert.Equal(t, raw, AllocToAPI(alloc).Job.Payload, "clients get it as dispatched")
+	assert.Equal(t, packed, j.Payload, "the stored form is untouched")
+
+	j.Payload = []byte("not deflate")
+	assert.Nil(t, JobToAPI(j).Payload, "an undecodable stored form is not passed off as the payload")
 }
 
 func TestNodeRoundTrip_EveryField(t *testing.T) {

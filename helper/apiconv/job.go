@@ -264,6 +264,13 @@ func JobToAPI(j *structs.Job) *api.Job {
 	out.ConsulNamespace = new("")
 	out.VaultNamespace = new("")
 	out.NomadTokenID = new("")
+	// The payload is stored compressed; clients and users get it as it
+	// was dispatched. A stored form that cannot be decoded is left out
+	// rather than handed on as if it were the payload.
+	out.Payload = nil
+	if payload, err := j.DecodedPayload(); err == nil && len(payload) > 0 {
+		out.Payload = payload
+	}
 	return out
 }
 

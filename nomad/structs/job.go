@@ -25,10 +25,12 @@ type Job struct {
 	Periodic         *PeriodicConfig
 	ParameterizedJob *ParameterizedJobConfig
 	// Dispatched, DispatchIdempotencyToken and Payload are set by the
-	// server on a dispatched child job.
+	// server on a dispatched child job. Payload is stored compressed, as
+	// PayloadEncoding says ("" for raw); read it with DecodedPayload.
 	Dispatched               bool
 	DispatchIdempotencyToken string
 	Payload                  []byte
+	PayloadEncoding          string
 
 	// Server-set fields.
 	Stop              bool

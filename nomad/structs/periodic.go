@@ -189,8 +189,15 @@ func (j *Job) validateTemplates(p *problems) {
 		}
 		p.addAll("parameterized: ", j.ParameterizedJob.validate())
 	}
-	if len(j.Payload) > DispatchPayloadSizeLimit {
-		p.addf("Payload exceeds maximum size; %d > %d", len(j.Payload), DispatchPayloadSizeLimit)
+	j.validatePayload(p)
+}
+
+// validatePayload checks the size of the payload as it was dispatched.
+func (j *Job) validatePayload(p *problems) {
+	if payload, err := j.DecodedPayload(); err != nil {
+		p.addf("Payload: %v", err)
+	} else if len(payload) > DispatchPayloadSizeLimit {
+		p.addf("Payload exceeds maximum size; %d > %d", len(payload), DispatchPayloadSizeLimit)
 	}
 }
 

@@ -320,12 +320,13 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 }
 
 // KnownDrivers are the task drivers Drover has.
-var KnownDrivers = []string{"docker", "mock", "raw_exec"}
+var KnownDrivers = []string{"docker", "exec", "mock", "raw_exec"}
 
 // requiredConfigKeys lists, per driver, the config keys that must be a
 // non-empty string. Other drivers' configs are opaque here.
 var requiredConfigKeys = map[string]string{
 	"raw_exec": "command",
+	"exec":     "command",
 	"docker":   "image",
 }
 

@@ -140,20 +140,20 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		StdoutPath: stdout,
 		StderrPath: stderr,
 	}
-	cfg.CPU, cfg.MemoryMB = taskResources(alloc, task)
+	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	return cfg, nil
 }
 
-// taskResources returns the CPU and memory granted to the task, falling back
-// to what it asked for.
-func taskResources(alloc *structs.Allocation, task *structs.Task) (cpu, memoryMB int) {
+// taskResources returns the CPU, memory and memory_max granted to the task,
+// falling back to what it asked for.
+func taskResources(alloc *structs.Allocation, task *structs.Task) (cpu, memoryMB, memoryMaxMB int) {
 	if task.Resources != nil {
-		cpu, memoryMB = task.Resources.CPU, task.Resources.MemoryMB
+		cpu, memoryMB, memoryMaxMB = task.Resources.CPU, task.Resources.MemoryMB, task.Resources.MemoryMaxMB
 	}
 	if alloc.AllocatedResources != nil {
 		if r := alloc.AllocatedResources.Tasks[task.Name]; r != nil {
-			cpu, memoryMB = int(r.Cpu.CpuShares), int(r.Memory.MemoryMB)
+			cpu, memoryMB, memoryMaxMB = int(r.Cpu.CpuShares), int(r.Memory.MemoryMB), int(r.Memory.MemoryMaxMB)
 		}
 	}
-	return cpu, memoryMB
+	return cpu, memoryMB, memoryMaxMB
 }
