@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -121,6 +122,22 @@ func TestContractJobRollout(t *testing.T) {
 	require.Nil(t, byVersion[1][col("Healthy")], "health is not decided before the task runs")
 	require.Equal(t, []string{"ID", "Name", "Status", "SchedulingEligibility", "Datacenter", "NodePool"}, view.NodeColumns)
 	require.Len(t, view.Nodes, 2)
+
+	// The allocation events the view applies name the allocation's version
+	// beside it (the payload carries no job).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicAllocation: {"web"}}, 0, nil)
+	require.NoError(t, err)
+	versions := map[float64]bool{}
+	for len(versions) < 2 {
+		for _, e := range nextEvents(t, ch).Events {
+			raw := e.Payload["Allocation"].(map[string]any)
+			require.Nil(t, raw["Job"])
+			versions[raw["JobVersion"].(float64)] = true
+		}
+	}
+	require.Equal(t, map[float64]bool{0: true, 1: true}, versions)
 
 	// A named deployment must be the job's.
 	_, err = c.Raw().Query("/v1/job/web/rollout?deployment="+d.ID, &view, nil)

@@ -17,7 +17,8 @@ export function startRollout(body) {
   const pinned = body.dataset.deployment; // ?deployment=<id> shows that one
   const q = '?namespace=' + encodeURIComponent(ns);
   const jp = jobPath(jobID);
-  const viewPath = jp + '/rollout' + q + (pinned ? '&deployment=' + encodeURIComponent(pinned) : '');
+  // The server names the read in the page (boot.js has begun it).
+  const viewPath = (window.droverFirstRead && window.droverFirstRead.path) || (jp + '/rollout' + q + (pinned ? '&deployment=' + encodeURIComponent(pinned) : ''));
   // allocs: ID -> row; byNode: node ID -> Set of allocation IDs; nodes:
   // ID -> row, or null when the token may not read nodes.
   const s = { job: null, deployment: null, allocs: new Map(), byNode: new Map(), nodes: null, versions: null, model: null };
