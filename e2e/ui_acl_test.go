@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,8 @@ import (
 // for a token once, keeps it in the tab's session storage and reads with
 // it (the event stream included) on every page; an action the token may
 // not do shows Nomad's refusal and changes nothing; a token entered
-// through the token button is used for the next action.
+// through the token button is used for the next action. With the event
+// stream blocked, the rollout view falls back to blocking queries.
 func TestUIACL(t *testing.T) {
 	ctx := newBrowser(t, 1200, 820)
 	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1, top: "acl {\n  enabled = true\n}"})
@@ -79,4 +81,15 @@ node { policy = "read" }`}, nil)
 		"the click with the management token paused the deployment")
 	waitJS(t, ctx, 10*time.Second, `document.getElementById('dep-status').textContent === 'paused' &&
 		document.getElementById('flash').textContent === 'Pause: done'`)
+
+	// With the event stream blocked, the view falls back to blocking
+	// queries on its read and still follows the resume clicked in it.
+	_, err = chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
+		URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/v1/event/stream?*", Block: true}}})
+	require.NoError(t, err)
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/web/rollout"))
+	waitJS(t, ctx, 15*time.Second, `window.droverRollout.live === 'blocking' && !document.getElementById('act-resume').hidden`)
+	run(t, ctx, 10*time.Second, chromedp.Click(chromedp.ID("act-resume")))
+	require.Eventually(t, func() bool { return deployment().Status == "running" }, 10*time.Second, 100*time.Millisecond)
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('dep-status').textContent === 'running' && !document.getElementById('act-pause').hidden`)
 }
