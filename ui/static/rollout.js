@@ -174,27 +174,53 @@ export function startRollout(body) {
   view.onFocusText = (t) => text(document.getElementById('grid-focus'), t);
   // Expose for measuring: draw n synthetic cells and return the time taken.
   debug.benchmark = (n) => view.benchmark(n);
-  // benchmarkModel times one whole update at fleet scale: the model built
-  // from n synthetic nodes and allocations (waves of 500, canaries, every
-  // state) and drawn; the real view comes back on the next frame.
+  // benchmarkModel times the costliest live update at fleet scale, a
+  // new wave: the model built from n synthetic nodes and allocations
+  // (waves of 500, canaries, every state) and drawn; the real view comes
+  // back on the next frame.
   debug.benchmarkModel = (n) => {
-    const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
-    const nodes = [], allocs = [];
-    for (let i = 0; i < n; i++) {
-      const id = 'node-' + i;
-      nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
-      const placed = i < n / 2;
-      allocs.push({ ID: 'alloc-' + i, NodeID: id, NodeName: 'sim-' + i, JobVersion: placed ? 2 : 1, DesiredStatus: 'run',
-        CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10, CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running',
-        Healthy: placed ? (i % 13 === 0 ? false : i % 3 === 0 ? null : true) : null, Canary: placed && i < 20,
-        DeploymentID: placed ? 'bench' : '', LastEvent: '', LastEventPhase: '' });
-    }
+    const { d, allocs, nodes } = benchData(n);
     const t0 = performance.now();
     view.set(buildModel({ job: s.job, deployment: d, allocs, nodes }));
     const ms = performance.now() - t0;
     schedule(true);
     return ms;
   };
+  // benchmarkCells times the common live update at fleet scale: k of n
+  // nodes' allocations turning healthy, applied and redrawn cell by cell.
+  debug.benchmarkCells = (n, k) => {
+    const { d, allocs, nodes } = benchData(n);
+    const m = buildModel({ job: s.job, deployment: d, allocs, nodes });
+    view.set(m);
+    const byNode = new Map(m.cells.map((c) => [c.nodeID, c]));
+    const changed = allocs.filter((a) => a.DeploymentID && a.Healthy !== true).slice(0, k).map((a) => ({ ...a, Healthy: true, ClientStatus: 'running' }));
+    const t0 = performance.now();
+    let redrawn = 0;
+    for (const a of changed) {
+      const c = updateCell(m, byNode.get(a.NodeID), cellFor({ job: s.job, deployment: d, nodeID: a.NodeID, allocs: [a], node: null }));
+      if (c) { view.drawOne(c); redrawn++; }
+    }
+    const ms = performance.now() - t0;
+    schedule(true);
+    return redrawn === changed.length ? ms : -1;
+  };
+}
+
+// benchData is n synthetic nodes and their allocations: half of them
+// placed by deployment "bench" in waves of 500, every state among them.
+function benchData(n) {
+  const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
+  const nodes = [], allocs = [];
+  for (let i = 0; i < n; i++) {
+    const id = 'node-' + i;
+    nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
+    const placed = i < n / 2;
+    allocs.push({ ID: 'alloc-' + i, NodeID: id, NodeName: 'sim-' + i, JobVersion: placed ? 2 : 1, DesiredStatus: 'run',
+      CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10, CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running',
+      Healthy: placed ? (i % 13 === 0 ? false : i % 3 === 0 ? null : true) : null, Canary: placed && i < 20,
+      DeploymentID: placed ? 'bench' : '', LastEvent: '', LastEventPhase: '' });
+  }
+  return { d, allocs, nodes };
 }
 
 // revertTarget is the newest stable version older than the job's current
