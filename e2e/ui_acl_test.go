@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ node { policy = "read" }`}, nil)
 	waitJS(t, ctx, 5*time.Second, `document.getElementById('token-dialog').open`)
 	run(t, ctx, 10*time.Second, chromedp.SetValue(chromedp.ID("token-input"), root.SecretID),
 		chromedp.Click(chromedp.CSS(`#token-form button[value="save"]`)))
-	require.Equal(t, root.SecretID, evalJS[string](t, ctx, `sessionStorage.getItem('drover.acl-token')`))
+	waitJS(t, ctx, 5*time.Second, fmt.Sprintf(`sessionStorage.getItem('drover.acl-token') === %q`, root.SecretID))
 	run(t, ctx, 10*time.Second, chromedp.Click(chromedp.ID("act-pause")))
 	require.Eventually(t, func() bool { return deployment().Status == "paused" }, 10*time.Second, 100*time.Millisecond,
 		"the click with the management token paused the deployment")

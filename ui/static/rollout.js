@@ -34,12 +34,24 @@ export function startRollout(body) {
   const refreshVersions = () => get(jp + '/versions' + q).then((v) => { s.versions = v.Versions || []; schedule(false); })
     .catch((err) => flash('Cannot read the job versions: ' + err.message));
 
+  // addAlloc keeps, as the rollout read does, a node's allocations that
+  // run or are meant to, and its newest: the history of past rollouts is
+  // dropped as new allocations replace it.
   const addAlloc = (row) => {
     const old = s.allocs.get(row.ID);
     if (old && old.NodeID !== row.NodeID) s.byNode.get(old.NodeID)?.delete(row.ID);
     s.allocs.set(row.ID, row);
     if (!s.byNode.has(row.NodeID)) s.byNode.set(row.NodeID, new Set());
-    s.byNode.get(row.NodeID).add(row.ID);
+    const ids = s.byNode.get(row.NodeID);
+    ids.add(row.ID);
+    if (ids.size > 2) {
+      const list = [...ids].map((id) => s.allocs.get(id));
+      const newest = list.reduce((x, y) => (y.CreateIndex > x.CreateIndex ? y : x));
+      for (const a of list) {
+        const live = a.DesiredStatus === 'run' && !['complete', 'failed', 'lost'].includes(a.ClientStatus);
+        if (a !== newest && !live) { ids.delete(a.ID); s.allocs.delete(a.ID); }
+      }
+    }
     dirty.add(row.NodeID);
   };
 
@@ -103,12 +115,15 @@ export function startRollout(body) {
       }
     }
     debug.live = window.droverLive = 'blocking';
-    watch(viewPath, (v) => load(v), { onError: (err) => flash('Cannot read the rollout: ' + err.message) });
+    watch(viewPath, (v) => load(v), { onError });
   };
 
   const getIndexed = (path) => get(path, { indexed: true });
+  // A first read that fails (no such job yet, the agent away) is retried
+  // by a blocking query on it, which then keeps the view live.
+  const onError = (err) => flash('Cannot read the rollout: ' + err.message);
   getIndexed(viewPath).then((r) => { load(r.data); follow(r.index); })
-    .catch((err) => { flash('Cannot read the rollout: ' + err.message); follow(0); });
+    .catch((err) => { onError(err); debug.live = window.droverLive = 'blocking'; watch(viewPath, (v) => load(v), { onError }); });
   refreshVersions();
 
   function render() {
