@@ -187,6 +187,7 @@ async function refetch(sub) {
     do {
       sub.dirty = false;
       const r = await request('GET', sub.path, undefined, { signal: sub.signal });
+      sub.backoff = 0;
       if (!sub.seen || r.index !== sub.index) {
         sub.seen = true;
         sub.index = r.index;
@@ -194,7 +195,12 @@ async function refetch(sub) {
       }
     } while (sub.dirty && !gone(sub.signal));
   } catch (err) {
-    if (!gone(sub.signal)) sub.onError?.(err);
+    if (!gone(sub.signal)) {
+      sub.onError?.(err);
+      // A failed read is tried again, backing off, as events may not come.
+      sub.backoff = Math.min((sub.backoff || 500) * 2, 10000);
+      setTimeout(() => { if (!gone(sub.signal) && hub.subs.has(sub)) refetch(sub); }, sub.backoff);
+    }
   } finally {
     sub.busy = false;
     sub.loadedNow();

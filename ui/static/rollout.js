@@ -77,9 +77,11 @@ export function startRollout(body) {
       } else if (e.Topic === 'Deployment' && p.Deployment && p.Deployment.JobID === jobID && p.Deployment.Namespace === ns) {
         const d = p.Deployment, cur = s.deployment;
         if (pinned ? d.ID === pinned : (!cur || d.ID === cur.ID || d.CreateIndex > cur.CreateIndex)) {
-          if (!cur || cur.ID !== d.ID) full = true;
           s.deployment = d;
-          refreshVersions();
+          if (!cur || cur.ID !== d.ID) full = true;
+          // A deployment's end makes its version stable (or not), which
+          // the revert button reads.
+          if (!cur || cur.ID !== d.ID || cur.Status !== d.Status) refreshVersions();
         }
       } else if (e.Topic === 'Job' && p.Job && p.Job.ID === jobID && p.Job.Namespace === ns && !p.Deleted) {
         s.job = p.Job;
