@@ -151,3 +151,32 @@ func TestContractJobRollout(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
+
+// With ACLs on, the rollout read needs read-job in the job's namespace and
+// holds the node rows only for a token that may read nodes.
+func TestContractJobRolloutACL(t *testing.T) {
+	ta := newACLTestAgent(t)
+	ta.registerNode(t, "a")
+	_, _, err := ta.client.Jobs().Register(testJob("web"), nil)
+	require.NoError(t, err)
+	type view struct {
+		Job   *api.Job
+		Nodes [][]any
+	}
+	var v view
+	_, err = ta.clientWith(t, "").Raw().Query("/v1/job/web/rollout", &v, nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+
+	jobsOnly := ta.tokenFor(t, "jobs", `namespace "default" { policy = "read" }`)
+	_, err = ta.clientWith(t, jobsOnly.SecretID).Raw().Query("/v1/job/web/rollout", &v, nil)
+	require.NoError(t, err)
+	require.Equal(t, "web", *v.Job.ID)
+	require.Nil(t, v.Nodes, "no node rows without node read")
+
+	withNodes := ta.tokenFor(t, "jobs-nodes", `namespace "default" { policy = "read" }
+node { policy = "read" }`)
+	v = view{}
+	_, err = ta.clientWith(t, withNodes.SecretID).Raw().Query("/v1/job/web/rollout", &v, nil)
+	require.NoError(t, err)
+	require.Len(t, v.Nodes, 1)
+}
