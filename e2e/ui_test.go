@@ -53,6 +53,7 @@ func TestUIRolloutStory(t *testing.T) {
 		return r && r.textContent.includes('system') && r.textContent.includes('v0') && r.textContent.includes('successful'); })()`)
 	require.True(t, strings.HasSuffix(evalJS[string](t, ctx, `location.pathname`), "/ui/"), "the root redirects to /ui/")
 	screenshot(t, ctx, "jobs.png")
+	waitJS(t, ctx, 5*time.Second, `window.droverLive === 'stream'`) // the jobs list follows the event stream
 
 	// Version 1 with canary = 50: two canaries. The view marks exactly the
 	// nodes whose allocations the API flags as canaries.
@@ -99,7 +100,7 @@ func TestUIRolloutStory(t *testing.T) {
 	require.Equal(t, "Deployment is running but requires manual promotion",
 		evalJS[string](t, ctx, `document.getElementById('dep-description').textContent`))
 	screenshot(t, ctx, "rollout.png")
-	require.Equal(t, "stream", evalJS[string](t, ctx, `window.droverRollout.live`), "the view follows the event stream")
+	waitJS(t, ctx, 5*time.Second, `window.droverRollout.live === 'stream'`) // the view follows the event stream
 
 	// Pause and resume in the page, each seen by the API and then by the
 	// view.
@@ -193,6 +194,10 @@ func TestUIRolloutStory(t *testing.T) {
 		return err == nil && *job.Version == 5 && job.TaskGroups[0].Tasks[0].Env["VERSION"] == "0"
 	}, 20*time.Second, 100*time.Millisecond, "the revert clicked on the job page registered version 0's spec")
 	waitDeployment(t, c, 5, "successful")
+	// The job page, on the event stream, shows the new version and its
+	// deployment without a reload.
+	waitJS(t, ctx, 15*time.Second, `window.droverLive === 'stream' && document.querySelectorAll('#versions-table tbody tr').length === 6 &&
+		document.getElementById('job-deployment').textContent.includes('successful') && document.getElementById('job-deployment').textContent.includes('v5')`)
 
 	// A node page with the event stream blocked: it falls back to blocking
 	// queries and still follows what its clicks do. Eligibility off and on,
