@@ -1,14 +1,20 @@
 package ui
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"html/template"
 	"io/fs"
+	"mime"
 	"net/http"
+	"net/url"
+	"path"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 //go:embed templates/*.html static/*
@@ -27,6 +33,9 @@ type page struct {
 	NodeID       string
 	Path         string
 	Asset        string // cache-busting suffix of the static files
+	// First is the API read the page's scripts start with, begun by
+	// boot.js before the modules have loaded.
+	First string
 }
 
 // Handler serves the UI under /ui/.
@@ -34,7 +43,7 @@ type Handler struct {
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	asset  string
-	static http.Handler
+	static map[string][]byte // name -> contents, imports versioned
 }
 
 // New parses the embedded templates; a template that does not parse is a
@@ -47,11 +56,7 @@ func New() *Handler {
 		h.pages[kind] = template.Must(t.ParseFS(files, "templates/"+kind+".html"))
 	}
 	h.asset = assetVersion()
-	sub, err := fs.Sub(files, "static")
-	if err != nil {
-		panic(err)
-	}
-	h.static = http.StripPrefix("/ui/static/", http.FileServerFS(sub))
+	h.static = staticFiles(h.asset)
 	h.routes()
 	return h
 }
@@ -68,6 +73,25 @@ func assetVersion() string {
 		sum.Write(b)
 	}
 	return hex.EncodeToString(sum.Sum(nil))[:12]
+}
+
+// moduleImport matches a relative import of one of the static modules.
+var moduleImport = regexp.MustCompile(`(from '\./[a-z]+\.js)'`)
+
+// staticFiles reads the static files, with every module import naming the
+// asset version, so that a page's modules are all cached for good and a
+// warm page load fetches none of them.
+func staticFiles(asset string) map[string][]byte {
+	out := map[string][]byte{}
+	names, _ := fs.Glob(files, "static/*")
+	for _, n := range names {
+		b, _ := files.ReadFile(n)
+		if strings.HasSuffix(n, ".js") {
+			b = moduleImport.ReplaceAll(b, []byte("${1}?v="+asset+"'"))
+		}
+		out[path.Base(n)] = b
+	}
+	return out
 }
 
 func (h *Handler) routes() {
@@ -89,13 +113,21 @@ func (h *Handler) routes() {
 			p.Title = "Node " + shortID(p.NodeID)
 		}))
 	}
-	m.HandleFunc("GET /ui/static/", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("GET /ui/static/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		b, ok := h.static[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
 		if r.URL.Query().Get("v") == h.asset {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		} else {
 			w.Header().Set("Cache-Control", "no-cache")
 		}
-		h.static.ServeHTTP(w, r)
+		w.Header().Set("Content-Type", mime.TypeByExtension(path.Ext(name)))
+		w.Header().Set("ETag", `"`+h.asset+`"`)
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
 	})
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
@@ -118,6 +150,10 @@ func jobParams(r *http.Request, p *page) {
 	p.Title = id
 	if p.Kind == "rollout" {
 		p.Title = "Rollout of " + id
+		p.First = "/v1/job/" + url.PathEscape(id) + "/rollout?namespace=" + url.QueryEscape(ns)
+		if p.DeploymentID != "" {
+			p.First += "&deployment=" + url.QueryEscape(p.DeploymentID)
+		}
 	}
 }
 

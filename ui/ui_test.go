@@ -64,7 +64,7 @@ func TestJobIDIsEscaped(t *testing.T) {
 func TestStaticFilesAndCaching(t *testing.T) {
 	h := New()
 	_, page := get(t, h, "/ui/")
-	for _, name := range []string{"app.js", "api.js", "model.js", "rollout.js", "util.js", "app.css"} {
+	for _, name := range []string{"app.js", "api.js", "model.js", "rollout.js", "util.js", "boot.js", "app.css"} {
 		resp, body := get(t, h, "/ui/static/"+name+"?v="+h.asset)
 		require.Equal(t, http.StatusOK, resp.StatusCode, name)
 		require.NotEmpty(t, body)
@@ -74,6 +74,11 @@ func TestStaticFilesAndCaching(t *testing.T) {
 		}
 	}
 	require.Contains(t, page, "/ui/static/app.js?v="+h.asset, "pages name the current asset version")
+	_, app := get(t, h, "/ui/static/app.js?v="+h.asset)
+	require.Contains(t, app, "from './api.js?v="+h.asset+"'", "modules import the current version of each other")
+	require.NotContains(t, app, "from './api.js'")
+	_, rollout := get(t, h, "/ui/jobs/a%2Fb@ns1/rollout")
+	require.Contains(t, rollout, `data-first="/v1/job/a%2Fb/rollout?namespace=ns1"`, "the rollout page names its first read")
 	resp, _ := get(t, h, "/ui/static/app.js?v=old")
 	require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"), "an old version's URL is revalidated")
 	resp, _ = get(t, h, "/ui/static/missing.js")

@@ -192,7 +192,12 @@ func eventPayload(e stream.Event) map[string]any {
 	case *structs.Allocation:
 		a := *o
 		a.Job = nil
-		return map[string]any{"Allocation": apiconv.AllocToAPI(&a)}
+		// Without its job, the allocation names its version beside it
+		// (the field of allocation list stubs).
+		return map[string]any{"Allocation": &struct {
+			*api.Allocation
+			JobVersion uint64
+		}{apiconv.AllocToAPI(&a), o.JobVersion}}
 	case *structs.Deployment:
 		return map[string]any{"Deployment": apiconv.DeploymentToAPI(o)}
 	case *structs.Node:

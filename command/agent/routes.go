@@ -84,6 +84,8 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/scaling/policies", nsCap(acl.NamespaceCapabilityListScalingPolicies), h.scalingPoliciesList)
 	get("/v1/scaling/policy/{id}", nsCap(acl.NamespaceCapabilityReadScalingPolicy), h.scalingPolicyGet)
 	get("/v1/job/{id}/image-updates", nsCap(readJob), h.jobImageUpdates)
+	// The web UI's rollout view in one read (Drover's own); nodes only for a token that may read them.
+	get("/v1/job/{id}/rollout", nsCap(readJob), h.jobRollout)
 	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
 
 	get("/v1/evaluations", nsCap(readJob), h.evalsList)

@@ -49,8 +49,8 @@ function jobsPage() {
       }).catch(() => {});
     }
     draw();
-  }, { onError });
-  watch('/v1/deployments?namespace=*', (list) => { deps = list || []; draw(); }, { onError });
+  }, { onError, topics: ['Job'] });
+  watch('/v1/deployments?namespace=*', (list) => { deps = list || []; draw(); }, { onError, topics: ['Deployment'] });
 }
 
 function jobPage() {
@@ -65,7 +65,7 @@ function jobPage() {
     facts.replaceChildren(f('Type', j.Type), f('Version', 'v' + j.Version), f('Namespace', j.Namespace),
       f('Datacenters', (j.Datacenters || []).join(', ')), f('Node pool', j.NodePool || 'default'),
       f('Groups', (j.TaskGroups || []).map((g) => g.Name).join(', ')), f('Priority', String(j.Priority)));
-  }, { onError });
+  }, { onError, topics: ['Job:' + jobID] });
 
   watch(jp + '/deployment' + q, (d) => {
     const box = document.getElementById('job-deployment');
@@ -73,7 +73,7 @@ function jobPage() {
     if (!d) { box.replaceChildren('No deployment.'); return; }
     box.replaceChildren(el('p', {}, badge(d.Status), ' v' + d.JobVersion + ' · ', el('span', {}, d.StatusDescription), ' · ',
       el('a', { href: '/ui/jobs/' + encodeURIComponent(jobID) + '@' + encodeURIComponent(ns) + '/rollout' }, 'open the rollout view')));
-  }, { onError });
+  }, { onError, topics: ['Deployment:' + jobID] });
 
   let versions = [];
   watch(jp + '/versions' + q + '&diffs=true', (r) => {
@@ -101,7 +101,7 @@ function jobPage() {
       opts(document.getElementById('diff-from'), String(versions[Math.min(1, versions.length - 1)].Version));
       opts(document.getElementById('diff-to'), String(versions[0].Version));
     }
-  }, { onError });
+  }, { onError, topics: ['Job:' + jobID] });
 
   document.getElementById('diff-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -124,7 +124,7 @@ function jobPage() {
       el('td', {}, allocLink(a)), el('td', {}, nodeLink(a.NodeID, a.NodeName)), el('td', {}, 'v' + a.JobVersion),
       el('td', {}, a.DesiredStatus), el('td', {}, badge(a.ClientStatus)), el('td', {}, healthOf(a)),
       el('td', {}, fmtTime(a.CreateTime)))) : [emptyRow(7, 'No allocations.')]));
-  }, { onError });
+  }, { onError, topics: ['Allocation:' + jobID] });
 
   watch(jp + '/evaluations' + q, (evals) => {
     const tbody = document.querySelector('#evals-table tbody');
@@ -132,8 +132,8 @@ function jobPage() {
     tbody.replaceChildren(...(evals.length ? evals.map((e) => el('tr', {},
       el('td', { class: 'mono' }, shortID(e.ID)), el('td', {}, e.TriggeredBy), el('td', {}, badge(e.Status)),
       el('td', {}, e.StatusDescription || ''), el('td', {}, fmtTime(e.CreateTime)))) : [emptyRow(5, 'No evaluations.')]));
-  }, { onError });
-  // Polled rather than blocking (see api.js): it changes rarely.
+  }, { onError, topics: ['Evaluation:' + jobID] });
+  // Polled: the image watcher's state has no event topic, and it changes rarely.
   watch(jp + '/image-updates' + q, (st) => {
     const tasks = (st && st.Tasks) || [];
     document.getElementById('images-section').hidden = !tasks.length;
@@ -142,7 +142,7 @@ function jobPage() {
       el('td', {}, t.AutoUpdate ? 'on' : 'off'),
       el('td', {}, t.LastCheck && !t.LastCheck.startsWith('0001') ? fmtTime(t.LastCheck) + (t.LastError ? ' — ' + t.LastError : '') : 'never'),
       el('td', {}, t.Pending ? el('code', {}, t.Pending) : '–'))));
-  }, { onError: () => {} });
+  }, { onError: () => {}, poll: true });
 }
 
 function countChanges(d) {
@@ -228,7 +228,7 @@ function allocPage() {
       if (names.includes(keep)) taskSel.value = keep;
       startLogs();
     }
-  }, { onError });
+  }, { onError, topics: ['Allocation:' + id] });
 }
 
 function nodesPage() {
@@ -239,7 +239,7 @@ function nodesPage() {
       el('td', {}, nodeLink(n.ID, n.Name)), el('td', {}, badge(n.Status)), el('td', {}, n.SchedulingEligibility),
       el('td', {}, n.Drain ? badge('draining') : 'no'), el('td', {}, n.Datacenter), el('td', {}, n.NodePool || 'default'),
       el('td', { class: 'mono' }, n.Address || ''))) : [emptyRow(7, 'No nodes have registered.')]));
-  }, { onError });
+  }, { onError, topics: ['Node'] });
 }
 
 function nodePage() {
@@ -260,14 +260,14 @@ function nodePage() {
     document.getElementById('act-undrain').hidden = !drain;
     document.getElementById('act-eligible').hidden = n.SchedulingEligibility === 'eligible';
     document.getElementById('act-ineligible').hidden = n.SchedulingEligibility !== 'eligible';
-  }, { onError });
+  }, { onError, topics: ['Node:' + id] });
   watch(np + '/allocations', (allocs) => {
     allocs = (allocs || []).sort((a, b) => b.CreateIndex - a.CreateIndex);
     document.querySelector('#node-allocs tbody').replaceChildren(...(allocs.length ? allocs.map((a) => el('tr', {},
       el('td', {}, allocLink(a)), el('td', {}, jobLink(a.JobID, a.Namespace)), el('td', {}, 'v' + a.JobVersion),
       el('td', {}, a.DesiredStatus), el('td', {}, badge(a.ClientStatus)), el('td', {}, healthOf(a)),
       el('td', {}, fmtTime(a.CreateTime)))) : [emptyRow(7, 'No allocations on this node.')]));
-  }, { onError });
+  }, { onError, topics: ['Allocation'] });
   const click = (bid, fn) => document.getElementById(bid).addEventListener('click', (ev) => runAction(ev.currentTarget, fn));
   click('act-drain', () => {
     const secs = Number(document.getElementById('drain-deadline').value);

@@ -18,25 +18,39 @@ export const OLD_SHADES = ['#c3cad5', '#9aa4b2', '#7b8594'];
 
 const TERMINAL = new Set(['complete', 'failed', 'lost']);
 
-function lastEvent(alloc) {
+// allocRow is the flat form of an allocation the model reads: what the
+// rollout endpoint's rows hold, made here from a whole allocation (an
+// event's payload).
+export function allocRow(a) {
   let last = null;
-  for (const ts of Object.values(alloc.TaskStates || {})) {
+  for (const ts of Object.values(a.TaskStates || {})) {
     for (const e of ts.Events || []) if (!last || e.Time > last.Time) last = e;
   }
-  return last;
+  const ds = a.DeploymentStatus || {};
+  return {
+    ID: a.ID, NodeID: a.NodeID, NodeName: a.NodeName, JobVersion: a.JobVersion, ClientStatus: a.ClientStatus,
+    DesiredStatus: a.DesiredStatus, Healthy: ds.Healthy === undefined ? null : ds.Healthy, Canary: !!ds.Canary,
+    CreateIndex: a.CreateIndex, CreateTime: a.CreateTime, DeploymentID: a.DeploymentID || '',
+    LastEvent: last ? (last.DisplayMessage || last.Message || '') : '', LastEventPhase: (last && last.Details && last.Details.phase) || '',
+  };
 }
 
-function isPulling(alloc) {
-  const e = lastEvent(alloc);
-  if (!e) return false;
-  const msg = e.DisplayMessage || e.Message || '';
-  return (e.Details && e.Details.phase === 'prepare') || /^Pulling image|^Preparing task|^Downloading/.test(msg);
+// nodeRow is the flat form of a node.
+export function nodeRow(n) {
+  return { ID: n.ID, Name: n.Name, Status: n.Status, SchedulingEligibility: n.SchedulingEligibility, Datacenter: n.Datacenter, NodePool: n.NodePool };
 }
 
-function isPrefetching(alloc) {
-  const e = lastEvent(alloc);
-  const msg = e ? (e.DisplayMessage || e.Message || '') : '';
-  return /^Pulling image .* ahead of the wave/.test(msg);
+// fromColumns turns the endpoint's array rows into objects.
+export function fromColumns(columns, rows) {
+  return (rows || []).map((r) => { const o = {}; columns.forEach((c, i) => { o[c] = r[i]; }); return o; });
+}
+
+function isPulling(a) {
+  return a.LastEventPhase === 'prepare' || /^Pulling image|^Preparing task|^Downloading/.test(a.LastEvent || '');
+}
+
+function isPrefetching(a) {
+  return /^Pulling image .* ahead of the wave/.test(a.LastEvent || '');
 }
 
 // pickAlloc chooses the allocation a node's cell shows: its newest live
@@ -54,14 +68,13 @@ function pickAlloc(list) {
 export function stateOf(alloc, node, d, ofDeployment) {
   if ((node && node.Status === 'down') || (alloc && alloc.ClientStatus === 'lost')) return 'lost';
   if (!alloc) return 'waiting';
-  const ds = alloc.DeploymentStatus || {};
   const current = !d || alloc.JobVersion === d.JobVersion;
   if (!ofDeployment && !current) {
     if (alloc.ClientStatus === 'failed') return 'unhealthy';
     return isPrefetching(alloc) ? 'prefetching' : 'waiting';
   }
-  if (ds.Healthy === false || alloc.ClientStatus === 'failed') return 'unhealthy';
-  if (ds.Healthy === true) return 'healthy';
+  if (alloc.Healthy === false || alloc.ClientStatus === 'failed') return 'unhealthy';
+  if (alloc.Healthy === true) return 'healthy';
   if (!ofDeployment && alloc.ClientStatus === 'running') return 'healthy';
   if (alloc.ClientStatus === 'complete') return 'healthy';
   if (alloc.ClientStatus === 'pending' && isPulling(alloc)) return 'pulling';
@@ -84,60 +97,85 @@ function nodeCanRun(job, node) {
   return dcMatches(job.Datacenters, node.Datacenter);
 }
 
-// buildModel turns the job, its deployment (or null), its allocation
-// stubs, the IDs of the deployment's allocations (list stubs carry no
-// deployment ID) and the node stubs into cells grouped by wave.
+// buildModel turns the job, its deployment (or null), its allocation rows
+// (allocRow) and the node rows (null when the token may not read nodes)
+// into cells grouped by wave.
 //
 // A wave is the set of the deployment's allocations created by one plan
 // (the same CreateIndex); canaries form their own group. Nodes the
 // deployment has not reached come last.
-export function buildModel({ job, deployment: d, allocs, deploymentAllocs, nodes }) {
-  const inDep = (a) => !!(a && d && deploymentAllocs && deploymentAllocs.has(a.ID));
+export function buildModel({ job, deployment: d, allocs, nodes }) {
   const byNode = new Map();
   for (const a of allocs || []) {
     if (!byNode.has(a.NodeID)) byNode.set(a.NodeID, []);
     byNode.get(a.NodeID).push(a);
   }
-  const nodeByID = new Map((nodes || []).map((n) => [n.ID, n]));
+  const nodeByID = nodes instanceof Map ? nodes : new Map((nodes || []).map((n) => [n.ID, n]));
   const cells = [];
-  const seen = new Set();
   for (const [nodeID, list] of byNode) {
-    const a = pickAlloc(list);
-    const n = nodeByID.get(nodeID);
-    // Nodes of finished allocations that nothing replaced (drained, job
-    // moved away) are not the job's any more.
-    if (a.DesiredStatus !== 'run' && !inDep(a) && a.ClientStatus !== 'lost') continue;
-    seen.add(nodeID);
-    cells.push(makeCell(a, n, nodeID, d, inDep(a)));
+    const c = cellFor({ job, deployment: d, nodeID, allocs: list, node: nodeByID.get(nodeID) });
+    if (c) cells.push(c);
   }
-  for (const n of nodes || []) {
-    if (!seen.has(n.ID) && nodeCanRun(job, n)) cells.push(makeCell(null, n, n.ID, d, false));
+  for (const n of nodeByID.values()) {
+    if (!byNode.has(n.ID)) {
+      const c = cellFor({ job, deployment: d, nodeID: n.ID, allocs: [], node: n });
+      if (c) cells.push(c);
+    }
   }
   const versions = [...new Set(cells.filter((c) => c.version !== null).map((c) => c.version))].sort((x, y) => y - x);
   const newVersion = d ? d.JobVersion : (job ? job.Version : versions[0]);
   const oldVersions = versions.filter((v) => v !== newVersion);
-  for (const c of cells) {
-    c.shade = null;
-    if (c.state === 'waiting' && c.version !== null && c.version !== newVersion) {
-      c.shade = OLD_SHADES[Math.min(oldVersions.indexOf(c.version), OLD_SHADES.length - 1)];
-    }
+  const m = { cells, counts: null, canaries: 0, newVersion, oldVersions };
+  for (const c of cells) c.shade = shadeOf(m, c);
+  m.waves = groupWaves(cells, d);
+  m.counts = Object.fromEntries(STATES.map((s) => [s.key, 0]));
+  for (const c of cells) { m.counts[c.state]++; if (c.canary) m.canaries++; }
+  return m;
+}
+
+// cellFor is one node's cell: its newest live allocation (else its newest)
+// for deployment d, or, with no allocation, the node when the job would
+// place on it; null when the node is not the job's. Nodes of finished
+// allocations that nothing replaced (drained, job moved away) are not the
+// job's any more.
+export function cellFor({ job, deployment: d, nodeID, allocs, node }) {
+  if (!allocs.length) return node && nodeCanRun(job, node) ? makeCell(null, node, nodeID, d, false) : null;
+  const a = pickAlloc(allocs);
+  const inDep = !!(d && a.DeploymentID === d.ID);
+  if (a.DesiredStatus !== 'run' && !inDep && a.ClientStatus !== 'lost') return null;
+  return makeCell(a, node, nodeID, d, inDep);
+}
+
+function shadeOf(m, c) {
+  if (c.state === 'waiting' && c.version !== null && c.version !== m.newVersion) {
+    return OLD_SHADES[Math.min(m.oldVersions.indexOf(c.version), OLD_SHADES.length - 1)];
   }
-  const waves = groupWaves(cells, d);
-  const counts = Object.fromEntries(STATES.map((s) => [s.key, 0]));
-  let canaries = 0;
-  for (const c of cells) { counts[c.state]++; if (c.canary) canaries++; }
-  return { cells, waves, counts, canaries, newVersion, oldVersions };
+  return null;
+}
+
+// updateCell applies a node's new cell to model m in place when it keeps
+// its place in the drawing (same wave, order and version set) and returns
+// the cell to redraw; it returns null when the model must be rebuilt.
+export function updateCell(m, old, next) {
+  if (!old || !next) return null;
+  if (old.inDeployment !== next.inDeployment || old.canary !== next.canary || old.createIndex !== next.createIndex ||
+      old.nodeName !== next.nodeName) return null;
+  if (next.version !== null && next.version !== m.newVersion && !m.oldVersions.includes(next.version)) return null;
+  m.counts[old.state]--;
+  m.counts[next.state]++;
+  for (const k of ['allocID', 'version', 'state', 'createTime', 'clientStatus']) old[k] = next[k];
+  old.shade = shadeOf(m, old);
+  return old;
 }
 
 function makeCell(a, n, nodeID, d, ofDeployment) {
-  const ds = (a && a.DeploymentStatus) || {};
   return {
     nodeID,
     nodeName: (n && n.Name) || (a && a.NodeName) || nodeID.slice(0, 8),
     allocID: a ? a.ID : '',
     version: a ? a.JobVersion : null,
     state: stateOf(a, n, d, ofDeployment),
-    canary: ofDeployment && !!ds.Canary,
+    canary: ofDeployment && !!a.Canary,
     inDeployment: ofDeployment,
     createIndex: a ? a.CreateIndex : 0,
     createTime: a ? a.CreateTime : 0,

@@ -1,8 +1,12 @@
 // The rollout view: the deployment panel, its actions, and every node of
-// the job drawn on one canvas by wave. Data comes from watch(); each change
-// schedules one redraw on the next animation frame.
-import { get, put, watch } from './api.js';
-import { STATES, CANARY_COLOR, buildModel } from './model.js';
+// the job drawn on one canvas by wave. The first picture comes from one
+// read (/v1/job/<id>/rollout); then the page's event stream brings the
+// changed allocations, nodes, deployments and job, and only the cells that
+// changed are redrawn (a new wave or deployment redraws the grid). When
+// the stream cannot be had, a blocking query on the same read keeps the
+// view live.
+import { get, put, watch, eventStream, APIError } from './api.js';
+import { STATES, CANARY_COLOR, buildModel, cellFor, updateCell, allocRow, nodeRow, fromColumns } from './model.js';
 import { el, text, fmtTime, fmtRelative, runAction, shortID, imagesOf, jobPath, flash } from './util.js';
 
 const COLORS = Object.fromEntries(STATES.map((s) => [s.key, s.color]));
@@ -13,53 +17,150 @@ export function startRollout(body) {
   const pinned = body.dataset.deployment; // ?deployment=<id> shows that one
   const q = '?namespace=' + encodeURIComponent(ns);
   const jp = jobPath(jobID);
-  const s = { job: null, deployment: null, allocs: null, nodes: null, versions: null, model: null };
+  // The server names the read in the page (boot.js has begun it).
+  const viewPath = (window.droverFirstRead && window.droverFirstRead.path) || (jp + '/rollout' + q + (pinned ? '&deployment=' + encodeURIComponent(pinned) : ''));
+  // allocs: ID -> row; byNode: node ID -> Set of allocation IDs; nodes:
+  // ID -> row, or null when the token may not read nodes.
+  const s = { job: null, deployment: null, allocs: new Map(), byNode: new Map(), nodes: null, versions: null, model: null };
   const view = new GridView(document.getElementById('grid'), document.getElementById('grid-tip'));
-  const debug = { renders: 0, drawnAt: 0, cells: [], deployment: null, lastDrawMs: 0, history: [] };
+  const debug = { renders: 0, cellUpdates: 0, drawnAt: 0, deployment: null, lastDrawMs: 0, history: [], live: 'loading' };
+  Object.defineProperty(debug, 'cells', { get: () => (s.model ? s.model.cells : []).map((c) => ({ node: c.nodeID, name: c.nodeName,
+    alloc: c.allocID, version: c.version, state: c.state, canary: c.canary, wave: c.wave })) });
   window.droverRollout = debug;
-  let frame = 0;
-  const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
+  let frame = 0, full = true;
+  const dirty = new Set(); // nodes whose cells may have changed
+  const schedule = (rebuild) => { if (rebuild) full = true; if (!frame) frame = requestAnimationFrame(render); };
 
-  // Four long polls at most (a browser holds six connections per host, and
-  // actions need one): the job and its versions are read again whenever the
-  // deployment changes, not watched.
-  const refreshJob = () => Promise.all([get(jp + q), get(jp + '/versions' + q)]).then(([j, v]) => {
-    s.job = j; s.versions = v.Versions || []; schedule();
-  }).catch((err) => flash('Cannot read the job: ' + err.message));
-  watch(jp + '/allocations' + q + '&all=true', (a) => { s.allocs = a || []; schedule(); });
-  watch('/v1/nodes', (n) => { s.nodes = n || []; schedule(); });
-  // The deployment's own allocations are watched per deployment: a new
-  // deployment (a new version, an auto-revert) replaces the watch.
-  let depWatch = null;
-  const onDeployment = (d) => {
-    if (!d || !s.deployment || d.ID !== s.deployment.ID) {
-      if (depWatch) depWatch.abort();
-      s.depAllocs = d ? null : new Set();
-      if (d) {
-        depWatch = new AbortController();
-        watch('/v1/deployment/allocations/' + encodeURIComponent(d.ID), (list) => {
-          s.depAllocs = new Set((list || []).map((a) => a.ID));
-          schedule();
-        }, { signal: depWatch.signal });
+  const refreshVersions = () => get(jp + '/versions' + q).then((v) => { s.versions = v.Versions || []; schedule(false); })
+    .catch((err) => flash('Cannot read the job versions: ' + err.message));
+
+  // addAlloc keeps, as the rollout read does, a node's allocations that
+  // run or are meant to, and its newest: the history of past rollouts is
+  // dropped as new allocations replace it.
+  const addAlloc = (row) => {
+    const old = s.allocs.get(row.ID);
+    if (old && old.NodeID !== row.NodeID) s.byNode.get(old.NodeID)?.delete(row.ID);
+    s.allocs.set(row.ID, row);
+    if (!s.byNode.has(row.NodeID)) s.byNode.set(row.NodeID, new Set());
+    const ids = s.byNode.get(row.NodeID);
+    ids.add(row.ID);
+    if (ids.size > 2) {
+      const list = [...ids].map((id) => s.allocs.get(id));
+      const newest = list.reduce((x, y) => (y.CreateIndex > x.CreateIndex ? y : x));
+      for (const a of list) {
+        const live = a.DesiredStatus === 'run' && !['complete', 'failed', 'lost'].includes(a.ClientStatus);
+        if (a !== newest && !live) { ids.delete(a.ID); s.allocs.delete(a.ID); }
       }
     }
-    s.deployment = d; s.haveDeployment = true;
-    refreshJob();
+    dirty.add(row.NodeID);
   };
-  if (pinned) watch('/v1/deployment/' + encodeURIComponent(pinned), onDeployment);
-  else watch(jp + '/deployment' + q, onDeployment);
+
+  // load takes the whole picture from the rollout read.
+  const load = (v) => {
+    s.job = v.Job;
+    s.deployment = v.Deployment || null;
+    s.allocs = new Map(); s.byNode = new Map();
+    for (const row of fromColumns(v.AllocColumns, v.Allocs)) addAlloc(row);
+    s.nodes = v.Nodes ? new Map(fromColumns(v.NodeColumns, v.Nodes).map((n) => [n.ID, n])) : null;
+    schedule(true);
+  };
+
+  // apply takes one batch of the stream's events.
+  const apply = (batch) => {
+    for (const e of batch.Events) {
+      const p = e.Payload || {};
+      if (e.Topic === 'Allocation' && p.Allocation && p.Allocation.JobID === jobID && p.Allocation.Namespace === ns) {
+        addAlloc(allocRow(p.Allocation));
+      } else if (e.Topic === 'Node' && p.Node && s.nodes) {
+        if (e.Type === 'NodeDeregistration') s.nodes.delete(p.Node.ID); else s.nodes.set(p.Node.ID, nodeRow(p.Node));
+        dirty.add(p.Node.ID);
+      } else if (e.Topic === 'Deployment' && p.Deployment && p.Deployment.JobID === jobID && p.Deployment.Namespace === ns) {
+        const d = p.Deployment, cur = s.deployment;
+        if (pinned ? d.ID === pinned : (!cur || d.ID === cur.ID || d.CreateIndex > cur.CreateIndex)) {
+          s.deployment = d;
+          if (!cur || cur.ID !== d.ID) full = true;
+          // A deployment's end makes its version stable (or not), which
+          // the revert button reads.
+          if (!cur || cur.ID !== d.ID || cur.Status !== d.Status) refreshVersions();
+        }
+      } else if (e.Topic === 'Job' && p.Job && p.Job.ID === jobID && p.Job.Namespace === ns && !p.Deleted) {
+        s.job = p.Job;
+        full = true;
+        refreshVersions();
+      }
+    }
+    schedule(false);
+  };
+
+  // follow keeps the view on the stream; when the stream is refused or
+  // breaks three times running, a blocking query on the read takes over.
+  const follow = async (index) => {
+    let failures = 0;
+    for (;;) {
+      let opened = false;
+      try {
+        await eventStream(['Job:' + jobID, 'Deployment:' + jobID, 'Allocation:' + jobID, ...(s.nodes ? ['Node'] : [])], index + 1, (b) => {
+          index = b.Index; failures = 0; apply(b);
+        }, { namespace: ns, onOpen: () => { opened = true; debug.live = window.droverLive = 'stream'; } });
+      } catch (err) {
+        if (!opened && err instanceof APIError) failures = 3;
+      }
+      if (++failures >= 3) break;
+      // The stream ended (the agent restarted, or this page fell behind):
+      // read the whole picture again and go on from there.
+      await new Promise((res) => setTimeout(res, 500 * failures));
+      try {
+        const r = await getIndexed(viewPath);
+        load(r.data); index = r.index;
+      } catch (err) {
+        flash('Cannot read the rollout: ' + err.message);
+      }
+    }
+    debug.live = window.droverLive = 'blocking';
+    watch(viewPath, (v) => load(v), { onError });
+  };
+
+  const getIndexed = (path) => get(path, { indexed: true });
+  // A first read that fails (no such job yet, the agent away) is retried
+  // by a blocking query on it, which then keeps the view live.
+  const onError = (err) => flash('Cannot read the rollout: ' + err.message);
+  getIndexed(viewPath).then((r) => { load(r.data); follow(r.index); })
+    .catch((err) => { onError(err); debug.live = window.droverLive = 'blocking'; watch(viewPath, (v) => load(v), { onError }); });
+  refreshVersions();
 
   function render() {
     frame = 0;
-    if (!s.job || !s.allocs || !s.nodes || !s.haveDeployment || !s.depAllocs) return;
+    if (!s.job) return;
     const t0 = performance.now();
     const d = s.deployment;
-    s.model = buildModel({ job: s.job, deployment: d, allocs: s.allocs, deploymentAllocs: s.depAllocs, nodes: s.nodes });
+    if (!full && s.model) {
+      // Only the changed nodes: each cell redrawn where it is, unless one
+      // moves (a new wave, a node joining), which redraws the grid.
+      const changed = [];
+      for (const nodeID of dirty) {
+        const old = s.model.byNode.get(nodeID);
+        const next = cellFor({ job: s.job, deployment: d, nodeID, allocs: [...(s.byNode.get(nodeID) || [])].map((id) => s.allocs.get(id)),
+          node: s.nodes ? s.nodes.get(nodeID) : null });
+        if (!old && !next) continue;
+        const c = updateCell(s.model, old, next);
+        if (!c) { full = true; break; }
+        changed.push(c);
+      }
+      if (!full) {
+        for (const c of changed) view.drawOne(c);
+        debug.cellUpdates += changed.length;
+      }
+    }
+    dirty.clear();
+    if (full || !s.model) {
+      full = false;
+      s.model = buildModel({ job: s.job, deployment: d, allocs: s.allocs.values(), nodes: s.nodes || [] });
+      s.model.byNode = new Map(s.model.cells.map((c) => [c.nodeID, c]));
+      view.set(s.model);
+      debug.renders++;
+    }
     renderPanel(s, d);
     renderLegend(s.model);
-    view.set(s.model);
-    debug.renders++;
-    debug.cells = s.model.cells.map((c) => ({ node: c.nodeID, name: c.nodeName, alloc: c.allocID, version: c.version, state: c.state, canary: c.canary, wave: c.wave }));
     debug.deployment = d ? { id: d.ID, status: d.Status, version: d.JobVersion } : null;
     // What was drawn, one line per distinct picture: "v2 running: v2 unhealthy ×1, v1 waiting ×3".
     const seen = {};
@@ -90,27 +191,53 @@ export function startRollout(body) {
   view.onFocusText = (t) => text(document.getElementById('grid-focus'), t);
   // Expose for measuring: draw n synthetic cells and return the time taken.
   debug.benchmark = (n) => view.benchmark(n);
-  // benchmarkModel times one whole update at fleet scale: the model built
-  // from n synthetic nodes and allocations (waves of 500, canaries, every
-  // state) and drawn; the real view comes back on the next frame.
+  // benchmarkModel times the costliest live update at fleet scale, a
+  // new wave: the model built from n synthetic nodes and allocations
+  // (waves of 500, canaries, every state) and drawn; the real view comes
+  // back on the next frame.
   debug.benchmarkModel = (n) => {
-    const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
-    const nodes = [], allocs = [], dep = new Set();
-    for (let i = 0; i < n; i++) {
-      const id = 'node-' + i;
-      nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
-      const placed = i < n / 2;
-      const a = { ID: 'alloc-' + i, NodeID: id, JobVersion: placed ? 2 : 1, DesiredStatus: 'run', CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10,
-        CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running', DeploymentStatus: placed ? { Healthy: i % 13 === 0 ? false : i % 3 === 0 ? null : true, Canary: i < 20 } : null, TaskStates: {} };
-      allocs.push(a);
-      if (placed) dep.add(a.ID);
-    }
+    const { d, allocs, nodes } = benchData(n);
     const t0 = performance.now();
-    view.set(buildModel({ job: s.job, deployment: d, allocs, deploymentAllocs: dep, nodes }));
+    view.set(buildModel({ job: s.job, deployment: d, allocs, nodes }));
     const ms = performance.now() - t0;
-    schedule();
+    schedule(true);
     return ms;
   };
+  // benchmarkCells times the common live update at fleet scale: k of n
+  // nodes' allocations turning healthy, applied and redrawn cell by cell.
+  debug.benchmarkCells = (n, k) => {
+    const { d, allocs, nodes } = benchData(n);
+    const m = buildModel({ job: s.job, deployment: d, allocs, nodes });
+    view.set(m);
+    const byNode = new Map(m.cells.map((c) => [c.nodeID, c]));
+    const changed = allocs.filter((a) => a.DeploymentID && a.Healthy !== true).slice(0, k).map((a) => ({ ...a, Healthy: true, ClientStatus: 'running' }));
+    const t0 = performance.now();
+    let redrawn = 0;
+    for (const a of changed) {
+      const c = updateCell(m, byNode.get(a.NodeID), cellFor({ job: s.job, deployment: d, nodeID: a.NodeID, allocs: [a], node: null }));
+      if (c) { view.drawOne(c); redrawn++; }
+    }
+    const ms = performance.now() - t0;
+    schedule(true);
+    return redrawn === changed.length ? ms : -1;
+  };
+}
+
+// benchData is n synthetic nodes and their allocations: half of them
+// placed by deployment "bench" in waves of 500, every state among them.
+function benchData(n) {
+  const d = { ID: 'bench', JobVersion: 2, Status: 'running', TaskGroups: {} };
+  const nodes = [], allocs = [];
+  for (let i = 0; i < n; i++) {
+    const id = 'node-' + i;
+    nodes.push({ ID: id, Name: 'sim-' + i, Status: i % 211 === 0 ? 'down' : 'ready', SchedulingEligibility: 'eligible', Datacenter: 'dc1', NodePool: 'default' });
+    const placed = i < n / 2;
+    allocs.push({ ID: 'alloc-' + i, NodeID: id, NodeName: 'sim-' + i, JobVersion: placed ? 2 : 1, DesiredStatus: 'run',
+      CreateIndex: placed ? 1000 + Math.floor(i / 500) : 10, CreateTime: 0, ClientStatus: i % 7 === 0 ? 'pending' : 'running',
+      Healthy: placed ? (i % 13 === 0 ? false : i % 3 === 0 ? null : true) : null, Canary: placed && i < 20,
+      DeploymentID: placed ? 'bench' : '', LastEvent: '', LastEventPhase: '' });
+  }
+  return { d, allocs, nodes };
 }
 
 // revertTarget is the newest stable version older than the job's current
@@ -258,7 +385,10 @@ class GridView {
         ctx.fillText('  placed ' + fmtTime(w.time / 1e6), hw, L.top - 7);
         ctx.font = '600 13px system-ui, sans-serif';
       }
-      w.cells.forEach((c, i) => this.drawCell(ctx, c, L.top + Math.floor(i / g.cols) * g.pitch, (i % g.cols) * g.pitch));
+      w.cells.forEach((c, i) => {
+        c.x = (i % g.cols) * g.pitch; c.y = L.top + Math.floor(i / g.cols) * g.pitch;
+        this.drawCell(ctx, c, c.y, c.x);
+      });
     }
     const f = this.focus >= 0 ? cells[this.focus] : null;
     if (f && document.activeElement === canvas) {
@@ -266,6 +396,14 @@ class GridView {
       ctx.strokeStyle = '#f59e0b'; ctx.lineWidth = 2;
       ctx.strokeRect(p.x - 2, p.y - 2, g.size + 4, g.size + 4);
     }
+  }
+
+  // drawOne redraws one cell where the last draw put it.
+  drawOne(c) {
+    if (!this.g || c.x === undefined) return;
+    const ctx = this.canvas.getContext('2d');
+    ctx.clearRect(c.x, c.y, this.g.size, this.g.size);
+    this.drawCell(ctx, c, c.y, c.x);
   }
 
   drawCell(ctx, c, y, x) {
