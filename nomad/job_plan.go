@@ -18,11 +18,12 @@ type JobPlanReply struct {
 }
 
 // JobPlan shows what registering job would change, without writing anything:
-// the diff against the current version and the scheduler's dry-run decision.
+// the diff against the current version (only when withDiff; nil otherwise)
+// and the scheduler's dry-run decision.
 //
 // Docker images are pinned as JobRegister would pin them, so the diff shows
 // the digest a registration would store.
-func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, error) {
+func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error) {
 	if err := job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -35,9 +36,11 @@ func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, erro
 	if err != nil {
 		return nil, err
 	}
-	diff, err := current.Diff(job, contextual)
-	if err != nil {
-		return nil, err
+	var diff *structs.JobDiff
+	if withDiff {
+		if diff, err = current.Diff(job, true); err != nil {
+			return nil, err
+		}
 	}
 	proposed := proposedVersion(current, job)
 	eval := s.newEval(proposed, structs.EvalTriggerJobRegister)
