@@ -11,7 +11,8 @@
 //
 // Task config keys, all optional:
 //
-//	run_for                 duration ("50ms") or nanoseconds: how long the task runs; 0 = until stopped
+//	run_for                 duration ("50ms") or nanoseconds: how long the task runs; 0 = until
+//	                        stopped ("mock_driver": until its stdout is written)
 //	exit_code               exit code when run_for elapses (0..255)
 //	start_error             StartTask fails with this message (a drivers.RecoverableError)
 //	start_error_recoverable whether that error is recoverable
