@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,4 +201,63 @@ func TestContractPlanDiffOnlyWhenAsked(t *testing.T) {
 	require.Nil(t, resp.Diff)
 	require.NotNil(t, resp.Annotations)
 	require.Positive(t, resp.JobModifyIndex)
+}
+
+// On a dev agent: a batch task of the mock_driver driver without run_for
+// completes once its output is written, and the logs API returns that
+// output whole; the allocation reports its host network status; the node
+// has the default metadata, static, with nothing dynamic.
+func TestContractMockDriverLogsNetworkMeta(t *testing.T) {
+	ag, c := newDevAgent(t)
+	var want strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	job := api.NewBatchJob("logger", "logger", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	task := api.NewTask("logger", "mock_driver").SetConfig("stdout_string", want.String())
+	job.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(task))
+	registerAndWait(t, c, job)
+	var alloc *api.Allocation
+	require.Eventually(t, func() bool {
+		stubs, _, err := c.Jobs().Allocations("logger", false, nil)
+		if err != nil || len(stubs) != 1 || stubs[0].ClientStatus != "complete" {
+			return false
+		}
+		alloc, _, err = c.Allocations().Info(stubs[0].ID, nil)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "the task exits once its output is written")
+	require.NotNil(t, alloc.NetworkStatus)
+	require.Equal(t, "", alloc.NetworkStatus.InterfaceName, "host networking: no interface of its own")
+	node, _, err := c.Nodes().Info(alloc.NodeID, nil)
+	require.NoError(t, err)
+	require.Equal(t, node.Attributes["unique.network.ip-address"], alloc.NetworkStatus.Address)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	frames, errs := c.AllocFS().Logs(alloc, false, "logger", "stdout", "start", 0, stop, nil)
+	var got bytes.Buffer
+	for done := false; !done; {
+		select {
+		case f := <-frames:
+			if f == nil {
+				done = true
+				break
+			}
+			got.Write(f.Data)
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("logs did not end")
+		}
+	}
+	require.Equal(t, want.String(), got.String())
+
+	meta, err := c.Nodes().Meta().Read(ag.Client().NodeID(), nil)
+	require.NoError(t, err)
+	require.Equal(t, "true", meta.Static["drover.prefetch"])
+	require.Equal(t, "host", meta.Static["drover.network_modes"])
+	require.Equal(t, meta.Static, meta.Meta)
+	require.Empty(t, meta.Dynamic)
+	require.Equal(t, meta.Meta, node.Meta)
 }
