@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"time"
+
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -15,6 +17,9 @@ type JobPlanReply struct {
 	CreatedEvals   []*structs.Evaluation
 	JobModifyIndex uint64
 	Index          uint64
+	// NextPeriodicLaunch is when an active periodic job would next launch
+	// if registered now (zero otherwise).
+	NextPeriodicLaunch time.Time
 }
 
 // JobPlan shows what registering job would change, without writing anything:
@@ -67,6 +72,13 @@ func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error)
 		reply.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
 	}
 	reply.CreatedEvals = planner.created
+	if job.IsPeriodicActive() {
+		next, err := job.Periodic.Next(s.now())
+		if err != nil {
+			return nil, structs.BadRequestf("periodic: %v", err)
+		}
+		reply.NextPeriodicLaunch = next
+	}
 	return reply, nil
 }
 

@@ -261,3 +261,22 @@ func TestContractMockDriverLogsNetworkMeta(t *testing.T) {
 	require.Empty(t, meta.Dynamic)
 	require.Equal(t, meta.Meta, node.Meta)
 }
+
+// Plan of an active periodic job answers when it would next launch; a
+// plain job answers no time.
+func TestContractPlanNextPeriodicLaunch(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	job := periodicJob("nightly", "0 3 * * *")
+	resp, _, err := c.Jobs().Plan(job, false, nil)
+	require.NoError(t, err)
+	next := resp.NextPeriodicLaunch.UTC()
+	require.Equal(t, 3, next.Hour())
+	require.Zero(t, next.Minute())
+	require.True(t, next.After(time.Now()))
+	require.True(t, next.Before(time.Now().Add(25*time.Hour)))
+
+	resp, _, err = c.Jobs().Plan(serviceJob("svc", 1), false, nil)
+	require.NoError(t, err)
+	require.True(t, resp.NextPeriodicLaunch.IsZero())
+}

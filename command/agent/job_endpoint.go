@@ -368,11 +368,12 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		return nil, 0, err
 	}
 	resp := &api.JobPlanResponse{
-		JobModifyIndex: reply.JobModifyIndex,
-		Diff:           apiconv.JobDiffToAPI(reply.Diff),
-		Annotations:    apiconv.PlanAnnotationsToAPI(reply.Annotations),
-		FailedTGAllocs: map[string]*api.AllocationMetric{},
-		Warnings:       joinWarnings(warnings),
+		JobModifyIndex:     reply.JobModifyIndex,
+		Diff:               apiconv.JobDiffToAPI(reply.Diff),
+		Annotations:        apiconv.PlanAnnotationsToAPI(reply.Annotations),
+		FailedTGAllocs:     map[string]*api.AllocationMetric{},
+		Warnings:           joinWarnings(warnings),
+		NextPeriodicLaunch: reply.NextPeriodicLaunch,
 	}
 	if err := convertByJSON(reply.FailedTGAllocs, &resp.FailedTGAllocs); err != nil {
 		return nil, 0, err
