@@ -32,6 +32,12 @@ func TestContractCSINoPlugins(t *testing.T) {
 	requireStatus(t, err, http.StatusNotFound, "plugin not found")
 	err = c.CSIVolumes().Deregister("vol-1", true, nil)
 	requireStatus(t, err, http.StatusNotFound, "volume not found")
+	_, _, err = c.CSIVolumes().ListExternal("ebs", &api.QueryOptions{})
+	requireStatus(t, err, http.StatusNotFound, "no CSI plugin named: ebs could be found")
+	_, _, err = c.CSIVolumes().ListSnapshots("ebs", "", &api.QueryOptions{})
+	requireStatus(t, err, http.StatusNotFound, "no CSI plugin named: ebs could be found")
+	_, err = c.Raw().Response("/v1/volumes/external", nil)
+	requireStatus(t, err, http.StatusBadRequest, "plugin_id is required")
 
 	before := ta.Server().State().LatestIndex()
 	_, err = c.CSIVolumes().Register(&api.CSIVolume{ID: "vol-1", Name: "vol-1", PluginID: "ebs"}, nil)

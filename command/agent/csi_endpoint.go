@@ -81,6 +81,17 @@ func (h *HTTPServer) csiVolumeRegister(w http.ResponseWriter, r *http.Request) (
 	return nil, 0, badRequest("no CSI plugin named: %s could be found (Drover runs no CSI plugins)", req.Volumes[0].PluginID)
 }
 
+// csiPluginVolumesList serves GET /v1/volumes/external and
+// /v1/volumes/snapshot (?plugin_id=): what a CSI plugin lists; no plugin
+// exists to ask.
+func (h *HTTPServer) csiPluginVolumesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	id := r.URL.Query().Get("plugin_id")
+	if id == "" {
+		return nil, 0, badRequest("plugin_id is required")
+	}
+	return nil, 0, notFound("no CSI plugin named: " + id + " could be found")
+}
+
 // csiPluginsList serves GET /v1/plugins?type=csi: always empty.
 func (h *HTTPServer) csiPluginsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	if t := r.URL.Query().Get("type"); t != "csi" {

@@ -108,6 +108,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/volume/csi/{id}/create", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
 	del("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
 	del("/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
+	get("/v1/volumes/external", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
+	get("/v1/volumes/snapshot", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
 	get("/v1/plugins", pluginList(), h.csiPluginsList)
 	get("/v1/plugin/csi/{id}", pluginRead(), h.csiPluginGet)
 
