@@ -114,7 +114,7 @@ func TestRegister_SendsNode(t *testing.T) {
 	require.Equal(t, "127.0.0.1:4646", n.HTTPAddr)
 	require.Equal(t, "ready", n.Status)
 	require.Equal(t, "eligible", n.SchedulingEligibility)
-	require.Equal(t, map[string]string{"rack": "r1"}, n.Meta)
+	require.Equal(t, withDefaultMeta(map[string]string{"rack": "r1"}), n.Meta)
 
 	require.NotNil(t, n.NodeResources)
 	require.Equal(t, int64(10000), n.NodeResources.Cpu.CpuShares)

@@ -112,14 +112,35 @@ func (c *Config) StateDir() string { return filepath.Join(c.DataDir, "client") }
 // AllocDir returns <DataDir>/alloc, the root of the allocation directories.
 func (c *Config) AllocDir() string { return filepath.Join(c.DataDir, "alloc") }
 
+// DefaultMeta is the static node metadata every client starts from; the
+// configured meta (client.meta) is applied over it, and dynamic metadata
+// can unset its keys. Each key states what this client really does, for
+// job constraints (${meta.<key>}):
+//
+//   - drover.prefetch = "true": a replacement allocation on this node gets
+//     its image prepared before the allocation it replaces stops (prefetch
+//     before kill);
+//   - drover.network_modes = "host": the group network modes this client
+//     runs (tasks share the host's network).
+//
+// They are metadata only: overriding one changes what jobs see, not what
+// the client does.
+func DefaultMeta() map[string]string {
+	return map[string]string{
+		"drover.prefetch":      "true",
+		"drover.network_modes": "host",
+	}
+}
+
 // normalize returns a copy of c with defaults filled in, or the list of
-// problems.
+// problems. Meta becomes DefaultMeta with c.Meta applied over it.
 func (c *Config) normalize() (*Config, error) {
 	if c == nil {
 		return nil, errors.New("client: config is required")
 	}
 	n := *c
-	n.Meta = maps.Clone(c.Meta)
+	n.Meta = DefaultMeta()
+	maps.Copy(n.Meta, c.Meta)
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)
 	var errs []error

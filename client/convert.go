@@ -46,7 +46,8 @@ func allocFromAPI(a *api.Allocation) (*structs.Allocation, error) {
 }
 
 // allocUpdateToAPI keeps what a client reports about an allocation: its ID,
-// client status and description, task states and deployment status.
+// client status and description, task states, deployment status and
+// network status.
 func allocUpdateToAPI(a *structs.Allocation) *api.Allocation {
 	full := apiconv.AllocToAPI(&structs.Allocation{
 		ID:                a.ID,
@@ -54,6 +55,7 @@ func allocUpdateToAPI(a *structs.Allocation) *api.Allocation {
 		ClientDescription: a.ClientDescription,
 		TaskStates:        a.TaskStates,
 		DeploymentStatus:  a.DeploymentStatus,
+		NetworkStatus:     a.NetworkStatus,
 	})
 	return &api.Allocation{
 		ID:                full.ID,
@@ -61,5 +63,6 @@ func allocUpdateToAPI(a *structs.Allocation) *api.Allocation {
 		ClientDescription: full.ClientDescription,
 		TaskStates:        full.TaskStates,
 		DeploymentStatus:  full.DeploymentStatus,
+		NetworkStatus:     full.NetworkStatus,
 	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -37,18 +38,20 @@ func TestDynamicNodeMeta(t *testing.T) {
 	waitRegistered(t, c)
 	h := c.Handler()
 
+	// Static: the defaults with the configured meta over them.
+	static := withDefaultMeta(map[string]string{"rack": "r1"})
 	got, _ := metaCall(t, h, http.MethodGet, nil)
-	require.Equal(t, map[string]string{"rack": "r1"}, got.Meta)
-	require.Equal(t, map[string]string{"rack": "r1"}, got.Static)
+	require.Equal(t, static, got.Meta)
+	require.Equal(t, static, got.Static)
 	require.Empty(t, got.Dynamic)
 
 	foo := "bar"
 	got, code := metaCall(t, h, http.MethodPost, &api.NodeMetaApplyRequest{NodeID: c.NodeID(),
-		Meta: map[string]*string{"rack": nil, "foo": &foo}})
+		Meta: map[string]*string{"rack": nil, "drover.prefetch": nil, "foo": &foo}})
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]string{"foo": "bar"}, got.Meta)
-	require.Equal(t, map[string]string{"rack": "r1"}, got.Static)
-	require.Equal(t, map[string]*string{"rack": nil, "foo": &foo}, got.Dynamic)
+	require.Equal(t, map[string]string{"foo": "bar", "drover.network_modes": "host"}, got.Meta, "a default key can be unset")
+	require.Equal(t, static, got.Static)
+	require.Equal(t, map[string]*string{"rack": nil, "drover.prefetch": nil, "foo": &foo}, got.Dynamic)
 	require.Eventually(t, func() bool {
 		n := srv.lastRegistration()
 		return n != nil && n.Meta["foo"] == "bar" && n.Meta["rack"] == ""
@@ -66,6 +69,25 @@ func TestDynamicNodeMeta(t *testing.T) {
 	require.NoError(t, c.Shutdown())
 	c2 := startClient(t, testConfig(srv, dir))
 	got, _ = metaCall(t, c2.Handler(), http.MethodGet, nil)
-	require.Equal(t, map[string]string{"foo": "bar"}, got.Meta, "dynamic metadata survives a restart")
-	require.Equal(t, map[string]string{"foo": "bar"}, c2.Node().Meta)
+	want := map[string]string{"foo": "bar", "drover.network_modes": "host"}
+	require.Equal(t, want, got.Meta, "dynamic metadata survives a restart")
+	require.Equal(t, want, c2.Node().Meta)
+}
+
+// withDefaultMeta is DefaultMeta with m applied over it.
+func withDefaultMeta(m map[string]string) map[string]string {
+	out := DefaultMeta()
+	maps.Copy(out, m)
+	return out
+}
+
+// The configured meta overrides a default key of the same name.
+func TestConfiguredMetaOverridesDefaults(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.Meta = map[string]string{"drover.prefetch": "false", "rack": "r2"}
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+	got, _ := metaCall(t, c.Handler(), http.MethodGet, nil)
+	require.Equal(t, map[string]string{"drover.prefetch": "false", "drover.network_modes": "host", "rack": "r2"}, got.Static)
 }

@@ -153,21 +153,51 @@ type JobDeregisterReply struct {
 
 // JobDeregister stops a job (its allocations are stopped by the evaluation it
 // creates) or, with purge, also deletes it.
-func (s *Server) JobDeregister(namespace, jobID string, purge bool) (*JobDeregisterReply, error) {
+func (s *Server) JobDeregister(namespace, jobID string, opts JobDeregisterOptions) (*JobDeregisterReply, error) {
+	if opts.EvalPriority != 0 && (opts.EvalPriority < structs.JobMinPriority || opts.EvalPriority > structs.JobMaxPriority) {
+		return nil, structs.BadRequestf("eval_priority must be between %d and %d, got %d", structs.JobMinPriority, structs.JobMaxPriority, opts.EvalPriority)
+	}
 	job, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {
 		return nil, err
 	}
 	if job == nil {
-		return nil, structs.NotFoundf("job not found")
+		// Nothing to stop: the evaluation (default priority, service type)
+		// lets the scheduler clean up whatever the job may have left.
+		gone := &structs.Job{Namespace: namespace, ID: jobID, Priority: structs.JobDefaultPriority, Type: structs.JobTypeService}
+		eval := s.newEval(gone, structs.EvalTriggerJobDeregister)
+		if opts.EvalPriority > 0 {
+			eval.Priority = opts.EvalPriority
+		}
+		_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+		if err != nil {
+			return nil, err
+		}
+		return &JobDeregisterReply{EvalID: eval.ID, EvalCreateIndex: index, Index: index}, nil
 	}
 	eval := s.newEval(job, structs.EvalTriggerJobDeregister)
-	req := &structs.JobDeregisterRequest{Namespace: namespace, JobID: jobID, Purge: purge, Eval: eval, SubmitTime: s.now().UnixNano()}
+	if opts.EvalPriority > 0 {
+		eval.Priority = opts.EvalPriority
+	}
+	req := &structs.JobDeregisterRequest{Namespace: namespace, JobID: jobID, Purge: opts.Purge, Eval: eval,
+		SubmitTime: s.now().UnixNano(), NoShutdownDelay: opts.NoShutdownDelay}
 	_, index, err := s.raftApply(structs.JobDeregisterRequestType, req)
 	if err != nil {
 		return nil, err
 	}
 	return &JobDeregisterReply{EvalID: eval.ID, EvalCreateIndex: index, JobModifyIndex: index, Index: index}, nil
+}
+
+// JobDeregisterOptions are the options of a job stop.
+type JobDeregisterOptions struct {
+	// Purge deletes the job and its versions instead of marking it stopped.
+	Purge bool
+	// EvalPriority (1..100; 0: the job's priority) is the priority of the
+	// evaluation that stops the allocations.
+	EvalPriority int
+	// NoShutdownDelay kills the job's allocations without waiting for
+	// their shutdown_delay.
+	NoShutdownDelay bool
 }
 
 // JobRevert registers a copy of version of the job as its newest version.

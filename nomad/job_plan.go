@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"time"
+
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -15,14 +17,18 @@ type JobPlanReply struct {
 	CreatedEvals   []*structs.Evaluation
 	JobModifyIndex uint64
 	Index          uint64
+	// NextPeriodicLaunch is when an active periodic job would next launch
+	// if registered now (zero otherwise).
+	NextPeriodicLaunch time.Time
 }
 
 // JobPlan shows what registering job would change, without writing anything:
-// the diff against the current version and the scheduler's dry-run decision.
+// the diff against the current version (only when withDiff; nil otherwise)
+// and the scheduler's dry-run decision.
 //
 // Docker images are pinned as JobRegister would pin them, so the diff shows
 // the digest a registration would store.
-func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, error) {
+func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error) {
 	if err := job.Validate(); err != nil {
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -35,9 +41,11 @@ func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, erro
 	if err != nil {
 		return nil, err
 	}
-	diff, err := current.Diff(job, contextual)
-	if err != nil {
-		return nil, err
+	var diff *structs.JobDiff
+	if withDiff {
+		if diff, err = current.Diff(job, true); err != nil {
+			return nil, err
+		}
 	}
 	proposed := proposedVersion(current, job)
 	eval := s.newEval(proposed, structs.EvalTriggerJobRegister)
@@ -64,6 +72,13 @@ func (s *Server) JobPlan(job *structs.Job, contextual bool) (*JobPlanReply, erro
 		reply.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
 	}
 	reply.CreatedEvals = planner.created
+	if job.IsPeriodicActive() {
+		next, err := job.Periodic.Next(s.now())
+		if err != nil {
+			return nil, structs.BadRequestf("periodic: %v", err)
+		}
+		reply.NextPeriodicLaunch = next
+	}
 	return reply, nil
 }
 

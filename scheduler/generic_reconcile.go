@@ -99,6 +99,7 @@ const (
 	unitDone                            // batch: completed successfully
 	unitOld                             // live, older version, destructive update
 	unitMigrate                         // live on a draining node
+	unitStopped                         // stopped by the operator, replacement due
 	unitRescheduleNow                   // failed, replacement due
 	unitLost                            // live on a down or missing node
 	unitRescheduleLater                 // failed, replacement due later
@@ -145,13 +146,17 @@ const (
 //     a draining node it is migrated (stopped and replaced elsewhere), at
 //     most migrate.max_parallel of the group at once: a migration counts
 //     until its replacement is healthy (running, outside a deployment);
+//   - an allocation the operator stopped (alloc stop: DesiredTransition
+//     Migrate) and not yet replaced holds its slot and is replaced, the
+//     replacement naming it as previous (and extending its reschedule
+//     history when the operator asked for a reschedule);
 //   - a failed allocation not yet replaced is rescheduled per the group's
 //     reschedule policy (now, later through FollowupAt, or never, keeping
 //     its slot); a batch allocation that completed keeps its slot and is
 //     never run again;
 //   - of the allocations holding slots, the first Count are kept in the
 //     order current version, in-place updatable, completed, older version,
-//     migrating, rescheduling, lost, rescheduling later, failed; then by
+//     migrating, stopped by the operator, rescheduling, lost, rescheduling later, failed; then by
 //     name index. The others stop or are not replaced. Free name indexes
 //     get new placements;
 //   - older versions are updated in place when only non-destructive fields
@@ -284,6 +289,10 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 }
 
 func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocation) (unit, bool) {
+	if g.Group != nil && a.NextAllocation == "" && a.ServerTerminal() && a.DesiredTransition.Migrate &&
+		!a.DesiredTransition.MigrateDisablePlacement && r.sameIncarnation(a) {
+		return unit{kind: unitStopped, alloc: a}, true
+	}
 	if g.Group == nil || a.NextAllocation != "" || a.ServerTerminal() || r.awaitingPromotion(g, a) {
 		return unit{}, false
 	}
@@ -323,6 +332,8 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 		*destructive = append(*destructive, a)
 	case unitMigrate:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true})
+	case unitStopped:
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Migrate: true, Reschedule: a.DesiredTransition.Reschedule})
 	case unitRescheduleNow:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
 	case unitLost:
@@ -417,6 +428,12 @@ func (r *genericReconciler) inFlight(g *GenericGroup) int {
 
 func (r *genericReconciler) isCurrent(a *structs.Allocation) bool {
 	return a.JobVersion == r.job.Version && (a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex)
+}
+
+// sameIncarnation reports whether a belongs to the job as registered now
+// (not to a purged predecessor of the same ID), whatever its version.
+func (r *genericReconciler) sameIncarnation(a *structs.Allocation) bool {
+	return a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex
 }
 
 func (r *genericReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {

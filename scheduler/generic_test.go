@@ -383,3 +383,56 @@ func TestGeneric_DrainHonoursMigrateMaxParallel(t *testing.T) {
 	h.process(job)
 	assert.Equal(t, map[string]int{"node-b": 4}, liveByNode(h, "web"))
 }
+
+// An allocation the operator stopped (alloc stop) is replaced by one that
+// names it as previous, on another node when there is one; with
+// Reschedule the replacement extends its reschedule history. Once
+// replaced, it is not replaced again.
+func TestGeneric_OperatorStopReplaces(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		jobType    string
+		reschedule bool
+	}{
+		{"service migrate", structs.JobTypeService, false},
+		{"service reschedule", structs.JobTypeService, true},
+		{"batch migrate", structs.JobTypeBatch, false},
+		{"batch reschedule", structs.JobTypeBatch, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			addNodes(h, 2)
+			job := serviceJob("web", 1)
+			job.Type = tc.jobType
+			h.state.upsertJob(job)
+			h.process(job)
+			live := h.state.liveAllocs("web")
+			require.Len(t, live, 1)
+			stopped := live[0].Copy()
+			stopped.DesiredStatus = structs.AllocDesiredStatusStop
+			stopped.DesiredTransition = structs.DesiredTransition{Migrate: true, Reschedule: tc.reschedule}
+			h.state.upsertAlloc(stopped)
+
+			h.process(job)
+			live = h.state.liveAllocs("web")
+			require.Len(t, live, 1)
+			repl := live[0]
+			assert.Equal(t, stopped.ID, repl.PreviousAllocation)
+			assert.Equal(t, stopped.Name, repl.Name, "the replacement takes the stopped allocation's slot")
+			assert.NotEqual(t, stopped.NodeID, repl.NodeID, "another node is preferred")
+			if tc.reschedule {
+				require.NotNil(t, repl.RescheduleTracker)
+				assert.Equal(t, stopped.ID, repl.RescheduleTracker.Events[0].PrevAllocID)
+			} else {
+				assert.Nil(t, repl.RescheduleTracker)
+			}
+
+			// Linked now: a new evaluation places nothing more.
+			stopped = stopped.Copy()
+			stopped.NextAllocation = repl.ID
+			h.state.upsertAlloc(stopped)
+			h.process(job)
+			assert.Len(t, h.state.liveAllocs("web"), 1)
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/health"
+	"github.com/drover-project/drover/client/allocrunner/taskenv"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -48,6 +49,11 @@ type AllocRunner struct {
 
 	publishMu sync.Mutex // serializes StateUpdater calls
 
+	// network is the allocation's network status: tasks share the host's
+	// network (host mode, the only one this client runs), so it is known
+	// from the start: the node's address, no interface of its own.
+	network *structs.AllocNetworkStatus
+
 	mu         sync.Mutex // guards the fields below
 	alloc      *structs.Allocation
 	runStarted bool
@@ -75,6 +81,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		return nil, fmt.Errorf("allocrunner: %w", err)
 	}
 	ar := &AllocRunner{
+		network:      hostNetworkStatus(cfg.Node),
 		id:           alloc.ID,
 		logger:       cfg.Logger,
 		now:          cfg.Now,
@@ -276,18 +283,25 @@ func (ar *AllocRunner) supervise() bool {
 }
 
 // killTasks runs the prekill hooks, then kills every task runner. It runs
-// once.
+// once. Shutdown delays are skipped when the allocation's desired
+// transition says so.
 func (ar *AllocRunner) killTasks() {
 	ar.killTasksOnce.Do(func() {
 		started := false
 		for _, tr := range ar.tasks {
 			started = started || tr.HasStarted()
 		}
+		ar.mu.Lock()
+		noDelay := ar.alloc.DesiredTransition.NoShutdownDelay
+		ar.mu.Unlock()
 		_ = runHooks(ar, "prekill", false, func(h PreKiller) error {
-			h.PreKill(&PreKillRequest{TasksStarted: started})
+			h.PreKill(&PreKillRequest{TasksStarted: started, NoShutdownDelay: noDelay})
 			return nil
 		})
 		for _, tr := range ar.tasks {
+			if noDelay {
+				tr.SkipShutdownDelay()
+			}
 			tr.Kill(nil)
 		}
 	})
@@ -365,6 +379,10 @@ func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if ar.network != nil {
+		ns := *ar.network
+		a.NetworkStatus = &ns
+	}
 	var ds *structs.AllocDeploymentStatus
 	if rec != nil && rec.DeploymentID == a.DeploymentID {
 		ds = rec.Status(a.DeploymentStatus != nil && a.DeploymentStatus.Canary)
@@ -376,6 +394,16 @@ func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 		a.DeploymentStatus = ds
 	}
 	return a
+}
+
+// hostNetworkStatus is the network status of an allocation in the host's
+// network on node: the node's fingerprinted address (empty when unknown).
+func hostNetworkStatus(node *structs.Node) *structs.AllocNetworkStatus {
+	ns := &structs.AllocNetworkStatus{}
+	if node != nil {
+		ns.Address = node.Attributes[taskenv.NodeIPAttribute]
+	}
+	return ns
 }
 
 // serverAlloc returns a copy of the latest server version of the

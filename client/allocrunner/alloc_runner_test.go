@@ -411,3 +411,45 @@ func TestAlreadyStoppedAllocNeverStarts(t *testing.T) {
 		ar.Destroy()
 	})
 }
+
+// A stop whose desired transition says NoShutdownDelay kills at once; a
+// plain stop waits the group's then the task's shutdown_delay. The
+// network status is the node's address from the first report on.
+func TestNoShutdownDelaySkipsDelays(t *testing.T) {
+	for name, tc := range map[string]struct {
+		noDelay  bool
+		wantTook time.Duration
+	}{
+		"plain stop waits both delays": {false, 5 * time.Second},
+		"no_shutdown_delay kills now":  {true, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t)
+				task := mockTask("web", nil)
+				task.ShutdownDelay = 3 * time.Second
+				job := newJob(structs.JobTypeSystem, task)
+				groupDelay := 2 * time.Second
+				job.TaskGroups[0].ShutdownDelay = &groupDelay
+				alloc := newAlloc(job)
+				ar := h.runner(alloc)
+				go ar.Run()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				got := ar.Alloc()
+				require.Equal(t, structs.AllocClientStatusRunning, got.ClientStatus)
+				require.Equal(t, &structs.AllocNetworkStatus{Address: "10.0.0.1"}, got.NetworkStatus)
+
+				stop := alloc.Copy()
+				stop.DesiredStatus = structs.AllocDesiredStatusStop
+				stop.DesiredTransition.NoShutdownDelay = tc.noDelay
+				stop.AllocModifyIndex++
+				began := time.Now()
+				ar.Update(stop)
+				<-ar.WaitCh()
+				require.Equal(t, tc.wantTook, time.Since(began))
+				ar.Destroy()
+			})
+		})
+	}
+}

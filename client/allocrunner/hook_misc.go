@@ -44,7 +44,7 @@ func (h *shutdownDelayHook) PreKill(req *PreKillRequest) {
 	h.mu.Lock()
 	d := h.delay
 	h.mu.Unlock()
-	if d <= 0 || !req.TasksStarted {
+	if d <= 0 || !req.TasksStarted || req.NoShutdownDelay {
 		return
 	}
 	t := time.NewTimer(d)

@@ -61,6 +61,9 @@ type PreKiller interface {
 // PreKillRequest is the input of PreKill.
 type PreKillRequest struct {
 	TasksStarted bool // whether any task has started
+	// NoShutdownDelay: the operator asked for the kill to skip shutdown
+	// delays (DesiredTransition.NoShutdownDelay).
+	NoShutdownDelay bool
 }
 
 // TaskStateWatcher is told after any task's state changed. It must not

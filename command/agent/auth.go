@@ -48,6 +48,9 @@ const (
 	authOperatorRead
 	authOperatorWrite
 	authManagement
+	// authPluginRead / authPluginList: the plugin policy (CSI plugins).
+	authPluginRead
+	authPluginList
 )
 
 // authRule is the authorization requirement of one route.
@@ -71,6 +74,8 @@ func agentWrite() authRule          { return authRule{kind: authAgentWrite} }
 func operatorRead() authRule        { return authRule{kind: authOperatorRead} }
 func operatorWrite() authRule       { return authRule{kind: authOperatorWrite} }
 func management() authRule          { return authRule{kind: authManagement} }
+func pluginRead() authRule          { return authRule{kind: authPluginRead} }
+func pluginList() authRule          { return authRule{kind: authPluginList} }
 func objectCap(cap string, nsOf func(*state.Snapshot, *http.Request) (string, bool)) authRule {
 	return authRule{kind: authObject, cap: cap, nsOf: nsOf}
 }
@@ -208,6 +213,10 @@ func (h *HTTPServer) check(rule authRule, a *acl.ACL, r *http.Request) error {
 		ok = a.AllowOperatorWrite()
 	case authManagement:
 		ok = a.IsManagement()
+	case authPluginRead:
+		ok = a.AllowPluginRead()
+	case authPluginList:
+		ok = a.AllowPluginList()
 	}
 	if !ok {
 		return structs.ErrPermissionDenied

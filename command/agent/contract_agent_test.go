@@ -200,6 +200,7 @@ func TestContractAllocRestartSignalStop(t *testing.T) {
 	stopped, _, err := c.Allocations().Info(alloc.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, "stop", stopped.DesiredStatus)
+	require.True(t, stopped.DesiredTransition.ShouldMigrate())
 	require.Eventually(t, func() bool {
 		stubs, _, err := c.Jobs().Allocations("web", false, nil)
 		if err != nil {

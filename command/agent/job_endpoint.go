@@ -320,11 +320,27 @@ func (h *HTTPServer) jobSubmission(w http.ResponseWriter, r *http.Request) (any,
 }
 
 func (h *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	purge, err := boolParam(r, "purge", false)
-	if err != nil {
+	var opts nomad.JobDeregisterOptions
+	var err error
+	if opts.Purge, err = boolParam(r, "purge", false); err != nil {
 		return nil, 0, err
 	}
-	reply, err := h.srv.JobDeregister(namespace(r), r.PathValue("id"), purge)
+	if opts.NoShutdownDelay, err = boolParam(r, "no_shutdown_delay", false); err != nil {
+		return nil, 0, err
+	}
+	// global stops every region of a multiregion job; this cluster is its
+	// only region, so it changes nothing, but a malformed value is refused.
+	if _, err = boolParam(r, "global", false); err != nil {
+		return nil, 0, err
+	}
+	if v := r.URL.Query().Get("eval_priority"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, 0, badRequest("Failed to parse value of %q (%v) as an int: %v", "eval_priority", v, err)
+		}
+		opts.EvalPriority = n
+	}
+	reply, err := h.srv.JobDeregister(namespace(r), r.PathValue("id"), opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -352,11 +368,12 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		return nil, 0, err
 	}
 	resp := &api.JobPlanResponse{
-		JobModifyIndex: reply.JobModifyIndex,
-		Diff:           apiconv.JobDiffToAPI(reply.Diff),
-		Annotations:    apiconv.PlanAnnotationsToAPI(reply.Annotations),
-		FailedTGAllocs: map[string]*api.AllocationMetric{},
-		Warnings:       joinWarnings(warnings),
+		JobModifyIndex:     reply.JobModifyIndex,
+		Diff:               apiconv.JobDiffToAPI(reply.Diff),
+		Annotations:        apiconv.PlanAnnotationsToAPI(reply.Annotations),
+		FailedTGAllocs:     map[string]*api.AllocationMetric{},
+		Warnings:           joinWarnings(warnings),
+		NextPeriodicLaunch: reply.NextPeriodicLaunch,
 	}
 	if err := convertByJSON(reply.FailedTGAllocs, &resp.FailedTGAllocs); err != nil {
 		return nil, 0, err

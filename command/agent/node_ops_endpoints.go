@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/structs"
 )
 
 // nodePurge serves PUT /v1/node/:id/purge.
@@ -36,10 +38,15 @@ func (h *HTTPServer) nodeEvaluate(w http.ResponseWriter, r *http.Request) (any, 
 // allocStop serves PUT /v1/allocation/:id/stop. no_shutdown_delay is
 // accepted (validated) but the task's shutdown_delay is always honoured.
 func (h *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if _, err := boolParam(r, "no_shutdown_delay", false); err != nil {
+	tr := structs.DesiredTransition{Migrate: true}
+	var err error
+	if tr.NoShutdownDelay, err = boolParam(r, "no_shutdown_delay", false); err != nil {
 		return nil, 0, err
 	}
-	evalID, index, err := h.srv.AllocStop(r.PathValue("id"))
+	if tr.Reschedule, err = boolParam(r, "reschedule", false); err != nil {
+		return nil, 0, err
+	}
+	evalID, index, err := h.srv.AllocStop(r.PathValue("id"), tr)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -19,6 +19,8 @@ import (
 // the namespace parameter says (the CLI sends the user's namespace, not the
 // object's).
 
+// evalsList serves GET /v1/evaluations: prefix, filter, then the page
+// (per_page, next_token, reverse; see pageEvals).
 func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
 	f, err := parseFilter(r)
@@ -37,12 +39,29 @@ func (h *HTTPServer) evalsList(w http.ResponseWriter, r *http.Request) (any, uin
 			return nil, 0, err
 		}
 		evals = filterByNS(r, acl.NamespaceCapabilityReadJob, evals, func(e *structs.Evaluation) string { return e.Namespace })
-		out := make([]*api.Evaluation, 0, len(evals))
-		for _, e := range evals {
+		if f.eval != nil {
+			kept := evals[:0:0]
+			for _, e := range evals {
+				ok, err := applyFilter(f, []*api.Evaluation{apiconv.EvalToAPI(e)})
+				if err != nil {
+					return nil, 0, err
+				}
+				if len(ok) == 1 {
+					kept = append(kept, e)
+				}
+			}
+			evals = kept
+		}
+		page, next, err := pageEvals(r, evals, prefix != "")
+		if err != nil {
+			return nil, 0, err
+		}
+		setNextToken(w, next)
+		out := make([]*api.Evaluation, 0, len(page))
+		for _, e := range page {
 			out = append(out, apiconv.EvalToAPI(e))
 		}
-		out, err = applyFilter(f, out)
-		return out, tableIndex(snap, state.TableEvals), err
+		return out, tableIndex(snap, state.TableEvals), nil
 	})
 	return out, h.listIndex(index, state.TableEvals), err
 }
@@ -120,9 +139,19 @@ func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (an
 	return out, h.listIndex(index, state.TableAllocs), err
 }
 
+// allocsList serves GET /v1/allocations: stubs, with AllocatedResources
+// when resources=true and without TaskStates when task_states=false.
 func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	ns, prefix := namespace(r), prefixParam(r)
 	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	withResources, err := boolParam(r, "resources", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	withTaskStates, err := boolParam(r, "task_states", true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -139,7 +168,16 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 			return nil, 0, err
 		}
 		allocs = filterByNS(r, acl.NamespaceCapabilityReadJob, allocs, allocNamespace)
-		stubs, err := applyFilter(f, allocStubs(allocs))
+		stubs := allocStubs(allocs)
+		for i, st := range stubs {
+			if withResources {
+				st.AllocatedResources = apiconv.AllocatedResourcesToAPI(allocs[i].AllocatedResources)
+			}
+			if !withTaskStates {
+				st.TaskStates = nil
+			}
+		}
+		stubs, err = applyFilter(f, stubs)
 		return stubs, tableIndex(snap, state.TableAllocs), err
 	})
 	return out, h.listIndex(index, state.TableAllocs), err

@@ -102,6 +102,19 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/deployment/pause/{id}", objectCap(submitJob, deploymentNS), h.deploymentPause)
 	put("/v1/deployment/allocation-health/{id}", objectCap(submitJob, deploymentNS), h.deploymentAllocHealth)
 
+	// Volumes and plugins: Drover has none (csi_endpoint.go); the list
+	// handler checks the capability of the volume type it is asked for.
+	get("/v1/volumes", caller(), h.volumesList)
+	get("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), h.csiVolumeGet)
+	put("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
+	put("/v1/volume/csi/{id}/create", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
+	del("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
+	del("/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
+	get("/v1/volumes/external", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
+	get("/v1/volumes/snapshot", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
+	get("/v1/plugins", pluginList(), h.csiPluginsList)
+	get("/v1/plugin/csi/{id}", pluginRead(), h.csiPluginGet)
+
 	get("/v1/allocations", nsCap(readJob), h.allocsList)
 	get("/v1/allocation/{id}", objectCap(readJob, allocNS("id")), h.allocGet)
 	put("/v1/allocation/{id}/stop", objectCap(acl.NamespaceCapabilityAllocLifecycle, allocNS("id")), h.allocStop)

@@ -279,6 +279,9 @@ func allocClientUpdateFromAPI(a *api.Allocation) (*structs.Allocation, error) {
 			Healthy: a.DeploymentStatus.Healthy, Timestamp: a.DeploymentStatus.Timestamp, Canary: a.DeploymentStatus.Canary,
 		}
 	}
+	if ns := a.NetworkStatus; ns != nil {
+		u.NetworkStatus = &structs.AllocNetworkStatus{InterfaceName: ns.InterfaceName, Address: ns.Address, AddressIPv6: ns.AddressIPv6}
+	}
 	return u, nil
 }
 

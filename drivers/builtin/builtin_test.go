@@ -15,7 +15,7 @@ func TestCatalog(t *testing.T) {
 		"raw_exec": {"enabled": true},
 		"qemu":     {"enabled": true}, // unknown here: ignored with a warning
 	})
-	require.Equal(t, []string{"docker", "exec", "mock", "raw_exec"}, c.Names())
+	require.Equal(t, []string{"docker", "exec", "mock", "mock_driver", "raw_exec"}, c.Names())
 	for _, name := range c.Names() {
 		d, err := c.Get(name)
 		require.NoError(t, err)
@@ -29,7 +29,7 @@ func TestCatalog(t *testing.T) {
 	}
 	_, err := c.Get("qemu")
 	require.ErrorIs(t, err, drivers.ErrDriverNotFound)
-	for _, name := range []string{"mock", "docker"} {
+	for _, name := range []string{"mock", "mock_driver", "docker"} {
 		_, ok := c[name].(drivers.Preparer)
 		require.True(t, ok, "%s implements Preparer", name)
 	}
@@ -50,6 +50,6 @@ func TestCatalogRejectsBadPluginConfig(t *testing.T) {
 	require.ErrorContains(t, err, `plugin "raw_exec": enabled must be a bool`)
 	require.ErrorContains(t, err, `plugin "docker": image_delay must be a duration`)
 	require.ErrorContains(t, err, `plugin "exec": default_pid_mode must be "private" or "host", got "shared"`)
-	require.Equal(t, []string{"mock"}, c.Names())
-	require.Equal(t, []string{"mock"}, NewCatalog(hclog.NewNullLogger(), plugins).Names())
+	require.Equal(t, []string{"mock", "mock_driver"}, c.Names())
+	require.Equal(t, []string{"mock", "mock_driver"}, NewCatalog(hclog.NewNullLogger(), plugins).Names())
 }

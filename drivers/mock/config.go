@@ -21,6 +21,9 @@ type taskConfig struct {
 	StdoutRepeat          int
 	StdoutRepeatDuration  time.Duration
 	RecoverError          string
+	// ExitWhenDone is set by the driver, not the config (CompatName): with
+	// RunFor 0 the task exits once its stdout is written.
+	ExitWhenDone bool
 }
 
 var taskFields = []string{

@@ -3,9 +3,16 @@
 // simulator. Tasks are goroutines driven by real timers, so tests use short
 // durations or testing/synctest.
 //
+// The same driver is also registered as "mock_driver", the name the jobs of
+// Nomad's own test suites use, with the same keys. One difference: under
+// "mock_driver" a task without run_for (or with run_for = 0) exits with
+// exit_code once it has written stdout_string and its repeats, where under
+// "mock" it runs until stopped.
+//
 // Task config keys, all optional:
 //
-//	run_for                 duration ("50ms") or nanoseconds: how long the task runs; 0 = until stopped
+//	run_for                 duration ("50ms") or nanoseconds: how long the task runs; 0 = until
+//	                        stopped ("mock_driver": until its stdout is written)
 //	exit_code               exit code when run_for elapses (0..255)
 //	start_error             StartTask fails with this message (a drivers.RecoverableError)
 //	start_error_recoverable whether that error is recoverable

@@ -17,6 +17,12 @@ import (
 // Name is the driver name used in job specs.
 const Name = "mock"
 
+// CompatName is the same driver under the name Nomad's test jobs use. The
+// only difference: a task without run_for (or run_for = 0) exits with
+// exit_code once it has written its stdout (stdout_string and its
+// repeats), instead of running until stopped.
+const CompatName = "mock_driver"
+
 // Simulated download size reported by PrepareTask.
 const prepareBytesTotal = 100 << 20
 
@@ -25,6 +31,7 @@ const prepareTick = 100 * time.Millisecond
 
 func init() {
 	drivers.Register(Name, func(l hclog.Logger) drivers.Driver { return New(l) })
+	drivers.Register(CompatName, func(l hclog.Logger) drivers.Driver { return NewCompat(l) })
 }
 
 // State is the driver state persisted in TaskHandle.DriverState (JSON).
@@ -36,6 +43,10 @@ type State struct {
 // Driver is the mock driver. Create it with New.
 type Driver struct {
 	logger hclog.Logger
+	name   string // Name or CompatName
+	// exitWhenDone: a task without run_for exits once its stdout is
+	// written (CompatName) rather than running until stopped.
+	exitWhenDone bool
 
 	mu       sync.Mutex
 	enabled  bool
@@ -53,11 +64,18 @@ func New(logger hclog.Logger) *Driver {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Driver{logger: logger, enabled: true, tasks: map[string]*task{}, prepared: map[string]int{}}
+	return &Driver{logger: logger, name: Name, enabled: true, tasks: map[string]*task{}, prepared: map[string]int{}}
 }
 
-// Name returns "mock".
-func (d *Driver) Name() string { return Name }
+// NewCompat returns an enabled mock driver named CompatName.
+func NewCompat(logger hclog.Logger) *Driver {
+	d := New(logger)
+	d.name, d.exitWhenDone = CompatName, true
+	return d
+}
+
+// Name returns "mock" (or "mock_driver" for NewCompat).
+func (d *Driver) Name() string { return d.name }
 
 // SetConfig applies plugin "mock" { config { enabled = false } }.
 func (d *Driver) SetConfig(plugin map[string]any) error {
@@ -91,7 +109,7 @@ func (d *Driver) Fingerprint(context.Context) *drivers.Fingerprint {
 		Detected:          true,
 		Healthy:           true,
 		HealthDescription: "Healthy",
-		Attributes:        map[string]string{"driver.mock": "1"},
+		Attributes:        map[string]string{"driver." + d.name: "1"},
 	}
 }
 
@@ -169,6 +187,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	if err != nil {
 		return nil, fmt.Errorf("invalid mock config: %w", err)
 	}
+	mc.ExitWhenDone = d.exitWhenDone
 	d.mu.Lock()
 	if _, ok := d.tasks[cfg.ID]; ok {
 		d.mu.Unlock()
@@ -201,7 +220,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.tasks[cfg.ID] = t
 	d.mu.Unlock()
 	go t.run(mc.RunFor, mc.StdoutRepeat)
-	return &drivers.TaskHandle{Driver: Name, TaskID: cfg.ID, Config: cfg.Copy(), DriverState: state, StartedAt: now}, nil
+	return &drivers.TaskHandle{Driver: d.name, TaskID: cfg.ID, Config: cfg.Copy(), DriverState: state, StartedAt: now}, nil
 }
 
 // RecoverTask re-creates a task from its handle: it keeps running for what
@@ -211,7 +230,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if handle == nil || handle.Config == nil {
 		return errors.New("mock: handle with a task config is required")
 	}
-	if handle.Driver != "" && handle.Driver != Name {
+	if handle.Driver != "" && handle.Driver != d.name {
 		return fmt.Errorf("mock: handle is for driver %q", handle.Driver)
 	}
 	var st State
@@ -222,6 +241,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if err != nil {
 		return fmt.Errorf("mock: invalid config in driver state: %w", err)
 	}
+	mc.ExitWhenDone = d.exitWhenDone
 	cfg := handle.Config.Copy()
 	if handle.TaskID != "" {
 		cfg.ID = handle.TaskID
@@ -237,7 +257,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	t := newTask(cfg, mc, st.StartedAt, d.logger)
 	d.tasks[cfg.ID] = t
 	elapsed := time.Since(st.StartedAt)
-	if mc.RunFor > 0 && elapsed >= mc.RunFor {
+	if (mc.RunFor > 0 || mc.ExitWhenDone) && elapsed >= mc.RunFor {
 		t.finish(&drivers.ExitResult{ExitCode: mc.ExitCode}, st.StartedAt.Add(mc.RunFor))
 		return nil
 	}

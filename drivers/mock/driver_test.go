@@ -418,3 +418,50 @@ func TestDisabled(t *testing.T) {
 	require.ErrorIs(t, err, drivers.ErrDisabled)
 	require.Error(t, d.SetConfig(map[string]any{"enable": true}))
 }
+
+// Under CompatName a task without run_for exits with exit_code once its
+// stdout (and every repeat) is written; with run_for it runs that long,
+// as under Name. Recovery of a finished compat task reports it exited.
+func TestCompatExitsWhenWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewCompat(nil)
+		require.Equal(t, CompatName, d.Name())
+		require.Equal(t, "1", d.Fingerprint(context.Background()).Attributes["driver.mock_driver"])
+
+		cfg := newTaskConfig(t, map[string]any{"stdout_string": "hello\n", "exit_code": 2})
+		began := time.Now()
+		h, err := d.StartTask(cfg)
+		require.NoError(t, err)
+		require.Equal(t, CompatName, h.Driver)
+		res := waitResult(t, d, cfg.ID)
+		require.Equal(t, 2, res.ExitCode)
+		require.Equal(t, began, time.Now(), "no run_for: exits at once")
+		requireFile(t, cfg.StdoutPath, "hello\n")
+
+		// A new driver (restarted client) recovers it as exited.
+		d2 := NewCompat(nil)
+		require.NoError(t, d2.RecoverTask(h))
+		require.Equal(t, 2, waitResult(t, d2, cfg.ID).ExitCode)
+		require.Error(t, New(nil).RecoverTask(h), "a mock handle is not a mock_driver one")
+		require.NoError(t, d.DestroyTask(cfg.ID, true))
+
+		cfg = newTaskConfig(t, map[string]any{"stdout_string": "x", "stdout_repeat": 2, "stdout_repeat_duration": "10ms"})
+		began = time.Now()
+		_, err = d.StartTask(cfg)
+		require.NoError(t, err)
+		res = waitResult(t, d, cfg.ID)
+		require.Equal(t, 0, res.ExitCode)
+		require.Equal(t, 20*time.Millisecond, time.Since(began), "exits with its last repeat")
+		requireFile(t, cfg.StdoutPath, "xxx")
+		require.NoError(t, d.DestroyTask(cfg.ID, true))
+
+		cfg = newTaskConfig(t, map[string]any{"run_for": "50ms"})
+		began = time.Now()
+		_, err = d.StartTask(cfg)
+		require.NoError(t, err)
+		waitResult(t, d, cfg.ID)
+		require.Equal(t, 50*time.Millisecond, time.Since(began))
+
+		require.Error(t, d.ValidateTaskConfig(map[string]any{"stdout_strnig": "typo"}), "unknown keys stay errors")
+	})
+}

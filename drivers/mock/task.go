@@ -101,6 +101,13 @@ func (t *task) run(remaining time.Duration, repeats int) {
 			t.writeStdout()
 		}
 	}
+	// exitWhenWritten: no run_for under CompatName; the task ends with its
+	// output.
+	exitWhenWritten := t.mc.RunFor <= 0 && t.mc.ExitWhenDone
+	if exitWhenWritten && tickC == nil {
+		t.finish(&drivers.ExitResult{ExitCode: t.mc.ExitCode}, time.Now())
+		return
+	}
 	var dieC <-chan time.Time // set once a kill is pending
 	var dieWith *drivers.ExitResult
 	for {
@@ -112,6 +119,10 @@ func (t *task) run(remaining time.Duration, repeats int) {
 			t.writeStdout()
 			if repeats--; repeats <= 0 {
 				tickC = nil
+				if exitWhenWritten {
+					t.finish(&drivers.ExitResult{ExitCode: t.mc.ExitCode}, time.Now())
+					return
+				}
 			}
 		case k := <-t.kill:
 			if k.now || t.mc.KillAfter == 0 {

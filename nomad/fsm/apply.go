@@ -88,6 +88,11 @@ func (f *FSM) applyJobDeregister(index uint64, buf []byte) error {
 	var req structs.JobDeregisterRequest
 	decode(index, buf, &req)
 	eval := req.Eval
+	if req.NoShutdownDelay {
+		if err := f.skipShutdownDelay(index, req.Namespace, req.JobID); err != nil {
+			return err
+		}
+	}
 	if req.Purge {
 		if err := f.state.DeleteJob(index, req.Namespace, req.JobID); err != nil {
 			return err
@@ -113,6 +118,25 @@ func (f *FSM) applyJobDeregister(index uint64, buf []byte) error {
 		eval = evalForJob(eval, job)
 	}
 	return f.upsertEvals(index, eval)
+}
+
+// skipShutdownDelay marks the live allocations of a job to be killed
+// without their shutdown_delay.
+func (f *FSM) skipShutdownDelay(index uint64, ns, jobID string) error {
+	allocs, err := f.state.AllocsByJob(nil, ns, jobID, true)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, a := range allocs {
+		if !a.Terminal() {
+			ids = append(ids, a.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return f.state.UpdateAllocsDesired(index, ids, "", "", structs.DesiredTransition{NoShutdownDelay: true})
 }
 
 // applyEvalUpdate stores evaluations.
@@ -251,7 +275,7 @@ func (f *FSM) applyJobStability(index uint64, buf []byte) error {
 func (f *FSM) applyAllocDesiredTransition(index uint64, buf []byte) error {
 	var req structs.AllocDesiredTransitionRequest
 	decode(index, buf, &req)
-	err := f.state.UpdateAllocsDesiredStatus(index, req.AllocIDs, structs.AllocDesiredStatusStop, req.Description)
+	err := f.state.UpdateAllocsDesired(index, req.AllocIDs, structs.AllocDesiredStatusStop, req.Description, req.Transition)
 	if err != nil {
 		return err
 	}

@@ -213,6 +213,10 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 			if u.TaskStates != nil {
 				c.TaskStates = u.TaskStates
 			}
+			if u.NetworkStatus != nil {
+				ns := *u.NetworkStatus
+				c.NetworkStatus = &ns
+			}
 			if u.DeploymentStatus != nil {
 				ds := *u.DeploymentStatus
 				ds.Canary = exist.DeploymentStatus != nil && exist.DeploymentStatus.Canary // the server's to set
@@ -236,6 +240,13 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 // AllocModifyIndex become index so their clients pick the change up. The
 // health counts of their deployments are recounted.
 func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desiredStatus, desc string) error {
+	return s.UpdateAllocsDesired(index, ids, desiredStatus, desc, structs.DesiredTransition{})
+}
+
+// UpdateAllocsDesired is UpdateAllocsDesiredStatus that also merges tr into
+// each allocation's DesiredTransition. An empty desiredStatus keeps the
+// allocations' desired status and description (only tr is recorded).
+func (s *StateStore) UpdateAllocsDesired(index uint64, ids []string, desiredStatus, desc string, tr structs.DesiredTransition) error {
 	return s.write(index, func(tx *writeTxn) error {
 		changes := healthChanges{}
 		for _, id := range ids {
@@ -247,7 +258,10 @@ func (s *StateStore) UpdateAllocsDesiredStatus(index uint64, ids []string, desir
 				continue
 			}
 			c := exist.Copy()
-			c.DesiredStatus, c.DesiredDescription = desiredStatus, desc
+			if desiredStatus != "" {
+				c.DesiredStatus, c.DesiredDescription = desiredStatus, desc
+			}
+			c.DesiredTransition = c.DesiredTransition.Merge(tr)
 			c.ModifyIndex, c.AllocModifyIndex = tx.index, tx.index
 			if err := tx.insertAlloc(exist, c); err != nil {
 				return err

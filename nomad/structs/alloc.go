@@ -31,11 +31,17 @@ type Allocation struct {
 	NextAllocation     string
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	AllocModifyIndex   uint64
-	CreateTime         int64 // unix nanoseconds
-	ModifyTime         int64 // unix nanoseconds
+	// DesiredTransition records what an operator asked of the allocation
+	// beyond its desired status (alloc stop, job stop -no-shutdown-delay).
+	DesiredTransition DesiredTransition
+	// NetworkStatus is the allocation's network as its client set it up,
+	// or nil before the client reported it.
+	NetworkStatus    *AllocNetworkStatus
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	CreateTime       int64 // unix nanoseconds
+	ModifyTime       int64 // unix nanoseconds
 	// SignedIdentities are the workload identity JWTs of the tasks that
 	// have an identity block, by IdentityKey, signed by the leader when
 	// the plan placing the allocation is committed. Never part of the
@@ -60,6 +66,10 @@ func (a *Allocation) Copy() *Allocation {
 		ds := *a.DeploymentStatus
 		c.DeploymentStatus = &ds
 	}
+	if a.NetworkStatus != nil {
+		ns := *a.NetworkStatus
+		c.NetworkStatus = &ns
+	}
 	return &c
 }
 
@@ -79,6 +89,44 @@ func (a *Allocation) ClientTerminal() bool {
 
 // Terminal reports whether the allocation is stopped or finished.
 func (a *Allocation) Terminal() bool { return a.ServerTerminal() || a.ClientTerminal() }
+
+// DesiredTransition is what an operator asked of an allocation besides
+// stopping it. The flags only ever get set (Merge), never cleared.
+type DesiredTransition struct {
+	// Migrate: the allocation was stopped to be replaced (alloc stop); the
+	// scheduler places its replacement, preferring another node.
+	Migrate bool
+	// Reschedule: the replacement counts as a reschedule of the
+	// allocation (it extends its reschedule history).
+	Reschedule bool
+	// ForceReschedule: replace the allocation even if its reschedule
+	// policy is exhausted.
+	ForceReschedule bool
+	// NoShutdownDelay: the client kills the tasks without waiting for the
+	// group's and tasks' shutdown_delay.
+	NoShutdownDelay bool
+	// MigrateDisablePlacement: migrate without placing a replacement.
+	MigrateDisablePlacement bool
+}
+
+// Merge returns t with every flag set in o also set.
+func (t DesiredTransition) Merge(o DesiredTransition) DesiredTransition {
+	t.Migrate = t.Migrate || o.Migrate
+	t.Reschedule = t.Reschedule || o.Reschedule
+	t.ForceReschedule = t.ForceReschedule || o.ForceReschedule
+	t.NoShutdownDelay = t.NoShutdownDelay || o.NoShutdownDelay
+	t.MigrateDisablePlacement = t.MigrateDisablePlacement || o.MigrateDisablePlacement
+	return t
+}
+
+// AllocNetworkStatus is an allocation's network as its client set it up.
+// With host networking (the only mode Drover's clients run) InterfaceName
+// is empty and Address is the node's address the allocation's ports are on.
+type AllocNetworkStatus struct {
+	InterfaceName string
+	Address       string
+	AddressIPv6   string
+}
 
 // RescheduleTracker lists the reschedules that led to an allocation, oldest
 // first: each replacement of a failed allocation carries its predecessor's

@@ -102,3 +102,11 @@ const (
 
 // DefaultNamespace is the namespace of jobs that name none.
 const DefaultNamespace = "default"
+
+// Job priorities: the range a job's (and an evaluation's) priority must be
+// in, and the priority of evaluations for jobs that do not exist.
+const (
+	JobMinPriority     = 1
+	JobMaxPriority     = 100
+	JobDefaultPriority = 50
+)

@@ -87,6 +87,9 @@ type JobDeregisterRequest struct {
 	Eval      *Evaluation
 	// SubmitTime is the time the stop is recorded as, set by the leader.
 	SubmitTime int64
+	// NoShutdownDelay marks the job's live allocations to be killed
+	// without their shutdown_delay.
+	NoShutdownDelay bool
 }
 
 // EvalUpdateRequest inserts or updates evaluations.
@@ -205,11 +208,13 @@ type JobStabilityRequest struct {
 	Stable    bool
 }
 
-// AllocDesiredTransitionRequest stops allocations by ID (server-initiated).
+// AllocDesiredTransitionRequest stops allocations by ID (server-initiated)
+// and records Transition on them (merged with what they had).
 type AllocDesiredTransitionRequest struct {
 	AllocIDs    []string
 	Description string
 	Evals       []*Evaluation
+	Transition  DesiredTransition
 }
 
 // msgpackHandle decodes nested maps as map[string]any, so driver configs

@@ -320,7 +320,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 }
 
 // KnownDrivers are the task drivers Drover has.
-var KnownDrivers = []string{"docker", "exec", "mock", "raw_exec"}
+var KnownDrivers = []string{"docker", "exec", "mock", "mock_driver", "raw_exec"}
 
 // requiredConfigKeys lists, per driver, the config keys that must be a
 // non-empty string. Other drivers' configs are opaque here.

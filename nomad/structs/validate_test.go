@@ -196,7 +196,7 @@ func TestValidate_Problems(t *testing.T) {
 			`task name "server" is used more than once`},
 		{"task name with slash", func(j *Job) { task(j).Name = "a/b" }, `task name "a/b" must not contain "/"`},
 		{"missing driver", func(j *Job) { task(j).Driver = "" }, `task "server": driver is required`},
-		{"unknown driver", func(j *Job) { task(j).Driver = "qemu" }, `task "server": unknown driver "qemu": Drover has the docker, exec, mock, raw_exec drivers`},
+		{"unknown driver", func(j *Job) { task(j).Driver = "qemu" }, `task "server": unknown driver "qemu": Drover has the docker, exec, mock, mock_driver, raw_exec drivers`},
 		{"two leaders", func(j *Job) {
 			second := testJob().TaskGroups[0].Tasks[0]
 			second.Name = "sidecar"

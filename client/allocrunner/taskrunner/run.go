@@ -195,7 +195,10 @@ func (tr *TaskRunner) killRunning(h *drivers.TaskHandle, ch <-chan *drivers.Exit
 	if reason != nil {
 		tr.emit(reason)
 	}
-	if d := task.ShutdownDelay; d > 0 {
+	tr.mu.Lock()
+	noDelay := tr.noDelay
+	tr.mu.Unlock()
+	if d := task.ShutdownDelay; d > 0 && !noDelay {
 		tr.emit(eventShutdownDelay(tr.now(), d))
 		t := time.NewTimer(d)
 		select {

@@ -97,6 +97,7 @@ type TaskRunner struct {
 	handle        *drivers.TaskHandle // the attached (started or recovered) task, or nil
 	prepared      bool
 	killReason    *structs.TaskEvent // why Kill was called, or nil
+	noDelay       bool               // kill without the task's shutdown_delay
 	runStarted    bool
 	recoverErr    error                  // RecoverTask failed at Restore; Run handles it
 	lastPrepare   time.Time              // when the last prepare progress event was emitted
@@ -256,6 +257,14 @@ func (tr *TaskRunner) Kill(reason *structs.TaskEvent) {
 		close(tr.killCh)
 		tr.cancel()
 	})
+}
+
+// SkipShutdownDelay makes the next kill skip the task's shutdown_delay
+// (the operator stopped the allocation with no_shutdown_delay).
+func (tr *TaskRunner) SkipShutdownDelay() {
+	tr.mu.Lock()
+	tr.noDelay = true
+	tr.mu.Unlock()
 }
 
 // Shutdown stops supervising the task and leaves it running, for a client
