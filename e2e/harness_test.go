@@ -110,7 +110,7 @@ server {
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
 	p.start(t)
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() { p.kill(); killTaskProcesses(p.dataDir) })
 	return p
 }
 
@@ -250,7 +250,7 @@ plugin "raw_exec" {
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
 	p.start(t)
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() { p.kill(); killTaskProcesses(p.dataDir) })
 	return p
 }
 
