@@ -264,7 +264,10 @@ func TestStatusUpdatesAreBatched(t *testing.T) {
 		}
 		multi = multi || len(b.allocs) > 1
 		if i > 0 {
-			require.GreaterOrEqual(t, b.at.Sub(batches[i-1].at), 150*time.Millisecond, "flushes are at least ~200ms apart")
+			// Sends start at least 200ms apart; these are arrival times at the
+			// server, which a loaded machine delays unevenly, so half the
+			// interval is the bound (without batching the gaps are ~0).
+			require.GreaterOrEqual(t, b.at.Sub(batches[i-1].at), 100*time.Millisecond, "flushes are about 200ms apart")
 		}
 	}
 	require.True(t, multi, "several allocations share a batch")

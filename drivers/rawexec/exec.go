@@ -92,9 +92,12 @@ func execTTY(ctx context.Context, cmd *exec.Cmd, attr *syscall.SysProcAttr, opts
 		return nil, fmt.Errorf("raw_exec: starting %q on a terminal: %w", cmd.Args[0], err)
 	}
 	defer ptmx.Close()
-	done := make(chan struct{})
-	defer close(done)
+	// The resizer is gone before the terminal closes (deferred calls run
+	// in reverse): Setsize must not race Close.
+	done, resizerGone := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-resizerGone }()
 	go func() {
+		defer close(resizerGone)
 		for {
 			select {
 			case <-done:
