@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -137,7 +138,11 @@ func nodeDrain(m *Meta, args []string) int {
 	}
 	var spec *api.DrainSpec
 	if o.enable {
-		spec = &api.DrainSpec{IgnoreSystemJobs: ignoreSystem}
+		d, msg := drainDeadline(deadline, noDeadline, force)
+		if msg != "" {
+			return m.usageError(msg, nodeDrainHelp)
+		}
+		spec = &api.DrainSpec{Deadline: d, IgnoreSystemJobs: ignoreSystem}
 	}
 	if _, err := c.Nodes().UpdateDrain(id, spec, o.disable && !o.keepIneligible, nil); err != nil {
 		m.errorf("Error updating drain specification: %s", err)
@@ -152,6 +157,33 @@ func nodeDrain(m *Meta, args []string) int {
 		return 0
 	}
 	return monitorDrain(m, c, id)
+}
+
+// drainDeadline turns the deadline flags of `node drain -enable` into a
+// DrainSpec deadline: one hour by default, 0 with -no-deadline, negative
+// with -force (the deadline is now). msg names a bad combination.
+func drainDeadline(deadline string, noDeadline, force bool) (d time.Duration, msg string) {
+	set := 0
+	for _, b := range []bool{deadline != "", noDeadline, force} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return 0, "only one of -deadline, -no-deadline and -force may be given"
+	case force:
+		return -time.Second, ""
+	case noDeadline:
+		return 0, ""
+	case deadline == "":
+		return time.Hour, ""
+	}
+	d, err := time.ParseDuration(deadline)
+	if err != nil || d <= 0 {
+		return 0, fmt.Sprintf("-deadline must be a positive duration, got %q", deadline)
+	}
+	return d, ""
 }
 
 // monitorDrain follows a node until its drain completes.

@@ -82,6 +82,9 @@ type GenericPlacement struct {
 	StopPrevious bool
 	// Migrate: Previous runs on a draining node.
 	Migrate bool
+	// Forced: the drain's deadline passed: Previous stops even when the
+	// placement finds no node.
+	Forced bool
 	// Reschedule: Previous failed; the new allocation extends its reschedule
 	// history and avoids its node.
 	Reschedule bool
@@ -144,7 +147,9 @@ const (
 //   - a live allocation on a down or missing node is lost and replaced; on
 //     a draining node it is migrated (stopped and replaced elsewhere), at
 //     most migrate.max_parallel of the group at once: a migration counts
-//     until its replacement is healthy (running, outside a deployment);
+//     until its replacement is healthy; a batch allocation there runs on
+//     until the drain's deadline; once the deadline passed, every
+//     allocation there migrates at once, stopped even without a new node;
 //   - a failed allocation not yet replaced is rescheduled per the group's
 //     reschedule policy (now, later through FollowupAt, or never, keeping
 //     its slot); a batch allocation that completed keeps its slot and is
@@ -232,7 +237,7 @@ func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 			continue
 		}
 		used[nameIndex(u.alloc.Name)] = true
-		if u.kind == unitMigrate {
+		if u.kind == unitMigrate && !r.deadlinePassed(u.alloc) {
 			if migrations == 0 {
 				g.Ignore = append(g.Ignore, u.alloc) // migrates in a later wave
 				continue
@@ -269,8 +274,11 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 	case g.Group == nil:
 		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: DescNotNeeded})
 		return unit{}, false
-	case node.Drain:
+	case node.Drain && (!r.batch || node.DrainStrategy.DeadlinePassed(r.in.Now)):
 		return unit{kind: unitMigrate, alloc: a}, true
+	case node.Drain:
+		// Batch work on a draining node runs on until the deadline.
+		return unit{kind: unitCurrent, alloc: a}, true
 	case r.isCurrent(a) && r.awaitingPromotion(g, a):
 		g.Ignore = append(g.Ignore, a)
 		g.Canaries++
@@ -322,7 +330,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 	case unitOld:
 		*destructive = append(*destructive, a)
 	case unitMigrate:
-		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true})
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true, Forced: r.deadlinePassed(a)})
 	case unitRescheduleNow:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
 	case unitLost:
@@ -425,6 +433,13 @@ func (r *genericReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.
 	}
 	old := a.Job.LookupTaskGroup(a.TaskGroup)
 	return old != nil && old.UpdateType(tg) != structs.UpdateTypeDestructive
+}
+
+// deadlinePassed reports whether a runs on a draining node whose drain
+// deadline passed.
+func (r *genericReconciler) deadlinePassed(a *structs.Allocation) bool {
+	n := r.nodes[a.NodeID]
+	return n != nil && n.Drain && n.DrainStrategy.DeadlinePassed(r.in.Now)
 }
 
 // migrateBudget is how many of g's allocations on draining nodes may start
