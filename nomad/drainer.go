@@ -63,9 +63,6 @@ func decideDrains(now time.Time, nodes []*structs.Node, allocsByNode func(nodeID
 		}
 		ds := n.DrainStrategy
 		passed := ds.DeadlinePassed(now)
-		if !passed && ds != nil && !ds.ForceDeadline.IsZero() && (d.WakeAt.IsZero() || ds.ForceDeadline.Before(d.WakeAt)) {
-			d.WakeAt = ds.ForceDeadline
-		}
 		ignoreSystem := ds != nil && ds.IgnoreSystemJobs
 		var system []*structs.Allocation
 		others, waiting := 0, false
@@ -93,6 +90,9 @@ func decideDrains(now time.Time, nodes []*structs.Node, allocsByNode func(nodeID
 		if !waiting {
 			d.Complete = append(d.Complete, drainDone{NodeID: n.ID, DeadlineReached: passed})
 			continue
+		}
+		if !passed && ds != nil && !ds.ForceDeadline.IsZero() && (d.WakeAt.IsZero() || ds.ForceDeadline.Before(d.WakeAt)) {
+			d.WakeAt = ds.ForceDeadline
 		}
 		if others == 0 || passed {
 			d.StopSystem = append(d.StopSystem, system...)

@@ -478,13 +478,28 @@ func (r *genericReconciler) migrating(g *GenericGroup) int {
 }
 
 // MigrationDone reports whether a, the replacement of a migrated
-// allocation, no longer counts against migrate max_parallel: healthy when
-// a deployment tracks its health, else running.
+// allocation, no longer counts against migrate max_parallel: healthy once
+// its health is known (its deployment's update block, or outside a
+// deployment its group's migrate block, decides it on the client), else
+// running.
 func MigrationDone(a *structs.Allocation) bool {
 	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
 		return *a.DeploymentStatus.Healthy
 	}
+	if migrateHealthTracked(a) {
+		return false
+	}
 	return a.ClientStatus == structs.AllocClientStatusRunning
+}
+
+// migrateHealthTracked reports whether a's client decides its health by
+// its group's migrate block: a service allocation outside a deployment.
+func migrateHealthTracked(a *structs.Allocation) bool {
+	if a.DeploymentID != "" || a.Job == nil || a.Job.Type != structs.JobTypeService {
+		return false
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	return tg != nil && tg.Migrate != nil
 }
 
 // allocName is "<job>.<group>[<index>]".
