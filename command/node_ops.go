@@ -76,9 +76,11 @@ func resolveNodeArg(m *Meta, args []string, self bool, help string) (*api.Client
 
 const nodeDrainHelp = `Usage: drover node drain [options] <node>
 
-  Toggle node draining. A draining node receives no new placements, and its
-  system allocations are stopped. When none is left the drain is complete and
-  the node stays ineligible.
+  Toggle node draining. A draining node receives no new placements. Its
+  service allocations migrate per their migrate block, batch allocations run
+  on until the deadline, and system allocations stop last, once the others
+  are gone. At the deadline every allocation left is stopped. When none is
+  left the drain is complete and the node stays ineligible.
 
 Node Drain Options:
 
@@ -93,6 +95,19 @@ Node Drain Options:
 
   -keep-ineligible
     With -disable, keep the node ineligible for scheduling.
+
+  -deadline <duration>
+    How long the drain may take before every allocation left is stopped.
+    Defaults to 1h.
+
+  -no-deadline
+    No deadline: batch allocations run until they finish.
+
+  -force
+    Stop every allocation at once (the deadline is now).
+
+  -ignore-system
+    Leave system and sysbatch allocations running.
 
   -self
     Drain the local node.
