@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -159,7 +160,8 @@ func nodeDrain(m *Meta, args []string) int {
 		}
 		spec = &api.DrainSpec{Deadline: d, IgnoreSystemJobs: ignoreSystem}
 	}
-	if _, err := c.Nodes().UpdateDrain(id, spec, o.disable && !o.keepIneligible, nil); err != nil {
+	resp, err := c.Nodes().UpdateDrain(id, spec, o.disable && !o.keepIneligible, nil)
+	if err != nil {
 		m.errorf("Error updating drain specification: %s", err)
 		return 1
 	}
@@ -171,7 +173,7 @@ func nodeDrain(m *Meta, args []string) int {
 	if o.detach {
 		return 0
 	}
-	return monitorDrain(m, c, id)
+	return monitorDrain(m, c, id, resp.NodeModifyIndex, ignoreSystem)
 }
 
 // drainDeadline turns the deadline flags of `node drain -enable` into a
@@ -201,21 +203,23 @@ func drainDeadline(deadline string, noDeadline, force bool) (d time.Duration, ms
 	return d, ""
 }
 
-// monitorDrain follows a node until its drain completes.
-func monitorDrain(m *Meta, c *api.Client, id string) int {
+// monitorDrain follows a node until its drain completes, printing what
+// changes on the way: its allocations' client statuses, drain updates, and
+// the end ("All allocations on node ... have stopped", "Drain complete for
+// node ...").
+func monitorDrain(m *Meta, c *api.Client, id string, index uint64, ignoreSystem bool) int {
 	m.outf("==> %s: Monitoring node %q: Ctrl-C to detach monitoring", formatTime(time.Now()), id)
-	var index uint64
-	for {
-		node, meta, err := c.Nodes().Info(id, &api.QueryOptions{WaitIndex: index, WaitTime: 30 * time.Second})
-		if err != nil {
-			m.errorf("Error monitoring node: %s", err)
-			return 1
+	code := 0
+	for msg := range c.Nodes().MonitorDrain(context.Background(), id, index, ignoreSystem) {
+		switch msg.Level {
+		case api.MonitorMsgLevelError:
+			m.errorf("%s: %s", formatTime(time.Now()), msg)
+			code = 1
+		case api.MonitorMsgLevelNormal:
+			m.outf("    %s: %s", formatTime(time.Now()), msg)
+		default:
+			m.outf("==> %s: %s", formatTime(time.Now()), msg)
 		}
-		if !node.Drain {
-			m.outf("==> %s: All allocations on node %q have stopped", formatTime(time.Now()), id)
-			m.outf("==> %s: Drain complete for node %s", formatTime(time.Now()), id)
-			return 0
-		}
-		index = meta.LastIndex
 	}
+	return code
 }
