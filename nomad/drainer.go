@@ -121,11 +121,11 @@ func isSystemAlloc(a *structs.Allocation) bool {
 // nodes or allocations, or the next drain deadline, asks decideDrains what
 // to do and does it: stops system allocations, creates one evaluation per
 // job with allocations on a node whose deadline passed (once per node and
-// deadline), and ends drains that are complete (the node stays
-// ineligible).
+// deadline, again every drainRetry while some are left to stop), and ends
+// drains that are complete (the node stays ineligible).
 func (s *Server) runDrainer(ctx context.Context) {
 	var index uint64
-	forced := map[string]time.Time{} // node → deadline whose evaluations were created
+	forced := map[string]forcedDrain{}
 	var wake time.Time
 	for ctx.Err() == nil {
 		qctx, cancel := ctx, context.CancelFunc(func() {})
@@ -155,13 +155,32 @@ func (s *Server) runDrainer(ctx context.Context) {
 			index = 0 // the deadline passed: decide again at once
 		}
 		d := out.(drainDecision)
-		wake = d.WakeAt
 		s.carryOutDrains(ctx, d, forced)
+		wake = d.WakeAt
+		for _, dl := range d.Deadlined {
+			if f, ok := forced[dl.NodeID]; ok && (wake.IsZero() || f.retryAt().Before(wake)) {
+				wake = f.retryAt()
+			}
+		}
 	}
 }
 
+// drainRetry is how long after the evaluations of a node past its deadline
+// the drainer creates them again if allocations are still to be stopped
+// there (an evaluation failed, or ran on a server whose clock lagged).
+const drainRetry = 30 * time.Second
+
+// forcedDrain records the evaluations created for a node past its
+// deadline.
+type forcedDrain struct {
+	deadline time.Time // the drain deadline they were created for
+	at       time.Time // when
+}
+
+func (f forcedDrain) retryAt() time.Time { return f.at.Add(drainRetry) }
+
 // carryOutDrains does what d says.
-func (s *Server) carryOutDrains(ctx context.Context, d drainDecision, forced map[string]time.Time) {
+func (s *Server) carryOutDrains(ctx context.Context, d drainDecision, forced map[string]forcedDrain) {
 	if len(d.StopSystem) > 0 {
 		req := &structs.AllocDesiredTransitionRequest{Description: scheduler.DescMigrating}
 		for _, a := range d.StopSystem {
@@ -172,9 +191,12 @@ func (s *Server) carryOutDrains(ctx context.Context, d drainDecision, forced map
 		}
 	}
 	for _, dl := range d.Deadlined {
-		if forced[dl.NodeID].Equal(dl.Deadline) {
+		if f, ok := forced[dl.NodeID]; ok && f.deadline.Equal(dl.Deadline) && s.now().Before(f.retryAt()) {
 			continue
 		}
+		// Recorded even on failure: the next attempt comes after
+		// drainRetry, not in a busy loop.
+		forced[dl.NodeID] = forcedDrain{deadline: dl.Deadline, at: s.now()}
 		evals, err := s.drainDeadlineEvals(dl)
 		if err == nil && len(evals) > 0 {
 			_, _, err = s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
@@ -185,7 +207,6 @@ func (s *Server) carryOutDrains(ctx context.Context, d drainDecision, forced map
 			}
 			continue
 		}
-		forced[dl.NodeID] = dl.Deadline
 		s.logger.Info("node drain deadline reached; stopping its remaining allocations", "node_id", dl.NodeID, "jobs", len(evals))
 	}
 	for _, c := range d.Complete {
