@@ -92,9 +92,16 @@ func execTTY(ctx context.Context, cmd *exec.Cmd, attr *syscall.SysProcAttr, opts
 		return nil, fmt.Errorf("raw_exec: starting %q on a terminal: %w", cmd.Args[0], err)
 	}
 	defer ptmx.Close()
+	// The resize goroutine is gone before the terminal closes (deferred
+	// calls run last first).
 	done := make(chan struct{})
-	defer close(done)
+	resized := make(chan struct{})
+	defer func() {
+		close(done)
+		<-resized
+	}()
 	go func() {
+		defer close(resized)
 		for {
 			select {
 			case <-done:
