@@ -1,6 +1,8 @@
 package command
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -75,9 +77,11 @@ func resolveNodeArg(m *Meta, args []string, self bool, help string) (*api.Client
 
 const nodeDrainHelp = `Usage: drover node drain [options] <node>
 
-  Toggle node draining. A draining node receives no new placements, and its
-  system allocations are stopped. When none is left the drain is complete and
-  the node stays ineligible.
+  Toggle node draining. A draining node receives no new placements. Its
+  service allocations migrate per their migrate block, batch allocations run
+  on until the deadline, and system allocations stop last, once the others
+  are gone. At the deadline every allocation left is stopped. When none is
+  left the drain is complete and the node stays ineligible.
 
 Node Drain Options:
 
@@ -92,6 +96,19 @@ Node Drain Options:
 
   -keep-ineligible
     With -disable, keep the node ineligible for scheduling.
+
+  -deadline <duration>
+    How long the drain may take before every allocation left is stopped.
+    Defaults to 1h.
+
+  -no-deadline
+    No deadline: batch allocations run until they finish.
+
+  -force
+    Stop every allocation at once (the deadline is now).
+
+  -ignore-system
+    Leave system and sysbatch allocations running.
 
   -self
     Drain the local node.
@@ -137,9 +154,14 @@ func nodeDrain(m *Meta, args []string) int {
 	}
 	var spec *api.DrainSpec
 	if o.enable {
-		spec = &api.DrainSpec{IgnoreSystemJobs: ignoreSystem}
+		d, msg := drainDeadline(deadline, noDeadline, force)
+		if msg != "" {
+			return m.usageError(msg, nodeDrainHelp)
+		}
+		spec = &api.DrainSpec{Deadline: d, IgnoreSystemJobs: ignoreSystem}
 	}
-	if _, err := c.Nodes().UpdateDrain(id, spec, o.disable && !o.keepIneligible, nil); err != nil {
+	resp, err := c.Nodes().UpdateDrain(id, spec, o.disable && !o.keepIneligible, nil)
+	if err != nil {
 		m.errorf("Error updating drain specification: %s", err)
 		return 1
 	}
@@ -151,24 +173,53 @@ func nodeDrain(m *Meta, args []string) int {
 	if o.detach {
 		return 0
 	}
-	return monitorDrain(m, c, id)
+	return monitorDrain(m, c, id, resp.NodeModifyIndex, ignoreSystem)
 }
 
-// monitorDrain follows a node until its drain completes.
-func monitorDrain(m *Meta, c *api.Client, id string) int {
-	m.outf("==> %s: Monitoring node %q: Ctrl-C to detach monitoring", formatTime(time.Now()), id)
-	var index uint64
-	for {
-		node, meta, err := c.Nodes().Info(id, &api.QueryOptions{WaitIndex: index, WaitTime: 30 * time.Second})
-		if err != nil {
-			m.errorf("Error monitoring node: %s", err)
-			return 1
+// drainDeadline turns the deadline flags of `node drain -enable` into a
+// DrainSpec deadline: one hour by default, 0 with -no-deadline, negative
+// with -force (the deadline is now). msg names a bad combination.
+func drainDeadline(deadline string, noDeadline, force bool) (d time.Duration, msg string) {
+	set := 0
+	for _, b := range []bool{deadline != "", noDeadline, force} {
+		if b {
+			set++
 		}
-		if !node.Drain {
-			m.outf("==> %s: All allocations on node %q have stopped", formatTime(time.Now()), id)
-			m.outf("==> %s: Drain complete for node %s", formatTime(time.Now()), id)
-			return 0
-		}
-		index = meta.LastIndex
 	}
+	switch {
+	case set > 1:
+		return 0, "only one of -deadline, -no-deadline and -force may be given"
+	case force:
+		return -time.Second, ""
+	case noDeadline:
+		return 0, ""
+	case deadline == "":
+		return time.Hour, ""
+	}
+	d, err := time.ParseDuration(deadline)
+	if err != nil || d <= 0 {
+		return 0, fmt.Sprintf("-deadline must be a positive duration, got %q", deadline)
+	}
+	return d, ""
+}
+
+// monitorDrain follows a node until its drain completes, printing what
+// changes on the way: its allocations' client statuses, drain updates, and
+// the end ("All allocations on node ... have stopped", "Drain complete for
+// node ...").
+func monitorDrain(m *Meta, c *api.Client, id string, index uint64, ignoreSystem bool) int {
+	m.outf("==> %s: Monitoring node %q: Ctrl-C to detach monitoring", formatTime(time.Now()), id)
+	code := 0
+	for msg := range c.Nodes().MonitorDrain(context.Background(), id, index, ignoreSystem) {
+		switch msg.Level {
+		case api.MonitorMsgLevelError:
+			m.errorf("%s: %s", formatTime(time.Now()), msg)
+			code = 1
+		case api.MonitorMsgLevelNormal:
+			m.outf("    %s: %s", formatTime(time.Now()), msg)
+		default:
+			m.outf("==> %s: %s", formatTime(time.Now()), msg)
+		}
+	}
+	return code
 }

@@ -98,3 +98,63 @@ func TestExecDriverEndToEnd(t *testing.T) {
 	require.Equal(t, "/local", seen["taskdir"], out)
 	require.Less(t, len(seen["procs"]), 2, "fewer than ten processes visible: %s", out)
 }
+
+// TestExecDriverAllocExec runs `drover alloc exec` into a running exec task
+// through a real client agent: the command sees the task's root, PID
+// namespace and user, and its exit code becomes the CLI's. It skips,
+// loudly, where the exec driver is undetected.
+func TestExecDriverAllocExec(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	client := newClientAgent(t, "client-1", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	var exec *api.DriverInfo
+	require.Eventually(t, func() bool {
+		n, _, err := c.Nodes().Info(nodes[0].ID, nil)
+		require.NoError(t, err)
+		exec = n.Drivers["exec"]
+		return exec != nil
+	}, 30*time.Second, 100*time.Millisecond, "the client fingerprints the exec driver")
+	if !exec.Detected {
+		t.Skipf("SKIPPED: the exec driver is undetected here (euid %d): %s", os.Geteuid(), exec.HealthDescription)
+	}
+
+	job := api.NewServiceJob("sleeper", "sleeper", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	task := api.NewTask("sleep", "exec").SetConfig("command", "/bin/sleep").SetConfig("args", []string{"600"})
+	task.Resources = &api.Resources{CPU: new(100), MemoryMB: new(64)}
+	job.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(task))
+	_, _, err = c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+	var allocID string
+	require.Eventually(t, func() bool {
+		allocs, _, err := c.Jobs().Allocations("sleeper", false, nil)
+		if err != nil || len(allocs) != 1 || allocs[0].ClientStatus != "running" {
+			return false
+		}
+		allocID = allocs[0].ID
+		return true
+	}, 60*time.Second, 200*time.Millisecond, "the exec task runs")
+
+	script := strings.Join([]string{
+		`echo "pid1=$(tr '\0' ' ' < /proc/1/cmdline)"`,
+		`echo "uid=$(id -u)"`,
+		`if [ -e ` + client.config + ` ]; then echo host=visible; else echo host=hidden; fi`,
+		`echo "taskdir=$NOMAD_TASK_DIR"`,
+		`exit 3`,
+	}, "; ")
+	code, out := drover(t, srv.httpAddr(), "alloc", "exec", "-task", "sleep", allocID[:8], "/bin/sh", "-c", script)
+	require.Equal(t, 3, code, out)
+	seen := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		seen[k] = v
+	}
+	require.Contains(t, seen["pid1"], "__drover_exec_init", out)
+	require.Equal(t, "65534", seen["uid"], out)
+	require.Equal(t, "hidden", seen["host"], out)
+	require.Equal(t, "/local", seen["taskdir"], out)
+}

@@ -57,6 +57,7 @@ type simAlloc struct {
 
 	deploymentID string
 	spec         healthSpec
+	migrate      *healthSpec // a service group's migrate block, or nil
 	healthStart  time.Time
 	healthy      *bool // decided deployment health, or nil
 	healthAt     time.Time
@@ -66,7 +67,7 @@ type simAlloc struct {
 
 // newSimAlloc turns a server allocation into a simulated one, first seen at now.
 func newSimAlloc(a *api.Allocation, now time.Time) *simAlloc {
-	s := &simAlloc{id: a.ID, modifyIndex: a.AllocModifyIndex, received: now}
+	s := &simAlloc{id: a.ID, modifyIndex: a.AllocModifyIndex, received: now, healthStart: now}
 	if isTerminal(a) {
 		s.remembered = true
 		return s
@@ -89,6 +90,7 @@ func newSimAlloc(a *api.Allocation, now time.Time) *simAlloc {
 			s.tasks = append(s.tasks, newSimTask(t))
 		}
 		s.spec = healthSpecOf(a.Job, tg)
+		s.migrate = migrateSpecOf(a.Job, tg)
 	}
 	s.update(a, now)
 	return s
@@ -131,6 +133,40 @@ func healthSpecOf(job *api.Job, tg *api.TaskGroup) healthSpec {
 		h.healthyDeadline = *u.HealthyDeadline
 	}
 	return h
+}
+
+// migrateSpecOf returns the health part of a service group's migrate
+// block (deciding the health of an allocation outside a deployment), or
+// nil.
+func migrateSpecOf(job *api.Job, tg *api.TaskGroup) *healthSpec {
+	m := tg.Migrate
+	if m == nil || job.Type == nil || *job.Type != structs.JobTypeService {
+		return nil
+	}
+	h := &healthSpec{}
+	if m.HealthCheck != nil {
+		h.mode = *m.HealthCheck
+	}
+	if m.MinHealthyTime != nil {
+		h.minHealthyTime = *m.MinHealthyTime
+	}
+	if m.HealthyDeadline != nil {
+		h.healthyDeadline = *m.HealthyDeadline
+	}
+	return h
+}
+
+// healthSpecNow is the spec deciding the allocation's health now: its
+// update block in a deployment, else its migrate block; ok is false when
+// neither applies.
+func (s *simAlloc) healthSpecNow() (healthSpec, bool) {
+	switch {
+	case s.deploymentID != "":
+		return s.spec, true
+	case s.migrate != nil:
+		return *s.migrate, true
+	}
+	return healthSpec{}, false
 }
 
 func isTerminal(a *api.Allocation) bool {
@@ -228,7 +264,8 @@ func (s *simAlloc) report(now time.Time) (*api.Allocation, time.Time) {
 	}
 	times := s.timeline()
 	states := make(map[string]*api.TaskState, len(s.tasks))
-	in := health.Input{Mode: s.spec.mode, MinHealthyTime: s.spec.minHealthyTime, HealthyDeadline: s.spec.healthyDeadline, Start: s.healthStart}
+	spec, tracked := s.healthSpecNow()
+	in := health.Input{Mode: spec.mode, MinHealthyTime: spec.minHealthyTime, HealthyDeadline: spec.healthyDeadline, Start: s.healthStart}
 	running, dead, failed := 0, 0, ""
 	for i, t := range s.tasks {
 		tt := times[i]
@@ -266,7 +303,7 @@ func (s *simAlloc) report(now time.Time) (*api.Allocation, time.Time) {
 	default:
 		out.ClientStatus, out.ClientDescription = structs.AllocClientStatusPending, "No tasks have started"
 	}
-	if s.deploymentID != "" && s.stopAt.IsZero() && s.healthy == nil {
+	if tracked && s.stopAt.IsZero() && s.healthy == nil {
 		r := health.Evaluate(in, now)
 		if r.Decided {
 			h := r.Healthy

@@ -129,3 +129,24 @@ func TestSignatureChangesWithState(t *testing.T) {
 	require.NotEqual(t, signature(a), signature(b))
 	require.Equal(t, signature(a), signature(&api.Allocation{ClientStatus: "running", TaskStates: map[string]*api.TaskState{"t": {State: "running"}}}))
 }
+
+// TestSimAllocMigrateHealth: outside a deployment, a service allocation's
+// health follows its group's migrate block; other allocations report none.
+func TestSimAllocMigrateHealth(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := testAlloc("service", map[string]any{"start_block_for": "1s"}, nil)
+	a.Job.TaskGroups[0].Migrate = &api.MigrateStrategy{HealthCheck: new("task_states"), MinHealthyTime: new(5 * time.Second), HealthyDeadline: new(time.Minute)}
+	s := newSimAlloc(a, t0)
+	rep, next := s.report(t0.Add(time.Second))
+	require.Nil(t, rep.DeploymentStatus)
+	require.Equal(t, t0.Add(6*time.Second), next)
+	rep, _ = s.report(t0.Add(6 * time.Second))
+	require.NotNil(t, rep.DeploymentStatus)
+	require.True(t, *rep.DeploymentStatus.Healthy)
+
+	b := testAlloc("batch", map[string]any{"start_block_for": "1s"}, nil)
+	b.Job.TaskGroups[0].Migrate = a.Job.TaskGroups[0].Migrate
+	sb := newSimAlloc(b, t0)
+	rep, _ = sb.report(t0.Add(time.Hour))
+	require.Nil(t, rep.DeploymentStatus, "batch allocations are not tracked")
+}

@@ -33,7 +33,8 @@ type genericPlanInput struct {
 // genericPlanBuilder places a GenericResult's placements on nodes and
 // builds the plan. A placement that finds no node is reported in the
 // evaluation's FailedTGAllocs; a destructive update or migration that
-// finds none keeps its old allocation running.
+// finds none keeps its old allocation running, unless the drain's deadline
+// forces it off its node.
 type genericPlanBuilder struct {
 	genericPlanInput
 	plan       *structs.Plan
@@ -158,6 +159,9 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 	}
 	if node == nil {
 		b.fail(g, metric)
+		if p.Forced {
+			b.plan.AppendStop(p.Previous, DescMigrating)
+		}
 		return nil
 	}
 	a := &structs.Allocation{

@@ -82,6 +82,9 @@ type GenericPlacement struct {
 	StopPrevious bool
 	// Migrate: Previous runs on a draining node.
 	Migrate bool
+	// Forced: the drain's deadline passed: Previous stops even when the
+	// placement finds no node.
+	Forced bool
 	// Reschedule: Previous failed; the new allocation extends its reschedule
 	// history and avoids its node.
 	Reschedule bool
@@ -145,7 +148,9 @@ const (
 //   - a live allocation on a down or missing node is lost and replaced; on
 //     a draining node it is migrated (stopped and replaced elsewhere), at
 //     most migrate.max_parallel of the group at once: a migration counts
-//     until its replacement is healthy (running, outside a deployment);
+//     until its replacement is healthy; a batch allocation there runs on
+//     until the drain's deadline; once the deadline passed, every
+//     allocation there migrates at once, stopped even without a new node;
 //   - an allocation the operator stopped (alloc stop: DesiredTransition
 //     Migrate) and not yet replaced holds its slot and is replaced, the
 //     replacement naming it as previous (and extending its reschedule
@@ -237,7 +242,7 @@ func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 			continue
 		}
 		used[nameIndex(u.alloc.Name)] = true
-		if u.kind == unitMigrate {
+		if u.kind == unitMigrate && !r.deadlinePassed(u.alloc) {
 			if migrations == 0 {
 				g.Ignore = append(g.Ignore, u.alloc) // migrates in a later wave
 				continue
@@ -274,8 +279,11 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 	case g.Group == nil:
 		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: DescNotNeeded})
 		return unit{}, false
-	case node.Drain:
+	case node.Drain && (!r.batch || node.DrainStrategy.DeadlinePassed(r.in.Now)):
 		return unit{kind: unitMigrate, alloc: a}, true
+	case node.Drain:
+		// Batch work on a draining node runs on until the deadline.
+		return unit{kind: unitCurrent, alloc: a}, true
 	case r.isCurrent(a) && r.awaitingPromotion(g, a):
 		g.Ignore = append(g.Ignore, a)
 		g.Canaries++
@@ -331,7 +339,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 	case unitOld:
 		*destructive = append(*destructive, a)
 	case unitMigrate:
-		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true})
+		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true, Forced: r.deadlinePassed(a)})
 	case unitStopped:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Migrate: true, Reschedule: a.DesiredTransition.Reschedule})
 	case unitRescheduleNow:
@@ -444,6 +452,13 @@ func (r *genericReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.
 	return old != nil && old.UpdateType(tg) != structs.UpdateTypeDestructive
 }
 
+// deadlinePassed reports whether a runs on a draining node whose drain
+// deadline passed.
+func (r *genericReconciler) deadlinePassed(a *structs.Allocation) bool {
+	n := r.nodes[a.NodeID]
+	return n != nil && n.Drain && n.DrainStrategy.DeadlinePassed(r.in.Now)
+}
+
 // migrateBudget is how many of g's allocations on draining nodes may start
 // migrating now: the group's migrate max_parallel minus its migrations in
 // flight, or -1 (no limit) without a migrate block or with max_parallel 0.
@@ -480,13 +495,28 @@ func (r *genericReconciler) migrating(g *GenericGroup) int {
 }
 
 // MigrationDone reports whether a, the replacement of a migrated
-// allocation, no longer counts against migrate max_parallel: healthy when
-// a deployment tracks its health, else running.
+// allocation, no longer counts against migrate max_parallel: healthy once
+// its health is known (its deployment's update block, or outside a
+// deployment its group's migrate block, decides it on the client), else
+// running.
 func MigrationDone(a *structs.Allocation) bool {
 	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
 		return *a.DeploymentStatus.Healthy
 	}
+	if migrateHealthTracked(a) {
+		return false
+	}
 	return a.ClientStatus == structs.AllocClientStatusRunning
+}
+
+// migrateHealthTracked reports whether a's client decides its health by
+// its group's migrate block: a service allocation outside a deployment.
+func migrateHealthTracked(a *structs.Allocation) bool {
+	if a.DeploymentID != "" || a.Job == nil || a.Job.Type != structs.JobTypeService {
+		return false
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	return tg != nil && tg.Migrate != nil
 }
 
 // allocName is "<job>.<group>[<index>]".

@@ -321,7 +321,7 @@ func TestDecideReschedule(t *testing.T) {
 
 // TestGeneric_DrainHonoursMigrateMaxParallel drains the node holding four
 // allocations of a group with migrate { max_parallel = 2 }: at most two
-// migrate at once, the next ones once their replacements run.
+// migrate at once, the next ones once their replacements are healthy.
 func TestGeneric_DrainHonoursMigrateMaxParallel(t *testing.T) {
 	h := newHarness(t)
 	h.state.upsertNode(testNode("node-a"))
@@ -344,16 +344,21 @@ func TestGeneric_DrainHonoursMigrateMaxParallel(t *testing.T) {
 	assert.Zero(t, eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate)
 	assert.Equal(t, map[string]int{"node-a": 2, "node-b": 2}, liveByNode(h, "web"))
 
-	// One replacement runs: one more may migrate.
-	first := true
+	// One replacement runs: it still counts until its client finds it
+	// healthy per the migrate block; then one more may migrate.
+	var first *structs.Allocation
 	for _, a := range h.state.liveAllocs("web") {
-		if a.NodeID == "node-b" && first {
-			c := a.Copy()
-			c.ClientStatus = structs.AllocClientStatusRunning
-			h.state.upsertAlloc(c)
-			first = false
+		if a.NodeID == "node-b" && first == nil {
+			first = a.Copy()
+			first.ClientStatus = structs.AllocClientStatusRunning
+			h.state.upsertAlloc(first)
 		}
 	}
+	eval = h.process(job)
+	assert.Zero(t, eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate, "running is not healthy yet")
+	first = first.Copy()
+	first.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true)}
+	h.state.upsertAlloc(first)
 	eval = h.process(job)
 	assert.Equal(t, uint64(1), eval.PlanAnnotations.DesiredTGUpdates["web"].Migrate)
 	assert.Equal(t, map[string]int{"node-a": 1, "node-b": 3}, liveByNode(h, "web"))
@@ -374,11 +379,9 @@ func TestGeneric_DrainHonoursMigrateMaxParallel(t *testing.T) {
 
 	setStatus(h, "web", structs.AllocClientStatusRunning)
 	for _, a := range h.state.liveAllocs("web") {
-		if a.DeploymentStatus != nil {
-			c := a.Copy()
-			c.DeploymentStatus = nil
-			h.state.upsertAlloc(c)
-		}
+		c := a.Copy()
+		c.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true)}
+		h.state.upsertAlloc(c)
 	}
 	h.process(job)
 	assert.Equal(t, map[string]int{"node-b": 4}, liveByNode(h, "web"))

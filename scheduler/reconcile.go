@@ -151,7 +151,7 @@ type nodeClass int
 
 const (
 	nodeGone     nodeClass = iota + 1 // missing or down: live allocations are lost
-	nodeDraining                      // live allocations stop; no placements
+	nodeDraining                      // live allocations left to the drainer; no placements
 	nodeOutside                       // outside the job's datacenters or pool
 	nodeNotReady                      // initializing or ineligible: allocations stay
 	nodeReady                         // a placement candidate
@@ -311,7 +311,11 @@ func (r *reconciler) visit(g *GroupResult, node *structs.Node, class nodeClass, 
 	case g.Group == nil:
 		g.stopAll(live, DescNotNeeded)
 	case class == nodeDraining:
-		g.stopAll(live, DescMigrating)
+		// The drainer stops it once the node's other allocations have
+		// migrated, or at the drain's deadline.
+		if keep := r.keepOne(g, live); keep != nil {
+			g.Ignore = append(g.Ignore, keep)
+		}
 	case class == nodeOutside:
 		g.stopAll(live, DescNotNeeded)
 	case class == nodeNotReady:

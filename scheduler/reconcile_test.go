@@ -168,11 +168,11 @@ func TestReconcile(t *testing.T) {
 			want:   groupWant{inplace: []string{"a", "b"}},
 		},
 		{
-			name:   "draining node stops its alloc",
+			name:   "draining node keeps its alloc for the drainer to stop, gets no placement",
 			job:    v0,
-			nodes:  []*structs.Node{testNode("a"), testNode("b", draining)},
+			nodes:  []*structs.Node{testNode("a"), testNode("b", draining), testNode("c", draining)},
 			allocs: []*structs.Allocation{testAlloc("1", v0, "a"), testAlloc("2", v0, "b")},
-			want:   groupWant{ignore: []string{"a"}, stop: []string{"b"}, stopReasons: []string{DescMigrating}},
+			want:   groupWant{ignore: []string{"a", "b"}},
 		},
 		{
 			name:  "infeasible node gets nothing",

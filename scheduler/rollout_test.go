@@ -236,7 +236,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			tg2: "place=0 destructive=10 canary=0 inplace=0 deferred=0 stop=0 | total=10 placed=10 canaries=0/0",
 		},
 		{
-			name: "paused: nothing placed, replaced or updated; stops go on",
+			name: "paused: nothing placed, replaced or updated; the draining node's allocations are left to the drainer",
 			u1:   update(2, 0), u2: update(2, 0),
 			setup: func(f *fleet) {
 				draining(f.nodes[9])
@@ -248,8 +248,8 @@ func TestRollout_UpdateBlock(t *testing.T) {
 				f.cur("tg1", healthy, false, 1)
 				f.old("tg2", span(0, 10)...)
 			},
-			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=9 stop=1 | total=10 placed=2 canaries=0/0",
-			tg2: "place=0 destructive=0 canary=0 inplace=0 deferred=10 stop=1 | total=10 placed=0 canaries=0/0",
+			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=9 stop=0 | total=10 placed=2 canaries=0/0",
+			tg2: "place=0 destructive=0 canary=0 inplace=0 deferred=10 stop=0 | total=10 placed=0 canaries=0/0",
 			check: func(t *testing.T, f *fleet, res ReconcileResult) {
 				require.Equal(t, structs.DeploymentStatusPaused, res.Deployment.Status)
 				require.Equal(t, structs.DeploymentStatusDescriptionPaused, res.Deployment.StatusDescription)
@@ -309,8 +309,8 @@ func TestRollout_UpdateBlock(t *testing.T) {
 				f.cur("tg1", healthy, false, span(0, 10)...)
 				f.old("tg2", span(0, 10)...)
 			},
-			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=0 stop=1 | total=9 placed=10 canaries=0/0",
-			tg2: "place=0 destructive=9 canary=0 inplace=0 deferred=0 stop=1 | untracked",
+			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=0 stop=0 | total=9 placed=10 canaries=0/0",
+			tg2: "place=0 destructive=9 canary=0 inplace=0 deferred=0 stop=0 | untracked",
 		},
 		{
 			name: "canary above 100 percent is clamped to every node",

@@ -45,7 +45,10 @@
 // every task. An in-place update into another deployment tracks afresh. A
 // killed or shut down runner stops tracking undecided. Published updates
 // never echo the server's DeploymentStatus: without a client decision it is
-// nil, which leaves the server's as it is.
+// nil, which leaves the server's as it is. A service allocation outside any
+// deployment is tracked the same way with its group's migrate block
+// (health_check, min_healthy_time, healthy_deadline): the server waits for
+// that verdict before a drain migrates the group's next allocation.
 //
 // Client status (ClientStatus, pure): failed if a task failed, else running
 // if a task runs, else pending if a task has not started (or waits to

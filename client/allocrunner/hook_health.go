@@ -313,27 +313,46 @@ func (h *healthHook) checkResults() []health.CheckResult {
 	return c.Results()
 }
 
-// needsTracking reports whether the client decides a's deployment health:
-// a runs in a deployment, its group has an update block whose health_check
-// is not "manual", the server has not set its health, and it is not
-// stopping.
+// needsTracking reports whether the client decides a's health: its
+// health policy (healthPolicy) is not "manual", the server has not set its
+// health, and it is not stopping.
 func needsTracking(a *structs.Allocation) bool {
-	if a == nil || a.DeploymentID == "" || a.Job == nil || a.ServerTerminal() {
+	if a == nil || a.Job == nil || a.ServerTerminal() {
 		return false
 	}
-	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil || tg.Update == nil || tg.Update.HealthCheck == structs.UpdateHealthCheckManual {
+	p, ok := healthPolicy(a)
+	if !ok || p.Mode == structs.UpdateHealthCheckManual {
 		return false
 	}
 	return a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil
+}
+
+// healthPolicy returns how a's health is decided: by its group's update
+// block when a runs in a deployment; else, for a service allocation, by
+// its group's migrate block (a drain's next migration waits for it). ok is
+// false when neither applies.
+func healthPolicy(a *structs.Allocation) (health.Input, bool) {
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	switch {
+	case tg == nil:
+		return health.Input{}, false
+	case a.DeploymentID != "":
+		if u := tg.Update; u != nil {
+			return health.Input{Mode: u.HealthCheck, MinHealthyTime: u.MinHealthyTime, HealthyDeadline: u.HealthyDeadline}, true
+		}
+	case a.Job.Type == structs.JobTypeService && tg.Migrate != nil:
+		m := tg.Migrate
+		return health.Input{Mode: m.HealthCheck, MinHealthyTime: m.MinHealthyTime, HealthyDeadline: m.HealthyDeadline}, true
+	}
+	return health.Input{}, false
 }
 
 // healthInput gathers what health.Evaluate needs (pure). Tasks without a
 // state are pending; readiness checks do not count.
 func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, checks []health.CheckResult, start time.Time) health.Input {
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	u := tg.Update
-	in := health.Input{Mode: u.HealthCheck, MinHealthyTime: u.MinHealthyTime, HealthyDeadline: u.HealthyDeadline, Start: start}
+	in, _ := healthPolicy(a)
+	in.Start = start
 	batch := restarts.IsBatch(a.Job.Type)
 	for _, t := range tg.Tasks {
 		ht := health.Task{Name: t.Name, State: taskrunner.StatePending}

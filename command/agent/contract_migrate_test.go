@@ -12,7 +12,8 @@ import (
 
 // TestContractDrainMigratesInWaves drains a node holding three allocations
 // of a group with migrate { max_parallel = 1 }: one migrates at a time, the
-// next once the client reports the previous replacement running.
+// next once the client reports the previous replacement healthy (per the
+// migrate block: running alone is not enough).
 func TestContractDrainMigratesInWaves(t *testing.T) {
 	ta := newTestAgent(t, "")
 	c := ta.client
@@ -72,7 +73,12 @@ func TestContractDrainMigratesInWaves(t *testing.T) {
 			}
 		}
 		require.NotNil(t, pending)
+		// Running is not enough: the migrate block's health decides.
 		_, err := ta.Server().AllocClientUpdate([]*structs.Allocation{{ID: pending.ID, ClientStatus: structs.AllocClientStatusRunning}})
+		require.NoError(t, err)
+		settled(wave)
+		_, err = ta.Server().AllocClientUpdate([]*structs.Allocation{{ID: pending.ID, ClientStatus: structs.AllocClientStatusRunning,
+			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: new(true)}}})
 		require.NoError(t, err)
 	}
 	onFrom, onTo := live()
@@ -84,5 +90,5 @@ func TestContractDrainMigratesInWaves(t *testing.T) {
 	for _, e := range evals {
 		triggers[e.TriggeredBy]++
 	}
-	require.Equal(t, 3, triggers["node-drain"], "one evaluation per replacement that started running: %v", triggers)
+	require.Equal(t, 3, triggers["node-drain"], "one evaluation per replacement that became healthy: %v", triggers)
 }

@@ -168,9 +168,6 @@ func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uin
 	in := &structs.NodeUpdateDrainRequest{NodeID: r.PathValue("id"), Drain: req.DrainSpec != nil,
 		MarkEligible: req.MarkEligible, Meta: req.Meta}
 	if req.DrainSpec != nil {
-		if req.DrainSpec.Deadline < 0 {
-			return nil, 0, badRequest("DrainSpec.Deadline must not be negative")
-		}
 		in.Spec = structs.DrainSpec{Deadline: req.DrainSpec.Deadline, IgnoreSystemJobs: req.DrainSpec.IgnoreSystemJobs}
 	}
 	index, evals, err := h.srv.NodeDrain(in)

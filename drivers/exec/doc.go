@@ -72,6 +72,27 @@
 // mountpoints in the task dir and the cgroup, and removes both when the
 // task is gone (mountpoints only while empty, as they are on the host).
 //
+// # Alloc exec
+//
+// ExecTask runs a command inside a running task's isolation. The Go
+// runtime cannot enter a mount namespace once it runs several threads, so
+// util-linux does it: nsenter (on the host, /usr/bin/nsenter) targets the
+// task's init (TaskPID of the raw_exec state), enters its mount, UTS, IPC
+// and PID namespaces (those it does not share with the agent) and its root
+// and working directory, then execs setpriv found in the task's root
+// (/usr/bin/setpriv, /bin/setpriv, /usr/sbin or /sbin; the default
+// chroot_env brings the host's), which takes the task's user and groups,
+// clears the inheritable set, cuts the bounding set to the task's and
+// execs the command, looked up in the task's root with the task's
+// environment. nsenter starts in the task's cgroup (clone into cgroup), so
+// the command is accounted and limited with the task. A command exec'd
+// into a task run as root has the task's capabilities, no more: it cannot
+// mount or remount the read-only binds. The command runs in a session of
+// its own, on a pseudo-terminal when asked, and is killed with that
+// session when the caller goes away. Without nsenter or setpriv, or when
+// the task is only chrooted (its init's root is not the task dir), ExecTask
+// answers drivers.ErrExecNotSupported with the reason; off Linux always.
+//
 // The fingerprint reports the driver detected and healthy only when the
 // agent is root on Linux and a thread can really enter new mount, PID, IPC
 // and UTS namespaces; otherwise it is undetected with the reason, and jobs

@@ -1,6 +1,7 @@
 package rawexec
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,3 +155,41 @@ func LookupUser(name string) (uid, gid *uint32, groups []uint32, err error) {
 
 // killGroup SIGKILLs the process group led by pid.
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// TaskInfo is what an isolating driver may read of one of its tasks.
+type TaskInfo struct {
+	Config *drivers.TaskConfig
+	// State's TaskPID is the process the wrapper started (for
+	// drivers/exec, the namespace init).
+	State  State
+	Exited bool
+}
+
+// Task returns what the driver knows of task taskID.
+func (d *Driver) Task(taskID string) (TaskInfo, error) {
+	t, err := d.get(taskID)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	return TaskInfo{Config: t.cfg, State: t.state, Exited: t.exited()}, nil
+}
+
+// ProcessAlive reports whether process pid runs and, when startTime is not
+// zero, is the one that started then (not a later process given the same
+// PID).
+func ProcessAlive(pid int, startTime uint64) bool { return processAlive(pid, startTime) }
+
+// RunExec runs cmd, prepared by an isolating driver's ExecTask, as
+// ExecTask runs its commands: in a session of its own (attr.Setsid is set;
+// the session is killed when ctx ends), on a new pseudo-terminal with
+// opts.Tty, else with pipes; attr's other fields are kept.
+func RunExec(ctx context.Context, cmd *exec.Cmd, attr *syscall.SysProcAttr, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
+	attr.Setsid = true
+	if opts.Tty {
+		return execTTY(ctx, cmd, attr, opts)
+	}
+	return execPiped(ctx, cmd, attr, opts)
+}
+
+// EnvList returns env as sorted "key=value" strings.
+func EnvList(env map[string]string) []string { return envList(env) }

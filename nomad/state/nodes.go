@@ -214,12 +214,18 @@ func (s *StateStore) ApplyNodeDrain(index uint64, req *structs.NodeUpdateDrainRe
 				started = n.DrainStrategy.StartedAt
 			}
 			ds := &structs.DrainStrategy{DrainSpec: req.Spec, StartedAt: started}
-			if req.Spec.Deadline > 0 {
-				ds.ForceDeadline = started.Add(req.Spec.Deadline)
+			switch {
+			case req.Spec.Deadline > 0:
+				ds.ForceDeadline = now.Add(req.Spec.Deadline)
+			case req.Spec.Deadline < 0:
+				ds.ForceDeadline = now
 			}
 			n.DrainStrategy = ds
 			n.LastDrain = &structs.DrainMetadata{StartedAt: started, UpdatedAt: now,
 				Status: structs.DrainStatusDraining, Meta: req.Meta}
+			if !wasDraining {
+				n.Events = stampNodeEvents(append(n.Events, drainEvent(structs.NodeEventDrainSet, now)), index)
+			}
 			return nil
 		}
 		n.DrainStrategy = nil
@@ -231,13 +237,23 @@ func (s *StateStore) ApplyNodeDrain(index uint64, req *structs.NodeUpdateDrainRe
 				last.UpdatedAt = now
 				last.Status = structs.DrainStatusCanceled
 			}
+			ev := drainEvent(structs.NodeEventDrainDisabled, now)
 			if req.Complete {
 				last.Status = structs.DrainStatusComplete
+				ev = drainEvent(structs.NodeEventDrainComplete, now)
+				if req.DeadlineReached {
+					ev.Details = map[string]string{"deadline_reached": "true"}
+				}
 			}
 			n.LastDrain = last
+			n.Events = stampNodeEvents(append(n.Events, ev), index)
 		}
 		return nil
 	})
+}
+
+func drainEvent(msg string, at time.Time) *structs.NodeEvent {
+	return &structs.NodeEvent{Message: msg, Subsystem: structs.NodeEventSubsystemDrain, Timestamp: at}
 }
 
 // DeleteNodes removes the nodes ids. Any missing node is ErrNotFound and

@@ -171,3 +171,51 @@ func TestNodeDrainMetadata(t *testing.T) {
 	require.Equal(t, structs.DrainStatusCanceled, got.LastDrain.Status)
 	require.Equal(t, structs.NodeSchedulingEligible, got.SchedulingEligibility)
 }
+
+// TestNodeDrainDeadlineAndEvents: a deadline counts from when the drain is
+// set, a forced drain (negative deadline) is due at once, and the drain's
+// transitions leave Nomad's node events.
+func TestNodeDrainDeadlineAndEvents(t *testing.T) {
+	s := NewStateStore()
+	n := testNode()
+	require.NoError(t, s.UpsertNode(1, n))
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	drain := func(index uint64, at time.Time, spec structs.DrainSpec) *structs.Node {
+		t.Helper()
+		require.NoError(t, s.ApplyNodeDrain(index, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Drain: true, Spec: spec, Time: at}))
+		got, err := s.NodeByID(nil, n.ID)
+		require.NoError(t, err)
+		return got
+	}
+	got := drain(2, t0, structs.DrainSpec{Deadline: time.Hour})
+	require.Equal(t, t0.Add(time.Hour), got.DrainStrategy.ForceDeadline)
+	last := got.Events[len(got.Events)-1]
+	require.Equal(t, structs.NodeEventDrainSet, last.Message)
+	require.Equal(t, structs.NodeEventSubsystemDrain, last.Subsystem)
+	require.Equal(t, uint64(2), last.CreateIndex)
+	events := len(got.Events)
+
+	got = drain(3, t0.Add(time.Minute), structs.DrainSpec{Deadline: -time.Second})
+	require.Equal(t, t0.Add(time.Minute), got.DrainStrategy.ForceDeadline, "forced: due when set")
+	require.Equal(t, t0, got.DrainStrategy.StartedAt, "an updated drain keeps its start")
+	require.True(t, got.DrainStrategy.DeadlinePassed(t0.Add(time.Minute)))
+	require.Len(t, got.Events, events, "an update adds no event")
+
+	got = drain(4, t0.Add(2*time.Minute), structs.DrainSpec{})
+	require.True(t, got.DrainStrategy.ForceDeadline.IsZero(), "no deadline")
+	require.False(t, got.DrainStrategy.DeadlinePassed(t0.Add(1000*time.Hour)))
+
+	require.NoError(t, s.ApplyNodeDrain(5, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Complete: true, DeadlineReached: true, Time: t0.Add(3 * time.Minute)}))
+	got, err := s.NodeByID(nil, n.ID)
+	require.NoError(t, err)
+	last = got.Events[len(got.Events)-1]
+	require.Equal(t, structs.NodeEventDrainComplete, last.Message)
+	require.Equal(t, map[string]string{"deadline_reached": "true"}, last.Details)
+
+	drain(6, t0.Add(4*time.Minute), structs.DrainSpec{})
+	require.NoError(t, s.ApplyNodeDrain(7, &structs.NodeUpdateDrainRequest{NodeID: n.ID, Time: t0.Add(5 * time.Minute)}))
+	got, err = s.NodeByID(nil, n.ID)
+	require.NoError(t, err)
+	require.Equal(t, structs.NodeEventDrainDisabled, got.Events[len(got.Events)-1].Message)
+	require.Equal(t, structs.DrainStatusCanceled, got.LastDrain.Status)
+}

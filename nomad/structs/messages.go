@@ -134,6 +134,9 @@ type NodeUpdateDrainRequest struct {
 	Spec     DrainSpec
 	Meta     map[string]string
 	Complete bool
+	// DeadlineReached (with Complete): the drain's deadline passed before
+	// it completed.
+	DeadlineReached bool
 	// Time is when the leader proposed the change (zero in entries
 	// written before it existed: UpdatedAt is used).
 	Time time.Time

@@ -46,9 +46,10 @@ func (n *Node) Copy() *Node {
 	return &c
 }
 
-// DrainSpec is what an operator asks of a drain. Deadline is recorded and
-// reported; Drover stops a draining node's allocations at once, so a drain
-// never needs its deadline. IgnoreSystemJobs is recorded only.
+// DrainSpec is what an operator asks of a drain. Deadline is how long the
+// drain may take: when it passes, every allocation still on the node stops
+// at once (0: no deadline; negative: force, the deadline is now).
+// IgnoreSystemJobs leaves system and sysbatch allocations running.
 type DrainSpec struct {
 	Deadline         time.Duration
 	IgnoreSystemJobs bool
@@ -57,10 +58,24 @@ type DrainSpec struct {
 // DrainStrategy is a drain in progress.
 type DrainStrategy struct {
 	DrainSpec
-	// ForceDeadline is StartedAt plus Deadline (zero without a deadline).
+	// ForceDeadline is when the drain's spec was set plus Deadline (that
+	// moment for a forced drain; zero without a deadline).
 	ForceDeadline time.Time
 	StartedAt     time.Time
 }
+
+// DeadlinePassed reports whether ds has a deadline and it is not after now.
+func (ds *DrainStrategy) DeadlinePassed(now time.Time) bool {
+	return ds != nil && !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
+}
+
+// Node events of a drain (Nomad's wording).
+const (
+	NodeEventSubsystemDrain = "Drain"
+	NodeEventDrainSet       = "Node drain strategy set"
+	NodeEventDrainDisabled  = "Node drain disabled"
+	NodeEventDrainComplete  = "Node drain complete"
+)
 
 // Drain statuses of DrainMetadata (Nomad's strings).
 const (
