@@ -120,6 +120,10 @@ func TestAllocReads(t *testing.T) {
 		mk("aaaa1111-0000-0000-0000-000000000004", otherJob, "n1", "e3", ""),
 	}
 	require.NoError(t, s.UpsertAllocs(3, allocs))
+	// e2 is stored (its job's allocations are filtered); e1 is not (all
+	// allocations are).
+	e2 := &structs.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: structs.EvalStatusComplete}
+	require.NoError(t, s.UpsertEvals(4, []*structs.Evaluation{e2}))
 	id := func(i int) string { return allocs[i].ID }
 
 	tests := []struct {
@@ -141,6 +145,8 @@ func TestAllocReads(t *testing.T) {
 			[]string{id(0), id(3), id(2)}},
 		{"by eval", func() ([]*structs.Allocation, error) { return s.AllocsByEval(nil, "e1") },
 			[]string{id(1), id(0)}},
+		{"by stored eval", func() ([]*structs.Allocation, error) { return s.AllocsByEval(nil, "e2") },
+			[]string{id(2)}},
 		{"by deployment", func() ([]*structs.Allocation, error) { return s.AllocsByDeployment(nil, "d1") },
 			[]string{id(0), id(2)}},
 		{"by missing node", func() ([]*structs.Allocation, error) { return s.AllocsByNode(nil, "n9") },

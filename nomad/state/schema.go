@@ -177,12 +177,6 @@ func allocsTableSchema() *memdb.TableSchema {
 					allocJobField,
 				}},
 			},
-			// eval: the allocations an evaluation placed.
-			indexEval: {
-				Name:         indexEval,
-				AllowMissing: true,
-				Indexer:      allocEvalField,
-			},
 			// deployment: the allocations of a deployment, to count health.
 			indexDeploy: {
 				Name:         indexDeploy,
