@@ -270,13 +270,14 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 // liveAfterPlan is stored minus what the plan stops or updates on the
 // node, plus the plan's allocations there.
 func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	stops, updates := b.plan.NodeUpdate[nodeID], b.plan.NodeAllocation[nodeID]
+	updates := b.plan.NodeAllocation[nodeID]
+	if len(stored) == 0 {
+		return updates // nil on a fresh node: nothing to copy
+	}
+	stops := b.plan.NodeUpdate[nodeID]
 	gone := func(id string) bool {
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
-	}
-	if len(stored) == 0 {
-		return updates // nil on a fresh node: nothing to copy
 	}
 	out := make([]*structs.Allocation, 0, len(stored)+1)
 	for _, a := range stored {
