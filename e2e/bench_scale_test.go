@@ -32,6 +32,8 @@ import (
 //	DROVER_SCALE_SERVERS  numbers of servers, 1 or 3 (default "1,3")
 //	DROVER_SCALE_ROLLOUTS extra quick rollouts for the memory row (default 0;
 //	                      1 server only)
+//	DROVER_SCALE_SIM_LOG  a file for the simulator's debug log (its failed
+//	                      calls and why); none by default
 //
 // `make bench-scale` runs it; it is not part of the test suite.
 func BenchmarkScale(b *testing.B) {
@@ -124,7 +126,14 @@ func benchScaleOnce(b *testing.B, nodes, rollouts int) {
 // startFleet runs a simulated fleet of nodes against servers until the
 // benchmark ends and waits until every node is registered.
 func startFleet(b *testing.B, servers []string, nodes int) *nodesim.Sim {
-	sim, err := nodesim.New(nodesim.Config{Servers: servers, Nodes: nodes, Logger: hclog.NewNullLogger()})
+	logger := hclog.NewNullLogger()
+	if path := os.Getenv("DROVER_SCALE_SIM_LOG"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = f.Close() })
+		logger = hclog.New(&hclog.LoggerOptions{Name: b.Name(), Level: hclog.Debug, Output: f})
+	}
+	sim, err := nodesim.New(nodesim.Config{Servers: servers, Nodes: nodes, Logger: logger})
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
