@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,7 +90,8 @@ func scaleJob(nodes int, version string, minHealthy time.Duration) *api.Job {
 }
 
 func benchScaleOnce(b *testing.B, nodes, rollouts int) {
-	srv := newServer(b, serverSpec{name: "s1", bootstrapExpect: 1})
+	// enable_debug: the memory row reads the server's heap profile.
+	srv := newServer(b, serverSpec{name: "s1", bootstrapExpect: 1, top: "enable_debug = true"})
 	waitLeader(b, srv)
 	c := srv.client(b)
 	pid := srv.cmd.Process.Pid
@@ -117,7 +120,20 @@ func benchScaleOnce(b *testing.B, nodes, rollouts int) {
 			if i == 10 || i == rollouts {
 				rss[i] = procRSSMB(b, pid)
 				report(b, fmt.Sprintf("rss_after_%d_rollouts_MB", i), rss[i])
+				report(b, fmt.Sprintf("heap_after_%d_rollouts_MB", i), heapAfterGCMB(b, srv))
 				report(b, fmt.Sprintf("snapshot_allocs_after_%d_rollouts", i), float64(countAllocs(b, c)))
+				evals, _, err := c.Evaluations().List(nil)
+				require.NoError(b, err)
+				report(b, fmt.Sprintf("evals_after_%d_rollouts", i), float64(len(evals)))
+				deps, _, err := c.Deployments().List(nil)
+				require.NoError(b, err)
+				report(b, fmt.Sprintf("deployments_after_%d_rollouts", i), float64(len(deps)))
+				versions, _, _, err := c.Jobs().Versions("fleet", false, nil)
+				require.NoError(b, err)
+				report(b, fmt.Sprintf("job_versions_after_%d_rollouts", i), float64(len(versions)))
+				if st, err := os.Stat(filepath.Join(srv.dataDir, "server", "raft", "raft.db")); err == nil {
+					report(b, fmt.Sprintf("raft_db_after_%d_rollouts_MB", i), float64(st.Size())/(1<<20))
+				}
 			}
 		}
 	}
@@ -251,6 +267,26 @@ func waitFleetHealthy(b *testing.B, c *api.Client, version uint64, want int, wit
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.Fatalf("deployment of version %d: not %d healthy within %v", version, want, within)
+}
+
+// heapAfterGCMB is the server's live Go heap: HeapAlloc after a forced
+// collection, from its heap profile (the agent runs with enable_debug).
+// RSS also holds freed memory the runtime has not returned yet.
+func heapAfterGCMB(b *testing.B, srv *agentProc) float64 {
+	resp, err := http.Get(srv.httpAddr() + "/debug/pprof/heap?debug=1&gc=1")
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(b, err)
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			require.NoError(b, err)
+			return n / (1 << 20)
+		}
+	}
+	b.Fatalf("no HeapAlloc in the heap profile (%d bytes, status %s)", len(raw), resp.Status)
+	return 0
 }
 
 func report(b *testing.B, name string, v float64) {
