@@ -177,12 +177,6 @@ func allocsTableSchema() *memdb.TableSchema {
 					allocJobField,
 				}},
 			},
-			// deployment: the allocations of a deployment, to count health.
-			indexDeploy: {
-				Name:         indexDeploy,
-				AllowMissing: true,
-				Indexer:      allocDeploymentField,
-			},
 		},
 	}
 }
