@@ -24,8 +24,6 @@ const (
 	indexIDPrefix = "id_prefix" // memdb's prefix form of the "id" index
 	indexJob      = "job"
 	indexNode     = "node"
-	indexEval     = "eval"
-	indexDeploy   = "deployment"
 	indexSecretID = "secret_id"
 )
 
