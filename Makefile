@@ -70,7 +70,9 @@ bench-prefetch-ahead: build
 
 # Fleet-size benchmarks: simulated nodes (nodesim) against a real server
 # process; prints CPU, RSS, heartbeat latency, placement and rollout
-# timings (DROVER_SCALE_NODES, DROVER_SCALE_ROLLOUTS; several minutes).
+# timings on 1 and 3 servers, the 3-server run with a leader failover
+# (DROVER_SCALE_NODES, DROVER_SCALE_SERVERS, DROVER_SCALE_ROLLOUTS,
+# DROVER_SCALE_SIM_LOG; several minutes per fleet size).
 bench-scale: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e/
 

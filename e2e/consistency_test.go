@@ -13,7 +13,7 @@ import (
 
 // startThreeServers starts a three-server cluster and returns its servers,
 // the leader and the followers.
-func startThreeServers(t *testing.T) (all []*agentProc, leader *agentProc, followers []*agentProc) {
+func startThreeServers(t testing.TB) (all []*agentProc, leader *agentProc, followers []*agentProc) {
 	t.Helper()
 	type ports struct{ http, rpc int }
 	var ps []ports

@@ -262,7 +262,7 @@ func (s *Server) commitPlan(req *structs.ApplyPlanResultsRequest) (uint64, error
 	if err := s.signPlanIdentities(req); err != nil {
 		return 0, err
 	}
-	_, index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	_, index, err := s.raftApply(structs.ApplyPlanResultsCompactRequestType, structs.CompactPlanResults(req))
 	return index, err
 }
 

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ func BenchmarkSystemEval(b *testing.B) {
 				planner := &discardPlanner{}
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := cpuTime()
 				for i := 0; i < b.N; i++ {
 					sched := NewSystemScheduler(hclog.NewNullLogger(), state, planner, now)
 					if err := sched.Process(eval); err != nil {
@@ -75,10 +77,27 @@ func BenchmarkSystemEval(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				reportCPU(b, cpu)
 				if got := len(planner.plan.NodeAllocation); got != scenario.want(n) {
 					b.Fatalf("plan places on %d nodes, want %d", got, scenario.want(n))
 				}
 			})
 		}
 	}
+}
+
+// cpuTime is the CPU time the process used so far, user and system, all
+// threads (the garbage collector's included).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process CPU time per operation since start: on a
+// shared machine it varies less than the wall time.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
 }

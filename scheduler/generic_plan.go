@@ -242,7 +242,7 @@ func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Alloca
 		if err != nil {
 			return nil, nil, err
 		}
-		ar, dim := allocateResources(node, g.Group, others)
+		ar, dim := allocateResources(node, g.Group, others, nil)
 		all := others
 		if ar != nil {
 			probe := &structs.Allocation{AllocatedResources: ar, DesiredStatus: structs.AllocDesiredStatusRun}

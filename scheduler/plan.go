@@ -46,6 +46,8 @@ type planBuilder struct {
 	deployment *structs.Deployment // joined by deployment groups, or nil
 	proposed   map[string][]*structs.Allocation
 	failures   map[string]int
+	arena      *resourceArena            // the resources of the current group's placements
+	ptrs       slab[*structs.Allocation] // the one-element lists of fresh nodes
 	out        planOutcome
 }
 
@@ -148,7 +150,10 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 	proto := b.allocPrototype(g.Group, metric)
 	// One slab for the group's new allocations: a system job places one
 	// per node. A placement that does not fit leaves its element unused.
-	slab := make([]structs.Allocation, len(g.DestructiveUpdate)+len(g.Place))
+	n := len(g.DestructiveUpdate) + len(g.Place)
+	slab := make([]structs.Allocation, n)
+	b.arena = newResourceArena(g.Group, n)
+	b.ptrs.chunk = n
 	i := 0
 	for _, set := range [][]Placement{g.DestructiveUpdate, g.Place} {
 		for _, p := range set {
@@ -187,11 +192,13 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 		return err
 	}
 	a.AllocatedResources, a.NodeID, a.NodeName = nil, p.Node.ID, p.Node.Name
-	ar, dim := allocateResources(p.Node, g.Group, others)
+	ar, dim := allocateResources(p.Node, g.Group, others, b.arena)
 	var withA []*structs.Allocation
 	if ar != nil {
 		a.AllocatedResources = ar
-		withA = append(slices.Clip(others), a)
+		withA = b.ptrs.take(len(others) + 1)
+		copy(withA, others)
+		withA[len(others)] = a
 		var fit bool
 		fit, dim = structs.AllocsFit(p.Node, withA)
 		if fit {
@@ -214,7 +221,11 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 	} else if p.Lingering != nil {
 		a.PreviousAllocation = p.Lingering.ID
 	}
-	b.plan.AppendAlloc(a)
+	if len(others) == 0 && len(b.plan.NodeAllocation[a.NodeID]) == 0 && b.plan.NodeAllocation != nil {
+		b.plan.NodeAllocation[a.NodeID] = withA // just [a], capped
+	} else {
+		b.plan.AppendAlloc(a)
+	}
 	b.proposed[p.Node.ID] = withA
 	return nil
 }
@@ -259,13 +270,14 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 // liveAfterPlan is stored minus what the plan stops or updates on the
 // node, plus the plan's allocations there.
 func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	stops, updates := b.plan.NodeUpdate[nodeID], b.plan.NodeAllocation[nodeID]
+	updates := b.plan.NodeAllocation[nodeID]
+	if len(stored) == 0 {
+		return updates // nil on a fresh node: nothing to copy
+	}
+	stops := b.plan.NodeUpdate[nodeID]
 	gone := func(id string) bool {
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
-	}
-	if len(stored) == 0 {
-		return updates // nil on a fresh node: nothing to copy
 	}
 	out := make([]*structs.Allocation, 0, len(stored)+1)
 	for _, a := range stored {

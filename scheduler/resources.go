@@ -104,32 +104,40 @@ func parsePorts(spec string) []int {
 //
 // Group ports are written to Shared.Ports (To -1 maps to the host port) and
 // Shared.Networks; task ports to the task's Networks.
-func allocateResources(node *structs.Node, tg *structs.TaskGroup, others []*structs.Allocation) (ar *structs.AllocatedResources, dimension string) {
+func allocateResources(node *structs.Node, tg *structs.TaskGroup, others []*structs.Allocation, arena *resourceArena) (ar *structs.AllocatedResources, dimension string) {
+	if arena == nil {
+		arena = newResourceArena(tg, 1)
+	}
 	pa := &portAssigner{hostIP: hostIP(node)}
 	if asksPorts(tg) {
 		pa.used = usedPorts(node, others)
 		pa.lo, pa.hi = dynamicRange(node)
 	}
-	// One slab each for the task resources and the copied networks: a
-	// system job places one allocation per node.
-	trs := make([]structs.AllocatedTaskResources, len(tg.Tasks))
-	ar = &structs.AllocatedResources{Tasks: make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))}
+	ar = &arena.ars.take(1)[0]
 	if tg.EphemeralDisk != nil {
 		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
 	// Invariants: every static port is claimed before any dynamic one, so a
 	// dynamic port never takes a port a static one of the group names.
-	for i, t := range tg.Tasks {
-		tr := &trs[i]
-		if r := t.Resources; r != nil {
-			tr.Cpu.CpuShares = int64(r.CPU)
-			tr.Memory.MemoryMB = int64(r.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
-			tr.Networks = pa.copyNetworks(r.Networks)
+	var trs []structs.AllocatedTaskResources
+	if ar.Tasks = arena.sharedTasks; ar.Tasks == nil {
+		ar.Tasks = make(map[string]*structs.AllocatedTaskResources, len(tg.Tasks))
+		trs = arena.trs.take(len(tg.Tasks))
+		for i, t := range tg.Tasks {
+			tr := &trs[i]
+			if r := t.Resources; r != nil {
+				tr.Cpu.CpuShares = int64(r.CPU)
+				tr.Memory.MemoryMB = int64(r.MemoryMB)
+				tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+				tr.Networks = pa.copyNetworks(r.Networks, arena)
+			}
+			ar.Tasks[t.Name] = tr
 		}
-		ar.Tasks[t.Name] = tr
+		if !arena.taskNets {
+			arena.sharedTasks = ar.Tasks // identical for every placement
+		}
 	}
-	ar.Shared.Networks = pa.copyNetworks(tg.Networks)
+	ar.Shared.Networks = pa.copyNetworks(tg.Networks, arena)
 	// Group networks first, then each task's in task order.
 	each := func(fn func(*structs.NetworkResource) bool) bool {
 		for _, nw := range ar.Shared.Networks {
@@ -156,9 +164,7 @@ func allocateResources(node *structs.Node, tg *structs.TaskGroup, others []*stru
 	for _, nw := range ar.Shared.Networks {
 		n += len(nw.ReservedPorts) + len(nw.DynamicPorts)
 	}
-	if n > 0 {
-		ar.Shared.Ports = make([]structs.AllocatedPortMapping, 0, n)
-	}
+	ar.Shared.Ports = arena.mappings.take(n)[:0:n] // nil when n is 0
 	for _, nw := range ar.Shared.Networks {
 		ar.Shared.Ports = appendMappings(ar.Shared.Ports, nw.ReservedPorts, pa.hostIP)
 		ar.Shared.Ports = appendMappings(ar.Shared.Ports, nw.DynamicPorts, pa.hostIP)
@@ -181,20 +187,35 @@ func asksPorts(tg *structs.TaskGroup) bool {
 
 // portAssigner hands out host ports on one node for one allocation.
 type portAssigner struct {
-	used   portSet // taken by others; read only; nil when none is
-	taken  []int   // taken by this allocation (a handful)
+	used portSet // taken by others; read only; nil when none is
+	// taken by this allocation: the first few in place (no allocation
+	// per placement), the rest in more
+	few    [8]int
+	nFew   int
+	more   []int
 	lo, hi int
 	hostIP string
 }
 
-func (pa *portAssigner) free(p int) bool { return !pa.used.has(p) && !slices.Contains(pa.taken, p) }
+func (pa *portAssigner) free(p int) bool {
+	return !pa.used.has(p) && !slices.Contains(pa.few[:pa.nFew], p) && !slices.Contains(pa.more, p)
+}
+
+func (pa *portAssigner) take(p int) {
+	if pa.nFew < len(pa.few) {
+		pa.few[pa.nFew] = p
+		pa.nFew++
+		return
+	}
+	pa.more = append(pa.more, p)
+}
 
 func (pa *portAssigner) claimStatic(ports []structs.Port) bool {
 	for _, p := range ports {
 		if !pa.free(p.Value) {
 			return false
 		}
-		pa.taken = append(pa.taken, p.Value)
+		pa.take(p.Value)
 	}
 	return true
 }
@@ -210,14 +231,14 @@ func (pa *portAssigner) assignDynamic(ports []structs.Port) bool {
 			return false
 		}
 		ports[i].Value = next
-		pa.taken = append(pa.taken, next)
+		pa.take(next)
 	}
 	return true
 }
 
 // copyNetworks copies networks so that assigning ports does not touch the
 // job, setting the node's address.
-func (pa *portAssigner) copyNetworks(networks []*structs.NetworkResource) []*structs.NetworkResource {
+func (pa *portAssigner) copyNetworks(networks []*structs.NetworkResource, arena *resourceArena) []*structs.NetworkResource {
 	if len(networks) == 0 {
 		return nil
 	}
@@ -228,12 +249,9 @@ func (pa *portAssigner) copyNetworks(networks []*structs.NetworkResource) []*str
 			ports += len(nw.ReservedPorts) + len(nw.DynamicPorts)
 		}
 	}
-	out := make([]*structs.NetworkResource, 0, n)
-	copies := make([]structs.NetworkResource, n)
-	var slab []structs.Port
-	if ports > 0 {
-		slab = make([]structs.Port, 0, ports)
-	}
+	out := arena.netPtrs.take(n)[:0:n]
+	copies := arena.nets.take(n)
+	slab := arena.ports.take(ports)[:0:ports]
 	// take copies ps into the slab, capped so that an append to the
 	// result never writes into the next copy; nil when ps is empty.
 	take := func(ps []structs.Port) []structs.Port {

@@ -101,7 +101,7 @@ func TestAllocateResources_Ports(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ar, dim := allocateResources(tc.node, tc.tg, tc.others)
+			ar, dim := allocateResources(tc.node, tc.tg, tc.others, nil)
 			require.Equal(t, tc.wantDim, dim)
 			if tc.wantDim != "" {
 				require.Nil(t, ar)
@@ -122,7 +122,7 @@ func TestAllocateResources_Mapping(t *testing.T) {
 	tg := portsGroup([]int{8443}, 1)
 	tg.Tasks[0].Resources = &structs.Resources{CPU: 250, MemoryMB: 128, MemoryMaxMB: 256,
 		Networks: []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "metrics"}}}}}
-	ar, dim := allocateResources(node, tg, nil)
+	ar, dim := allocateResources(node, tg, nil, nil)
 	require.Empty(t, dim)
 	require.Equal(t, []structs.AllocatedPortMapping{
 		{Label: "sa", Value: 8443, To: 8443, HostIP: "10.0.0.5"}, // To -1 maps to the host port

@@ -216,6 +216,13 @@ func (f *FSM) applyPlanResults(index uint64, buf []byte) error {
 	return f.state.UpsertPlanResultsOwned(index, &req) // req was decoded for this call only
 }
 
+// applyPlanResultsCompact commits a plan sent in its wire form.
+func (f *FSM) applyPlanResultsCompact(index uint64, buf []byte) error {
+	var w structs.PlanResultsWire
+	decode(index, buf, &w)
+	return f.state.UpsertPlanResultsOwned(index, w.Expand())
+}
+
 // applyDeploymentStatusUpdate changes a deployment's status, then registers
 // the job (an auto-revert) and stores the evaluation, each when present.
 func (f *FSM) applyDeploymentStatusUpdate(index uint64, buf []byte) error {

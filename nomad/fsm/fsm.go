@@ -118,6 +118,8 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applyAllocClientUpdate(index, buf)
 	case structs.ApplyPlanResultsRequestType:
 		return f.applyPlanResults(index, buf)
+	case structs.ApplyPlanResultsCompactRequestType:
+		return f.applyPlanResultsCompact(index, buf)
 	case structs.DeploymentStatusUpdateRequestType:
 		return f.applyDeploymentStatusUpdate(index, buf)
 	case structs.DeploymentPromoteRequestType:

@@ -419,3 +419,51 @@ func TestApply_UnknownType(t *testing.T) {
 		f.Apply(&raft.Log{Index: 3, Data: []byte{uint8(structs.JobRegisterRequestType), 0xff, 0x00}})
 	}, "a corrupt entry panics")
 }
+
+// A plan committed in its wire form (what the leader proposes) stores the
+// same allocations as the full request: the rollout's stop and
+// replacement, with times, indexes and the previous allocation's link.
+func TestApply_PlanResultsCompactSameAsFull(t *testing.T) {
+	var stored [2][]*structs.Allocation
+	for i, typ := range []structs.MessageType{structs.ApplyPlanResultsRequestType, structs.ApplyPlanResultsCompactRequestType} {
+		fx := newFixture(t)
+		repl := testAlloc(fx.job, fx.node.ID)
+		repl.ID, repl.EvalID = "replacement", "e2"
+		repl.PreviousAllocation = fx.alloc.ID
+		repl.DeploymentID = fx.dep.ID
+		stop := fx.alloc.Copy()
+		stop.DesiredStatus, stop.DesiredDescription = structs.AllocDesiredStatusStop, "alloc is being updated due to job update"
+		req := &structs.ApplyPlanResultsRequest{Job: fx.job, AllocsStopped: []*structs.Allocation{stop},
+			AllocsUpdated: []*structs.Allocation{repl}, EvalID: "e2", UpdatedAt: 400}
+		var msg any = req
+		if typ == structs.ApplyPlanResultsCompactRequestType {
+			msg = structs.CompactPlanResults(req)
+		}
+		mustApply(t, fx.f, 4, typ, msg)
+		all, err := fx.s.AllocsByJob(nil, "", "web", true)
+		require.NoError(t, err)
+		require.Len(t, all, 2)
+		// The fixtures' IDs are random: name them by role.
+		role := map[string]string{fx.alloc.ID: "old", fx.node.ID: "node", fx.dep.ID: "dep", fx.alloc.EvalID: "eval"}
+		for _, a := range all {
+			c := a.Copy()
+			for _, f := range []*string{&c.ID, &c.NodeID, &c.DeploymentID, &c.EvalID, &c.PreviousAllocation} {
+				if r, ok := role[*f]; ok {
+					*f = r
+				}
+			}
+			stored[i] = append(stored[i], c)
+		}
+	}
+	require.Equal(t, stored[0], stored[1])
+	for _, a := range stored[1] {
+		switch a.ID {
+		case "replacement":
+			require.Equal(t, uint64(4), a.CreateIndex)
+			require.Equal(t, int64(400), a.CreateTime)
+		default:
+			require.Equal(t, structs.AllocDesiredStatusStop, a.DesiredStatus)
+			require.Equal(t, "replacement", a.NextAllocation)
+		}
+	}
+}

@@ -79,13 +79,70 @@ func (r reader) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Alloc
 }
 
 // AllocsByEval returns the allocations evaluation evalID placed, sorted by ID.
+//
+// There is no index by evaluation (every placement would pay for one more
+// radix insert, and only this read uses it): the evaluation names its job,
+// whose allocations are filtered; when the evaluation is gone, all
+// allocations are.
 func (r reader) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
-	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexEval, evalID)
+	txn := r.txn()
+	raw, err := first(txn, ws, TableEvals, indexID, evalID)
+	if err != nil {
+		return nil, err
+	}
+	var allocs []*structs.Allocation
+	if e, ok := raw.(*structs.Evaluation); ok && e != nil {
+		allocs, err = allocsByJob(txn, ws, e.Namespace, e.JobID, true)
+	} else {
+		allocs, err = list[*structs.Allocation](txn, ws, TableAllocs, indexID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := allocs[:0]
+	for _, a := range allocs {
+		if a.EvalID == evalID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // AllocsByDeployment returns the allocations of deployment id, sorted by ID.
 func (r reader) AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.Allocation, error) {
-	return list[*structs.Allocation](r.txn(), ws, TableAllocs, indexDeploy, id)
+	txn := r.txn()
+	d, err := deploymentByID(txn, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	return allocsOfDeployment(txn, ws, id, d)
+}
+
+// allocsOfDeployment returns the allocations of deployment id (d, or nil
+// when it is not stored), sorted by ID.
+//
+// There is no index by deployment (every placement and every client
+// update would pay for one more radix insert): a deployment's allocations
+// are those of its job that name it; when the deployment is gone, all
+// allocations are filtered.
+func allocsOfDeployment(txn *memdb.Txn, ws memdb.WatchSet, id string, d *structs.Deployment) ([]*structs.Allocation, error) {
+	var allocs []*structs.Allocation
+	var err error
+	if d != nil {
+		allocs, err = allocsByJob(txn, ws, d.Namespace, d.JobID, true)
+	} else {
+		allocs, err = list[*structs.Allocation](txn, ws, TableAllocs, indexID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := allocs[:0]
+	for _, a := range allocs {
+		if a.DeploymentID == id {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // UpsertAllocs inserts or updates allocations on behalf of the server.

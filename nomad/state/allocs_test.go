@@ -117,9 +117,16 @@ func TestAllocReads(t *testing.T) {
 		mk("aaaa0000-0000-0000-0000-000000000003", job, "n1", "e1", "d1"),
 		mk("aaaa0000-0000-0000-0000-000000000001", job, "n2", "e1", ""),
 		mk("bbbb0000-0000-0000-0000-000000000002", job, "n1", "e2", "d1"),
-		mk("aaaa1111-0000-0000-0000-000000000004", otherJob, "n1", "e3", ""),
+		mk("aaaa1111-0000-0000-0000-000000000004", otherJob, "n1", "e3", "d9"),
 	}
 	require.NoError(t, s.UpsertAllocs(3, allocs))
+	// e2 is stored (its job's allocations are filtered); e1 is not (all
+	// allocations are).
+	e2 := &structs.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: structs.EvalStatusComplete}
+	require.NoError(t, s.UpsertEvals(4, []*structs.Evaluation{e2}))
+	// d1 is stored (its job's allocations are filtered); d9 is not.
+	require.NoError(t, s.UpsertDeployment(5, &structs.Deployment{ID: "d1", Namespace: "default", JobID: "web",
+		Status: structs.DeploymentStatusRunning}))
 	id := func(i int) string { return allocs[i].ID }
 
 	tests := []struct {
@@ -141,8 +148,12 @@ func TestAllocReads(t *testing.T) {
 			[]string{id(0), id(3), id(2)}},
 		{"by eval", func() ([]*structs.Allocation, error) { return s.AllocsByEval(nil, "e1") },
 			[]string{id(1), id(0)}},
+		{"by stored eval", func() ([]*structs.Allocation, error) { return s.AllocsByEval(nil, "e2") },
+			[]string{id(2)}},
 		{"by deployment", func() ([]*structs.Allocation, error) { return s.AllocsByDeployment(nil, "d1") },
 			[]string{id(0), id(2)}},
+		{"by deployment not stored", func() ([]*structs.Allocation, error) { return s.AllocsByDeployment(nil, "d9") },
+			[]string{id(3)}},
 		{"by missing node", func() ([]*structs.Allocation, error) { return s.AllocsByNode(nil, "n9") },
 			[]string{}},
 	}

@@ -29,3 +29,43 @@ func BenchmarkUpsertAllocs10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClientUpdates5kOf10k applies one batch of 5,000 client updates
+// (pending to running, with task states and a healthy deployment status)
+// to a job of 10,000 allocations in one deployment: what a fleet's
+// coalesced status reports cost the FSM.
+func BenchmarkClientUpdates5kOf10k(b *testing.B) {
+	job := testJob("web")
+	dep := &structs.Deployment{ID: "d1", Namespace: job.Namespace, JobID: job.ID, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{job.TaskGroups[0].Name: {DesiredTotal: 10_000}}}
+	allocs := make([]*structs.Allocation, 10_000)
+	for i := range allocs {
+		allocs[i] = testAlloc(job, fmt.Sprintf("node-%05d", i))
+		allocs[i].DeploymentID = dep.ID
+	}
+	healthy := true
+	updates := make([]*structs.Allocation, 5_000)
+	for i := range updates {
+		updates[i] = &structs.Allocation{ID: allocs[i].ID, ClientStatus: structs.AllocClientStatusRunning,
+			TaskStates:       map[string]*structs.TaskState{"server": {State: "running", Events: []*structs.TaskEvent{{Type: "Started"}}}},
+			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		s := NewStateStore()
+		if err := s.UpsertJob(1, nil, job); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.UpsertDeployment(2, dep); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.UpsertAllocs(3, allocs); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := s.UpdateAllocsFromClient(4, updates, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

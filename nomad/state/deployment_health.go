@@ -140,7 +140,7 @@ func sameHealth(a, b *structs.Deployment) bool {
 // recountDeploymentHealth sets HealthyAllocs and UnhealthyAllocs of every
 // group of d (a private copy) from the deployment's allocations.
 func (tx *writeTxn) recountDeploymentHealth(d *structs.Deployment) error {
-	allocs, err := list[*structs.Allocation](tx.Txn, nil, TableAllocs, indexDeploy, d.ID)
+	allocs, err := allocsOfDeployment(tx.Txn, nil, d.ID, d)
 	if err != nil {
 		return err
 	}

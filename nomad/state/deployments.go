@@ -212,7 +212,11 @@ func (tx *writeTxn) clearCanaryFlags(id string, promoted map[string]bool, update
 	if len(promoted) == 0 {
 		return nil
 	}
-	allocs, err := list[*structs.Allocation](tx.Txn, nil, TableAllocs, indexDeploy, id)
+	d, err := deploymentByID(tx.Txn, nil, id)
+	if err != nil {
+		return err
+	}
+	allocs, err := allocsOfDeployment(tx.Txn, nil, id, d)
 	if err != nil {
 		return err
 	}

@@ -60,10 +60,8 @@ func (f allocField) PrefixFromArgs(args ...any) ([]byte, error) {
 const uuidKey = 37
 
 var (
-	allocIDField         = allocField{"ID", func(a *structs.Allocation) string { return a.ID }, 0}
-	allocNodeField       = allocField{"NodeID", func(a *structs.Allocation) string { return a.NodeID }, uuidKey}
-	allocNamespaceField  = allocField{"Namespace", func(a *structs.Allocation) string { return a.Namespace }, 0}
-	allocJobField        = allocField{"JobID", func(a *structs.Allocation) string { return a.JobID }, 0}
-	allocEvalField       = allocField{"EvalID", func(a *structs.Allocation) string { return a.EvalID }, uuidKey}
-	allocDeploymentField = allocField{"DeploymentID", func(a *structs.Allocation) string { return a.DeploymentID }, uuidKey}
+	allocIDField        = allocField{"ID", func(a *structs.Allocation) string { return a.ID }, 0}
+	allocNodeField      = allocField{"NodeID", func(a *structs.Allocation) string { return a.NodeID }, uuidKey}
+	allocNamespaceField = allocField{"Namespace", func(a *structs.Allocation) string { return a.Namespace }, 0}
+	allocJobField       = allocField{"JobID", func(a *structs.Allocation) string { return a.JobID }, 0}
 )

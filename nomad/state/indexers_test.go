@@ -17,7 +17,7 @@ func TestAllocField_SameKeysAsStringFieldIndex(t *testing.T) {
 		{ID: "a1", NodeID: "n1", Namespace: "default", JobID: "web", EvalID: "e1", DeploymentID: "d1"},
 		{ID: "a2", Namespace: "prod", JobID: "api"}, // no node, eval or deployment: missing
 	}
-	for _, f := range []allocField{allocIDField, allocNodeField, allocNamespaceField, allocJobField, allocEvalField, allocDeploymentField} {
+	for _, f := range []allocField{allocIDField, allocNodeField, allocNamespaceField, allocJobField} {
 		ref := &memdb.StringFieldIndex{Field: f.name}
 		for _, a := range allocs {
 			okR, keyR, errR := ref.FromObject(a)

@@ -24,8 +24,6 @@ const (
 	indexIDPrefix = "id_prefix" // memdb's prefix form of the "id" index
 	indexJob      = "job"
 	indexNode     = "node"
-	indexEval     = "eval"
-	indexDeploy   = "deployment"
 	indexSecretID = "secret_id"
 )
 
@@ -176,18 +174,6 @@ func allocsTableSchema() *memdb.TableSchema {
 					allocNamespaceField,
 					allocJobField,
 				}},
-			},
-			// eval: the allocations an evaluation placed.
-			indexEval: {
-				Name:         indexEval,
-				AllowMissing: true,
-				Indexer:      allocEvalField,
-			},
-			// deployment: the allocations of a deployment, to count health.
-			indexDeploy: {
-				Name:         indexDeploy,
-				AllowMissing: true,
-				Indexer:      allocDeploymentField,
 			},
 		},
 	}
