@@ -32,8 +32,9 @@ type PlanResultsWire struct {
 	Tasks []map[string]*AllocatedTaskResources
 	// Allocs are AllocsUpdated, in order, but for those in Full.
 	Allocs []PlanAlloc
-	// Full are allocations sent whole (those with task states or a
-	// reschedule tracker: in-place updates of running allocations), with
+	// Full are allocations sent whole (those with task states, a
+	// reschedule tracker, a network status or a desired transition:
+	// in-place updates of allocations a client or operator touched), with
 	// their positions in AllocsUpdated.
 	Full    []*Allocation
 	FullPos []int
@@ -116,7 +117,7 @@ func CompactPlanResults(req *ApplyPlanResultsRequest) *PlanResultsWire {
 	lastIdx := -1
 	w.Allocs = make([]PlanAlloc, 0, len(req.AllocsUpdated))
 	for pos, a := range req.AllocsUpdated {
-		if a.TaskStates != nil || a.RescheduleTracker != nil {
+		if a.TaskStates != nil || a.RescheduleTracker != nil || a.NetworkStatus != nil || a.DesiredTransition != (DesiredTransition{}) {
 			w.Full = append(w.Full, a)
 			w.FullPos = append(w.FullPos, pos)
 			continue

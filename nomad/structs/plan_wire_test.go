@@ -37,7 +37,12 @@ func wirePlan() *ApplyPlanResultsRequest {
 	req.AllocsUpdated[4].AllocatedResources = &AllocatedResources{Tasks: map[string]*AllocatedTaskResources{"other": {}}}
 	inplace := &Allocation{ID: "kept", Namespace: "default", JobID: "web", JobVersion: 2, TaskGroup: "web", NodeID: "n9",
 		TaskStates: map[string]*TaskState{"server": {State: "running"}}, ClientStatus: AllocClientStatusRunning, CreateIndex: 4}
+	// A client-reported network status and an operator's transition make
+	// an allocation go whole too.
+	networked := &Allocation{ID: "networked", Namespace: "default", JobID: "web", JobVersion: 2, TaskGroup: "web", NodeID: "n8",
+		NetworkStatus: &AllocNetworkStatus{Address: "10.0.0.8"}, DesiredTransition: DesiredTransition{Migrate: true}}
 	req.AllocsUpdated = append(req.AllocsUpdated[:2], append([]*Allocation{inplace}, req.AllocsUpdated[2:]...)...)
+	req.AllocsUpdated = append(req.AllocsUpdated, networked)
 	return req
 }
 
@@ -54,8 +59,8 @@ func TestPlanResultsWire_RoundTrip(t *testing.T) {
 	if err := Decode(data[1:], &w); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.Bases) != 1 || len(w.Tasks) != 2 || len(w.Full) != 1 {
-		t.Fatalf("wire form has %d bases, %d task maps, %d whole allocations; want 1, 2, 1", len(w.Bases), len(w.Tasks), len(w.Full))
+	if len(w.Bases) != 1 || len(w.Tasks) != 2 || len(w.Full) != 2 {
+		t.Fatalf("wire form has %d bases, %d task maps, %d whole allocations; want 1, 2, 2", len(w.Bases), len(w.Tasks), len(w.Full))
 	}
 	got := w.Expand()
 	// The full form, for comparison: what the FSM decoded before.
@@ -103,6 +108,8 @@ func TestPlanResultsWire_CoversAllocationFields(t *testing.T) {
 		"AllocatedResources": true, // HasResources, Tasks, OwnTasks, Shared
 		"TaskStates":         true, // sent whole
 		"RescheduleTracker":  true, // sent whole
+		"NetworkStatus":      true, // sent whole
+		"DesiredTransition":  true, // sent whole
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[allocBase](), reflect.TypeFor[PlanAlloc]()} {
 		for i := range typ.NumField() {

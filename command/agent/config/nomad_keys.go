@@ -93,7 +93,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 }
 
 // withNomadOnly returns schema extended by the Nomad-only keys of the block
-// at path.
+// at path that schema does not already decode.
 func withNomadOnly(schema *hcl.BodySchema, path string) *hcl.BodySchema {
 	extra, ok := nomadOnly[path]
 	if !ok {
@@ -104,12 +104,15 @@ func withNomadOnly(schema *hcl.BodySchema, path string) *hcl.BodySchema {
 		Blocks:     slices.Clone(schema.Blocks),
 	}
 	for _, a := range extra.attrs {
-		if hasBlock(extra.blocks, a) {
-			continue // written either way in Nomad's docs; the block form wins in the schema
+		if hasBlock(extra.blocks, a) || decodes(schema, a) {
+			continue // written either way in Nomad's docs, the block form wins; or acted on
 		}
 		out.Attributes = append(out.Attributes, hcl.AttributeSchema{Name: a})
 	}
 	for _, b := range extra.blocks {
+		if decodes(schema, b.name) {
+			continue
+		}
 		h := hcl.BlockHeaderSchema{Type: b.name}
 		for i := 0; i < b.labels; i++ {
 			h.LabelNames = append(h.LabelNames, "name")
@@ -128,9 +131,26 @@ func hasBlock(blocks []nomadOnlyBlock, name string) bool {
 	return false
 }
 
+// decodes reports whether schema (the keys Drover acts on) has an
+// attribute or block named name.
+func decodes(schema *hcl.BodySchema, name string) bool {
+	for _, a := range schema.Attributes {
+		if a.Name == name {
+			return true
+		}
+	}
+	for _, b := range schema.Blocks {
+		if b.Type == name {
+			return true
+		}
+	}
+	return false
+}
+
 // noteNomadOnly appends to c.Ignored the Nomad-only keys content sets in
-// the block at path, as "path.key" (or "key" at the root).
-func noteNomadOnly(c *Config, content *hcl.BodyContent, path string) {
+// the block at path, as "path.key" (or "key" at the root), but for those
+// schema (the keys Drover acts on) decodes.
+func noteNomadOnly(c *Config, content *hcl.BodyContent, path string, schema *hcl.BodySchema) {
 	extra, ok := nomadOnly[path]
 	if !ok {
 		return
@@ -141,12 +161,12 @@ func noteNomadOnly(c *Config, content *hcl.BodyContent, path string) {
 	}
 	var found []string
 	for _, a := range extra.attrs {
-		if _, set := content.Attributes[a]; set {
+		if _, set := content.Attributes[a]; set && !decodes(schema, a) {
 			found = append(found, prefix+a)
 		}
 	}
 	for _, b := range content.Blocks {
-		if hasBlock(extra.blocks, b.Type) && !slices.Contains(found, prefix+b.Type) {
+		if hasBlock(extra.blocks, b.Type) && !decodes(schema, b.Type) && !slices.Contains(found, prefix+b.Type) {
 			found = append(found, prefix+b.Type)
 		}
 	}

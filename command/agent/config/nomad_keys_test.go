@@ -131,3 +131,21 @@ func TestLoadFromArgs_DevWithHarnessConfig(t *testing.T) {
 	require.True(t, c.Client.Enabled)
 	require.Contains(t, c.Ignored, "vault")
 }
+
+// A key Drover acts on is never reported as ignored, even where it is also
+// listed among Nomad's keys.
+func TestParse_ActedOnKeysAreNotIgnored(t *testing.T) {
+	c, err := Parse("agent.hcl", []byte(`enable_debug = true
+server {
+  enabled                   = true
+  eval_gc_threshold         = "2h"
+  max_heartbeats_per_second = 100
+  raft_multiplier           = 2
+}
+`))
+	require.NoError(t, err)
+	require.True(t, c.EnableDebug)
+	require.Equal(t, 2*time.Hour, c.Server.EvalGCThreshold)
+	require.Equal(t, 100.0, c.Server.MaxHeartbeatsPerSecond)
+	require.Equal(t, []string{"server.raft_multiplier"}, c.Ignored, "only the key Drover does not act on")
+}

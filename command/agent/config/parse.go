@@ -154,7 +154,7 @@ var (
 
 func decodeRoot(body hcl.Body, c *Config) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(rootSchema, ""))
-	noteNomadOnly(c, content, "")
+	noteNomadOnly(c, content, "", rootSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"name":       &c.Name,
 		"data_dir":   &c.DataDir,
@@ -224,7 +224,7 @@ func checkDuplicate(seen map[string]*hcl.Block, b *hcl.Block, key string) *hcl.D
 // decodeACL decodes the acl block.
 func decodeACL(c *Config, body hcl.Body) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(aclSchema, "acl"))
-	noteNomadOnly(c, content, "acl")
+	noteNomadOnly(c, content, "acl", aclSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{"enabled": &c.ACL.Enabled})...)
 	diags = append(diags, decodeDuration(content.Attributes["token_min_expiration_ttl"], &c.ACL.TokenMinExpirationTTL)...)
 	return append(diags, decodeDuration(content.Attributes["token_max_expiration_ttl"], &c.ACL.TokenMaxExpirationTTL)...)
@@ -232,7 +232,7 @@ func decodeACL(c *Config, body hcl.Body) hcl.Diagnostics {
 
 func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(serverSchema, "server"))
-	noteNomadOnly(c, content, "server")
+	noteNomadOnly(c, content, "server", serverSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"enabled":          &s.Enabled,
 		"bootstrap_expect": &s.BootstrapExpect,
@@ -263,7 +263,7 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 
 func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(clientSchema, "client"))
-	noteNomadOnly(c, content, "client")
+	noteNomadOnly(c, content, "client", clientSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
 		"enabled":          &cl.Enabled,
 		"servers":          &cl.Servers,
@@ -305,7 +305,7 @@ func decodePlugin(body hcl.Body) (PluginConfig, hcl.Diagnostics) {
 // block at path, noted in c.Ignored) and decodes its attributes.
 func decodeBody(c *Config, body hcl.Body, schema *hcl.BodySchema, path string, targets map[string]any) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(schema, path))
-	noteNomadOnly(c, content, path)
+	noteNomadOnly(c, content, path, schema)
 	return append(diags, decodeAttrs(content.Attributes, targets)...)
 }
 
