@@ -113,7 +113,9 @@ func newDockerCluster(t testing.TB) *dockerCluster { return newDockerClusterN(t,
 // newDockerClusterN is newDockerCluster with n clients (more may join
 // later through addClient) whose dynamic port ranges start at
 // portBase+1000 (client i gets [portBase+1000*i, +99]). Suites that may run
-// at the same time on one engine use different bases.
+// at the same time on one engine use different bases, and every range stays
+// below 32768, where the kernel's ephemeral ports begin: a connection's
+// local port there can hold a container's host port.
 func newDockerClusterN(t testing.TB, n, portBase int) *dockerCluster {
 	t.Helper()
 	requireDocker(t)

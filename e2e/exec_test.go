@@ -106,7 +106,7 @@ func TestExecRawExecThroughServer(t *testing.T) {
 // of it, run by exec, finds the container's port taken (the container's own
 // network) and exits 1 with the error on stderr.
 func TestExecDocker(t *testing.T) {
-	dc := newDockerClusterN(t, 1, 33000)
+	dc := newDockerClusterN(t, 1, 19000) // host ports 20000-20099: below the ephemeral range
 	ref := dc.pushVersion(t, "1", 0)
 	code, out := dc.run(t, "-var", "image="+ref)
 	require.Equal(t, 0, code, out)

@@ -63,7 +63,10 @@ job "web" {
 // aheadJobHCL.
 func newAheadCluster(t testing.TB, n int) *dockerCluster {
 	t.Helper()
-	dc := newDockerClusterN(t, n, 30000)
+	// Clients' ranges start at 29000: below 32768, where the kernel's
+	// ephemeral ports begin (a connection's local port may hold a host port
+	// there), and apart from the other Docker suites'.
+	dc := newDockerClusterN(t, n, 28000)
 	dc.jobFile = writeJobFile(t, aheadJobHCL)
 	return dc
 }
