@@ -90,22 +90,11 @@ func (r reader) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Alloc
 	if err != nil {
 		return nil, err
 	}
-	var allocs []*structs.Allocation
+	ns, jobID := "", ""
 	if e, ok := raw.(*structs.Evaluation); ok && e != nil {
-		allocs, err = allocsByJob(txn, ws, e.Namespace, e.JobID, true)
-	} else {
-		allocs, err = list[*structs.Allocation](txn, ws, TableAllocs, indexID)
+		ns, jobID = e.Namespace, e.JobID
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := allocs[:0]
-	for _, a := range allocs {
-		if a.EvalID == evalID {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	return allocsOfJobWhere(txn, ws, ns, jobID, func(a *structs.Allocation) bool { return a.EvalID == evalID })
 }
 
 // AllocsByDeployment returns the allocations of deployment id, sorted by ID.
@@ -126,10 +115,21 @@ func (r reader) AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.All
 // are those of its job that name it; when the deployment is gone, all
 // allocations are filtered.
 func allocsOfDeployment(txn *memdb.Txn, ws memdb.WatchSet, id string, d *structs.Deployment) ([]*structs.Allocation, error) {
+	ns, jobID := "", ""
+	if d != nil {
+		ns, jobID = d.Namespace, d.JobID
+	}
+	return allocsOfJobWhere(txn, ws, ns, jobID, func(a *structs.Allocation) bool { return a.DeploymentID == id })
+}
+
+// allocsOfJobWhere returns the allocations of job ns/jobID (of every
+// incarnation; of every job when jobID is "") that keep accepts, sorted by
+// ID.
+func allocsOfJobWhere(txn *memdb.Txn, ws memdb.WatchSet, ns, jobID string, keep func(*structs.Allocation) bool) ([]*structs.Allocation, error) {
 	var allocs []*structs.Allocation
 	var err error
-	if d != nil {
-		allocs, err = allocsByJob(txn, ws, d.Namespace, d.JobID, true)
+	if jobID != "" {
+		allocs, err = allocsByJob(txn, ws, ns, jobID, true)
 	} else {
 		allocs, err = list[*structs.Allocation](txn, ws, TableAllocs, indexID)
 	}
@@ -138,7 +138,7 @@ func allocsOfDeployment(txn *memdb.Txn, ws memdb.WatchSet, id string, d *structs
 	}
 	out := allocs[:0]
 	for _, a := range allocs {
-		if a.DeploymentID == id {
+		if keep(a) {
 			out = append(out, a)
 		}
 	}
