@@ -44,18 +44,20 @@ type planBuilder struct {
 	planInput
 	plan       *structs.Plan
 	deployment *structs.Deployment // joined by deployment groups, or nil
-	proposed   map[string][]*structs.Allocation
-	failures   map[string]int
-	arena      *resourceArena            // the resources of the current group's placements
-	ptrs       slab[*structs.Allocation] // the one-element lists of fresh nodes
-	out        planOutcome
+	// proposed holds the live allocations of nodes a later group may
+	// place on again; written only while remember is set.
+	proposed map[string][]*structs.Allocation
+	remember bool // a later group has placements: keep proposed up to date
+	failures map[string]int
+	arena    *resourceArena            // the resources of the current group's placements
+	ptrs     slab[*structs.Allocation] // the one-element lists of fresh nodes
+	out      planOutcome
 }
 
 // buildPlan turns in.result into a plan. It reads only through in.state.
 func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
-		proposed:  make(map[string][]*structs.Allocation, placements(in.result)),
 		failures:  map[string]int{},
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
@@ -84,7 +86,14 @@ func buildPlan(in planInput) (planOutcome, error) {
 		b.appendStops(g)
 	}
 	base := newMetricBase(in.job, in.nodes)
-	for _, g := range in.result.Groups {
+	for i, g := range in.result.Groups {
+		// A node appears at most once in a group's placements, so what
+		// one group learns about a node is only read by a later group:
+		// a system job's only group keeps no map of every node.
+		b.remember = slices.ContainsFunc(in.result.Groups[i+1:], hasPlacements)
+		if b.remember && b.proposed == nil {
+			b.proposed = make(map[string][]*structs.Allocation, placements(in.result))
+		}
 		if err := b.appendPlacements(g, base); err != nil {
 			return planOutcome{}, err
 		}
@@ -100,6 +109,11 @@ func placements(r ReconcileResult) int {
 		n += len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
 	}
 	return n
+}
+
+// hasPlacements reports whether g places or replaces allocations.
+func hasPlacements(g *GroupResult) bool {
+	return g.Group != nil && len(g.Place)+len(g.DestructiveUpdate) > 0
 }
 
 // appendStops adds g's stops, lost allocations and in-place updates.
@@ -143,7 +157,7 @@ func (b *planBuilder) deploymentIDFor(tg *structs.TaskGroup) string {
 // appendPlacements adds g's new allocations that fit, replacing Previous
 // allocations of destructive updates.
 func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
-	if g.Group == nil || len(g.Place)+len(g.DestructiveUpdate) == 0 {
+	if !hasPlacements(g) {
 		return nil
 	}
 	metric := base.forGroup(g)
@@ -221,12 +235,17 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 	} else if p.Lingering != nil {
 		a.PreviousAllocation = p.Lingering.ID
 	}
-	if len(others) == 0 && len(b.plan.NodeAllocation[a.NodeID]) == 0 && b.plan.NodeAllocation != nil {
+	// Invariants: others holds the plan's allocations on the node (in-place
+	// updates and earlier groups' placements; Previous is never among
+	// them), so no others means the plan has none there yet.
+	if len(others) == 0 && b.plan.NodeAllocation != nil {
 		b.plan.NodeAllocation[a.NodeID] = withA // just [a], capped
 	} else {
 		b.plan.AppendAlloc(a)
 	}
-	b.proposed[p.Node.ID] = withA
+	if b.remember {
+		b.proposed[p.Node.ID] = withA
+	}
 	return nil
 }
 
@@ -246,14 +265,16 @@ func (b *planBuilder) markCanary(g *GroupResult, a *structs.Allocation) {
 // so far committed, without exclude (or nil). The slice is owned by the
 // builder; callers append to a clipped copy.
 func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
-	cur, ok := b.proposed[nodeID]
+	cur, ok := b.proposed[nodeID] // nil map while no group remembered
 	if !ok {
 		stored, err := b.state.AllocsByNode(nil, nodeID)
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: read allocs of node %q: %w", nodeID, err)
 		}
 		cur = b.liveAfterPlan(nodeID, stored)
-		b.proposed[nodeID] = cur
+		if b.remember {
+			b.proposed[nodeID] = cur
+		}
 	}
 	if exclude == nil {
 		return cur, nil

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -163,7 +162,6 @@ type reconciler struct {
 	job      *structs.Job // nil when stopped or purged
 	sysbatch bool
 	groups   []*GroupResult                      // sorted by name
-	nodes    map[string]*structs.Node            // by ID
 	allocs   map[nodeGroup][]*structs.Allocation // by node ID and group
 	dcMatch  map[string]bool                     // datacenter → matches the job
 	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
@@ -198,11 +196,10 @@ type reconciler struct {
 // deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
-	for _, id := range r.nodeIDs() {
-		node := r.nodes[id]
-		class := r.classify(node)
+	for _, ref := range r.nodeOrder() {
+		class := r.classify(ref.node)
 		for _, g := range r.groups {
-			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
+			r.visit(g, ref.node, class, r.allocs[nodeGroup{node: ref.id, group: g.Name}])
 		}
 	}
 	return r.result()
@@ -211,7 +208,6 @@ func Reconcile(in ReconcileInput) ReconcileResult {
 func newReconciler(in ReconcileInput) *reconciler {
 	r := &reconciler{
 		in:      in,
-		nodes:   make(map[string]*structs.Node, len(in.Nodes)),
 		allocs:  make(map[nodeGroup][]*structs.Allocation, len(in.Allocs)),
 		dcMatch: map[string]bool{},
 		inPlace: map[*structs.TaskGroup]bool{},
@@ -219,9 +215,6 @@ func newReconciler(in ReconcileInput) *reconciler {
 	if !in.Job.Stopped() {
 		r.job = in.Job
 		r.sysbatch = in.Job.Type == structs.JobTypeSysBatch
-	}
-	for _, n := range in.Nodes {
-		r.nodes[n.ID] = n
 	}
 	names := map[string]*structs.TaskGroup{}
 	if r.job != nil {
@@ -243,32 +236,60 @@ func newReconciler(in ReconcileInput) *reconciler {
 	return r
 }
 
-// nodeIDs returns the IDs of all nodes and of every node an allocation
-// names, sorted.
-func (r *reconciler) nodeIDs() []string {
-	ids := make([]string, 0, len(r.nodes))
-	if len(r.in.Nodes) == len(r.nodes) {
-		// No duplicates: in the input's order, which the state store
-		// gives sorted, so that the sort below is only a check.
-		for _, n := range r.in.Nodes {
-			ids = append(ids, n.ID)
+// nodeRef is a node ID and the node (nil when missing).
+type nodeRef struct {
+	id   string
+	node *structs.Node
+}
+
+// nodeOrder returns all nodes and every node an allocation names (missing
+// ones with a nil node), sorted by ID. A duplicate ID keeps its last node.
+func (r *reconciler) nodeOrder() []nodeRef {
+	nodes := r.in.Nodes
+	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
+	// The state store gives nodes sorted by ID: then the order is theirs
+	// and a node is found by binary search, without a map of every node.
+	if !slices.IsSortedFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) }) ||
+		hasAdjacentDup(nodes) {
+		idx := make(map[string]*structs.Node, len(nodes))
+		for _, n := range nodes {
+			idx[n.ID] = n
 		}
-	} else {
-		for id := range r.nodes {
-			ids = append(ids, id)
+		nodes = make([]*structs.Node, 0, len(idx))
+		for _, n := range idx {
+			nodes = append(nodes, n)
 		}
+		slices.SortFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
 	}
-	missing := map[string]bool{}
+	refs := make([]nodeRef, 0, len(nodes))
+	for _, n := range nodes {
+		refs = append(refs, nodeRef{id: n.ID, node: n})
+	}
+	var missing map[string]bool
 	for _, a := range r.in.Allocs {
-		if _, ok := r.nodes[a.NodeID]; !ok && !missing[a.NodeID] {
-			missing[a.NodeID] = true
-			ids = append(ids, a.NodeID)
+		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || missing[a.NodeID] {
+			continue
+		}
+		if missing == nil {
+			missing = map[string]bool{}
+		}
+		missing[a.NodeID] = true
+		refs = append(refs, nodeRef{id: a.NodeID})
+	}
+	if missing != nil {
+		slices.SortFunc(refs, func(a, b nodeRef) int { return cmp.Compare(a.id, b.id) })
+	}
+	return refs
+}
+
+// hasAdjacentDup reports whether two neighbours of nodes share an ID.
+func hasAdjacentDup(nodes []*structs.Node) bool {
+	for i := 1; i < len(nodes); i++ {
+		if nodes[i].ID == nodes[i-1].ID {
+			return true
 		}
 	}
-	if !slices.IsSorted(ids) {
-		sort.Strings(ids)
-	}
-	return ids
+	return false
 }
 
 // classify says what node (nil when missing) means for the job.
