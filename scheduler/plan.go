@@ -48,6 +48,10 @@ type planBuilder struct {
 	// place on again; written only while remember is set.
 	proposed map[string][]*structs.Allocation
 	remember bool // a later group has placements: keep proposed up to date
+	// planned is set when the plan held allocations before the current
+	// group's placements; unset, no node has any yet (a node appears at
+	// most once in a group's placements).
+	planned  bool
 	failures map[string]int
 	arena    *resourceArena            // the resources of the current group's placements
 	ptrs     slab[*structs.Allocation] // the one-element lists of fresh nodes
@@ -160,6 +164,7 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 	if !hasPlacements(g) {
 		return nil
 	}
+	b.planned = len(b.plan.NodeAllocation) > 0
 	metric := base.forGroup(g)
 	proto := b.allocPrototype(g.Group, metric)
 	// One slab for the group's new allocations: a system job places one
@@ -291,7 +296,10 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 // liveAfterPlan is stored minus what the plan stops or updates on the
 // node, plus the plan's allocations there.
 func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	updates := b.plan.NodeAllocation[nodeID]
+	var updates []*structs.Allocation
+	if b.planned {
+		updates = b.plan.NodeAllocation[nodeID]
+	}
 	if len(stored) == 0 {
 		return updates // nil on a fresh node: nothing to copy
 	}

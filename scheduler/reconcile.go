@@ -222,15 +222,26 @@ func newReconciler(in ReconcileInput) *reconciler {
 			names[tg.Name] = tg
 		}
 	}
+	live := map[string]int{} // live allocations per group
 	for _, a := range in.Allocs {
 		k := nodeGroup{node: a.NodeID, group: a.TaskGroup}
 		r.allocs[k] = append(r.allocs[k], a)
-		if _, ok := names[a.TaskGroup]; !ok && !a.Terminal() {
+		if a.Terminal() {
+			continue
+		}
+		live[a.TaskGroup]++
+		if _, ok := names[a.TaskGroup]; !ok {
 			names[a.TaskGroup] = nil
 		}
 	}
 	for name, tg := range names {
-		r.groups = append(r.groups, &GroupResult{Name: name, Group: tg})
+		g := &GroupResult{Name: name, Group: tg}
+		if tg != nil {
+			// Only a node without a live allocation of the group gets a
+			// placement: sized once instead of grown over every node.
+			g.Place = make([]Placement, 0, max(len(in.Nodes)-live[name], 0))
+		}
+		r.groups = append(r.groups, g)
 	}
 	slices.SortFunc(r.groups, func(a, b *GroupResult) int { return cmp.Compare(a.Name, b.Name) })
 	return r
