@@ -196,12 +196,12 @@ type reconciler struct {
 // deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
-	for _, ref := range r.nodeOrder() {
-		class := r.classify(ref.node)
+	r.eachNode(func(id string, node *structs.Node) {
+		class := r.classify(node)
 		for _, g := range r.groups {
-			r.visit(g, ref.node, class, r.allocs[nodeGroup{node: ref.id, group: g.Name}])
+			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
 		}
-	}
+	})
 	return r.result()
 }
 
@@ -247,15 +247,10 @@ func newReconciler(in ReconcileInput) *reconciler {
 	return r
 }
 
-// nodeRef is a node ID and the node (nil when missing).
-type nodeRef struct {
-	id   string
-	node *structs.Node
-}
-
-// nodeOrder returns all nodes and every node an allocation names (missing
-// ones with a nil node), sorted by ID. A duplicate ID keeps its last node.
-func (r *reconciler) nodeOrder() []nodeRef {
+// eachNode calls fn for all nodes and every node an allocation names
+// (missing ones with a nil node), in order of ID. A duplicate ID keeps its
+// last node.
+func (r *reconciler) eachNode(fn func(id string, node *structs.Node)) {
 	nodes := r.in.Nodes
 	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
 	// The state store gives nodes sorted by ID: then the order is theirs
@@ -272,25 +267,29 @@ func (r *reconciler) nodeOrder() []nodeRef {
 		}
 		slices.SortFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
 	}
-	refs := make([]nodeRef, 0, len(nodes))
-	for _, n := range nodes {
-		refs = append(refs, nodeRef{id: n.ID, node: n})
-	}
-	var missing map[string]bool
+	var missing []string
+	var seen map[string]bool
 	for _, a := range r.in.Allocs {
-		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || missing[a.NodeID] {
+		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || seen[a.NodeID] {
 			continue
 		}
-		if missing == nil {
-			missing = map[string]bool{}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
-		missing[a.NodeID] = true
-		refs = append(refs, nodeRef{id: a.NodeID})
+		seen[a.NodeID] = true
+		missing = append(missing, a.NodeID)
 	}
-	if missing != nil {
-		slices.SortFunc(refs, func(a, b nodeRef) int { return cmp.Compare(a.id, b.id) })
+	slices.Sort(missing)
+	// Merge the two sorted lists; their IDs differ.
+	for len(nodes) > 0 || len(missing) > 0 {
+		if len(missing) == 0 || (len(nodes) > 0 && nodes[0].ID < missing[0]) {
+			fn(nodes[0].ID, nodes[0])
+			nodes = nodes[1:]
+		} else {
+			fn(missing[0], nil)
+			missing = missing[1:]
+		}
 	}
-	return refs
 }
 
 // hasAdjacentDup reports whether two neighbours of nodes share an ID.
