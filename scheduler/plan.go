@@ -52,6 +52,7 @@ type planBuilder struct {
 	// group's placements; unset, no node has any yet (a node appears at
 	// most once in a group's placements).
 	planned  bool
+	stopped  bool // the same for stops
 	failures map[string]int
 	arena    *resourceArena            // the resources of the current group's placements
 	ptrs     slab[*structs.Allocation] // the one-element lists of fresh nodes
@@ -165,6 +166,7 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 		return nil
 	}
 	b.planned = len(b.plan.NodeAllocation) > 0
+	b.stopped = len(b.plan.NodeUpdate) > 0
 	metric := base.forGroup(g)
 	proto := b.allocPrototype(g.Group, metric)
 	// One slab for the group's new allocations: a system job places one
@@ -276,10 +278,12 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: read allocs of node %q: %w", nodeID, err)
 		}
-		cur = b.liveAfterPlan(nodeID, stored)
-		if b.remember {
-			b.proposed[nodeID] = cur
+		if !b.remember {
+			// Read once: built without exclude, no copy to filter.
+			return b.liveAfterPlan(nodeID, stored, exclude), nil
 		}
+		cur = b.liveAfterPlan(nodeID, stored, nil)
+		b.proposed[nodeID] = cur
 	}
 	if exclude == nil {
 		return cur, nil
@@ -294,27 +298,35 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 }
 
 // liveAfterPlan is stored minus what the plan stops or updates on the
-// node, plus the plan's allocations there.
-func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	var updates []*structs.Allocation
+// node, plus the plan's allocations there, without exclude (or nil).
+func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation) []*structs.Allocation {
+	var updates, stops []*structs.Allocation
 	if b.planned {
 		updates = b.plan.NodeAllocation[nodeID]
 	}
-	if len(stored) == 0 {
+	if len(stored) == 0 && exclude == nil {
 		return updates // nil on a fresh node: nothing to copy
 	}
-	stops := b.plan.NodeUpdate[nodeID]
+	if b.stopped {
+		stops = b.plan.NodeUpdate[nodeID]
+	}
 	gone := func(id string) bool {
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
 	}
-	out := make([]*structs.Allocation, 0, len(stored)+1)
+	kept := func(a *structs.Allocation) bool { return exclude == nil || a.ID != exclude.ID }
+	out := make([]*structs.Allocation, 0, len(stored)+len(updates)+1)
 	for _, a := range stored {
-		if !a.Terminal() && !gone(a.ID) {
+		if !a.Terminal() && !gone(a.ID) && kept(a) {
 			out = append(out, a)
 		}
 	}
-	return append(out, updates...)
+	for _, a := range updates {
+		if kept(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // fail records a placement of g on node that did not fit.
