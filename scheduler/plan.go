@@ -52,7 +52,8 @@ type planBuilder struct {
 	// group's placements; unset, no node has any yet (a node appears at
 	// most once in a group's placements).
 	planned  bool
-	stopped  bool // the same for stops
+	stopped  bool                  // the same for stops
+	scratch  []*structs.Allocation // othersOn's list while not remembering
 	failures map[string]int
 	arena    *resourceArena            // the resources of the current group's placements
 	ptrs     slab[*structs.Allocation] // the one-element lists of fresh nodes
@@ -64,6 +65,7 @@ func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
 		failures:  map[string]int{},
+		scratch:   make([]*structs.Allocation, 0, 8),
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
 	b.plan = &structs.Plan{
@@ -270,7 +272,8 @@ func (b *planBuilder) markCanary(g *GroupResult, a *structs.Allocation) {
 
 // othersOn returns the live allocations node nodeID would run if the plan
 // so far committed, without exclude (or nil). The slice is owned by the
-// builder; callers append to a clipped copy.
+// builder and valid until the next call; callers append to a clipped
+// copy.
 func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
 	cur, ok := b.proposed[nodeID] // nil map while no group remembered
 	if !ok {
@@ -279,10 +282,12 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 			return nil, fmt.Errorf("scheduler: read allocs of node %q: %w", nodeID, err)
 		}
 		if !b.remember {
-			// Read once: built without exclude, no copy to filter.
-			return b.liveAfterPlan(nodeID, stored, exclude), nil
+			// Read once: built leaving exclude out, into the scratch list
+			// which the next node reuses.
+			b.scratch = b.liveAfterPlan(nodeID, stored, exclude, b.scratch[:0])
+			return b.scratch, nil
 		}
-		cur = b.liveAfterPlan(nodeID, stored, nil)
+		cur = b.liveAfterPlan(nodeID, stored, nil, nil)
 		b.proposed[nodeID] = cur
 	}
 	if exclude == nil {
@@ -298,13 +303,15 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 }
 
 // liveAfterPlan is stored minus what the plan stops or updates on the
-// node, plus the plan's allocations there, without exclude (or nil).
-func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation) []*structs.Allocation {
+// node, plus the plan's allocations there, without exclude (or nil). With
+// buf (not nil) it always appends to buf; without, it may return the
+// plan's own list of the node.
+func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation, buf []*structs.Allocation) []*structs.Allocation {
 	var updates, stops []*structs.Allocation
 	if b.planned {
 		updates = b.plan.NodeAllocation[nodeID]
 	}
-	if len(stored) == 0 && exclude == nil {
+	if len(stored) == 0 && exclude == nil && buf == nil {
 		return updates // nil on a fresh node: nothing to copy
 	}
 	if b.stopped {
@@ -315,7 +322,10 @@ func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation,
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
 	}
 	kept := func(a *structs.Allocation) bool { return exclude == nil || a.ID != exclude.ID }
-	out := make([]*structs.Allocation, 0, len(stored)+len(updates)+1)
+	out := buf
+	if out == nil {
+		out = make([]*structs.Allocation, 0, len(stored)+len(updates)+1)
+	}
 	for _, a := range stored {
 		if !a.Terminal() && !gone(a.ID) && kept(a) {
 			out = append(out, a)

@@ -223,9 +223,18 @@ func newReconciler(in ReconcileInput) *reconciler {
 		}
 	}
 	live := map[string]int{} // live allocations per group
+	// Most keys hold one allocation: their lists are cut from one slab
+	// (capped, so a second allocation of a key copies its list).
+	one := slab[*structs.Allocation]{chunk: len(in.Allocs)}
 	for _, a := range in.Allocs {
 		k := nodeGroup{node: a.NodeID, group: a.TaskGroup}
-		r.allocs[k] = append(r.allocs[k], a)
+		if cur, ok := r.allocs[k]; ok {
+			r.allocs[k] = append(cur, a)
+		} else {
+			l := one.take(1)
+			l[0] = a
+			r.allocs[k] = l
+		}
 		if a.Terminal() {
 			continue
 		}
