@@ -146,7 +146,7 @@ type NodeFilter struct {
 type nodeGroup struct{ node, group string }
 
 // nodeClass is what a node's status means for a job's allocations.
-type nodeClass int
+type nodeClass uint8
 
 const (
 	nodeGone     nodeClass = iota + 1 // missing or down: live allocations are lost
@@ -165,6 +165,7 @@ type reconciler struct {
 	allocs   map[nodeGroup][]*structs.Allocation // by node ID and group
 	dcMatch  map[string]bool                     // datacenter → matches the job
 	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
+	live     map[string]int                      // live allocations per group
 }
 
 // Reconcile decides, for every task group of in.Job and every node, whether
@@ -196,8 +197,7 @@ type reconciler struct {
 // deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
-	r.eachNode(func(id string, node *structs.Node) {
-		class := r.classify(node)
+	r.eachNode(func(id string, node *structs.Node, class nodeClass) {
 		for _, g := range r.groups {
 			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
 		}
@@ -244,22 +244,18 @@ func newReconciler(in ReconcileInput) *reconciler {
 		}
 	}
 	for name, tg := range names {
-		g := &GroupResult{Name: name, Group: tg}
-		if tg != nil {
-			// Only a node without a live allocation of the group gets a
-			// placement: sized once instead of grown over every node.
-			g.Place = make([]Placement, 0, max(len(in.Nodes)-live[name], 0))
-		}
-		r.groups = append(r.groups, g)
+		r.groups = append(r.groups, &GroupResult{Name: name, Group: tg})
 	}
+	r.live = live
 	slices.SortFunc(r.groups, func(a, b *GroupResult) int { return cmp.Compare(a.Name, b.Name) })
 	return r
 }
 
 // eachNode calls fn for all nodes and every node an allocation names
-// (missing ones with a nil node), in order of ID. A duplicate ID keeps its
-// last node.
-func (r *reconciler) eachNode(fn func(id string, node *structs.Node)) {
+// (missing ones with a nil node), in order of ID, with the node's class. A
+// duplicate ID keeps its last node. Before the first call it sizes the
+// groups' placements (sizePlace).
+func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass)) {
 	nodes := r.in.Nodes
 	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
 	// The state store gives nodes sorted by ID: then the order is theirs
@@ -289,14 +285,35 @@ func (r *reconciler) eachNode(fn func(id string, node *structs.Node)) {
 		missing = append(missing, a.NodeID)
 	}
 	slices.Sort(missing)
+	classes := make([]nodeClass, len(nodes))
+	ready := 0
+	for i, n := range nodes {
+		if classes[i] = r.classify(n); classes[i] == nodeReady {
+			ready++
+		}
+	}
+	r.sizePlace(ready)
 	// Merge the two sorted lists; their IDs differ.
 	for len(nodes) > 0 || len(missing) > 0 {
 		if len(missing) == 0 || (len(nodes) > 0 && nodes[0].ID < missing[0]) {
-			fn(nodes[0].ID, nodes[0])
-			nodes = nodes[1:]
+			fn(nodes[0].ID, nodes[0], classes[0])
+			nodes, classes = nodes[1:], classes[1:]
 		} else {
-			fn(missing[0], nil)
+			fn(missing[0], nil, r.classify(nil))
 			missing = missing[1:]
+		}
+	}
+}
+
+// sizePlace sizes the placements of the job's groups once instead of
+// growing them over every node: only a ready node in the job's scope
+// without a live allocation of the group gets one.
+func (r *reconciler) sizePlace(ready int) {
+	for _, g := range r.groups {
+		if g.Group != nil && g.Place == nil {
+			if n := min(ready, len(r.in.Nodes)-r.live[g.Name]); n > 0 {
+				g.Place = make([]Placement, 0, n)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,10 @@ func TestEachNodeOrder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newReconciler(ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
 			var got []visit
-			r.eachNode(func(id string, node *structs.Node) { got = append(got, visit{id, node}) })
+			r.eachNode(func(id string, node *structs.Node, class nodeClass) {
+				got = append(got, visit{id, node})
+				require.Equal(t, node == nil, class == nodeGone, "class of %s", id)
+			})
 			require.Len(t, got, len(want))
 			for i := range want {
 				require.Equal(t, want[i].id, got[i].id)
@@ -39,4 +43,24 @@ func TestEachNodeOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A group's placements are sized for the ready nodes in the job's scope
+// without its allocation, not for every node: a job of one datacenter in a
+// large cluster does not reserve room for the whole cluster.
+func TestReconcilePlaceSizedForCandidates(t *testing.T) {
+	job := testJob("web")
+	var nodes []*structs.Node
+	for i := 0; i < 100; i++ {
+		n := testNode(fmt.Sprintf("n%03d", i))
+		if i%10 != 0 {
+			n.Datacenter = "dc2"
+		}
+		nodes = append(nodes, n)
+	}
+	allocs := []*structs.Allocation{testAlloc("1", job, "n000")}
+	res := Reconcile(ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
+	g := res.Groups[0]
+	require.Len(t, g.Place, 9)
+	require.Equal(t, 10, cap(g.Place))
 }
