@@ -197,10 +197,16 @@ type reconciler struct {
 // deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
-	r.eachNode(func(id string, node *structs.Node, class nodeClass) {
+	r.eachNode(func(id string, node *structs.Node, class nodeClass) int {
+		found := 0
 		for _, g := range r.groups {
-			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
+			allocs, ok := r.allocs[nodeGroup{node: id, group: g.Name}]
+			if ok {
+				found++
+			}
+			r.visit(g, node, class, allocs)
 		}
+		return found
 	})
 	return r.result()
 }
@@ -251,15 +257,19 @@ func newReconciler(in ReconcileInput) *reconciler {
 	return r
 }
 
-// eachNode calls fn for all nodes and every node an allocation names
-// (missing ones with a nil node), in order of ID, with the node's class. A
-// duplicate ID keeps its last node. Before the first call it sizes the
-// groups' placements (sizePlace).
-func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass)) {
+// eachNode calls fn for all nodes in order of ID, with the node's class,
+// and then for every node an allocation names that is missing (nil node,
+// nodeGone), in order of ID. fn returns how many of r.allocs' keys it read
+// for the node: when all keys were read no node is missing, and the
+// allocations are not searched. A duplicate ID keeps its last node. Before
+// the first call it sizes the groups' placements (sizePlace).
+//
+// Invariants: a missing node only adds to its groups' Lost sets, which
+// result sorts by node, so visiting missing nodes last decides the same.
+func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass) int) {
 	nodes := r.in.Nodes
-	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
-	// The state store gives nodes sorted by ID: then the order is theirs
-	// and a node is found by binary search, without a map of every node.
+	// The state store gives nodes sorted by ID: then the order is theirs,
+	// without a map of every node.
 	if !slices.IsSortedFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) }) ||
 		hasAdjacentDup(nodes) {
 		idx := make(map[string]*structs.Node, len(nodes))
@@ -272,19 +282,6 @@ func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeC
 		}
 		slices.SortFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
 	}
-	var missing []string
-	var seen map[string]bool
-	for _, a := range r.in.Allocs {
-		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || seen[a.NodeID] {
-			continue
-		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		seen[a.NodeID] = true
-		missing = append(missing, a.NodeID)
-	}
-	slices.Sort(missing)
 	classes := make([]nodeClass, len(nodes))
 	ready := 0
 	for i, n := range nodes {
@@ -293,15 +290,28 @@ func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeC
 		}
 	}
 	r.sizePlace(ready)
-	// Merge the two sorted lists; their IDs differ.
-	for len(nodes) > 0 || len(missing) > 0 {
-		if len(missing) == 0 || (len(nodes) > 0 && nodes[0].ID < missing[0]) {
-			fn(nodes[0].ID, nodes[0], classes[0])
-			nodes, classes = nodes[1:], classes[1:]
-		} else {
-			fn(missing[0], nil, r.classify(nil))
-			missing = missing[1:]
+	read := 0
+	for i, n := range nodes {
+		read += fn(n.ID, n, classes[i])
+	}
+	if read == len(r.allocs) {
+		return
+	}
+	// Some allocation is on a missing node (or of a group no longer
+	// visited): find the missing nodes by binary search.
+	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
+	var missing []string
+	seen := map[string]bool{}
+	for _, a := range r.in.Allocs {
+		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || seen[a.NodeID] {
+			continue
 		}
+		seen[a.NodeID] = true
+		missing = append(missing, a.NodeID)
+	}
+	slices.Sort(missing)
+	for _, id := range missing {
+		fn(id, nil, r.classify(nil))
 	}
 }
 

@@ -9,9 +9,10 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// eachNode visits nodes and the missing nodes allocations name in order of
-// ID, each once, whether the nodes come sorted (the state store's order) or
-// not, and a duplicate node ID keeps its last node.
+// eachNode visits nodes in order of ID and then the missing nodes
+// allocations name in order of ID, each once, whether the nodes come sorted
+// (the state store's order) or not, and a duplicate node ID keeps its last
+// node.
 func TestEachNodeOrder(t *testing.T) {
 	job := testJob("web")
 	allocs := []*structs.Allocation{
@@ -23,7 +24,7 @@ func TestEachNodeOrder(t *testing.T) {
 		id   string
 		node *structs.Node
 	}
-	want := []visit{{"a", nil}, {"b", b}, {"c", nil}, {"d", d2}, {"e", nil}}
+	want := []visit{{"b", b}, {"d", d2}, {"a", nil}, {"c", nil}, {"e", nil}}
 	for name, nodes := range map[string][]*structs.Node{
 		"sorted":    {b, d2},
 		"unsorted":  {d2, b},
@@ -32,9 +33,10 @@ func TestEachNodeOrder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newReconciler(ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
 			var got []visit
-			r.eachNode(func(id string, node *structs.Node, class nodeClass) {
+			r.eachNode(func(id string, node *structs.Node, class nodeClass) int {
 				got = append(got, visit{id, node})
 				require.Equal(t, node == nil, class == nodeGone, "class of %s", id)
+				return 0
 			})
 			require.Len(t, got, len(want))
 			for i := range want {
