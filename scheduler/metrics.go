@@ -20,15 +20,31 @@ func newMetricBase(job *structs.Job, nodes []*structs.Node) metricBase {
 		return m
 	}
 	m.pool = job.NodePool
+	// Nodes of one datacenter tend to follow each other: a run of them is
+	// judged and counted once instead of a map write per node.
+	var dc string
+	run, matches := 0, false
+	flush := func() {
+		if run > 0 && matches {
+			m.available[dc] += run
+		}
+	}
 	for _, n := range nodes {
 		if !PoolMatches(job.NodePool, n.NodePool) {
 			continue
 		}
 		m.inPool++
-		if n.Ready() && DatacenterMatches(job.Datacenters, n.Datacenter) {
-			m.available[n.Datacenter]++
+		if !n.Ready() {
+			continue
 		}
+		if run == 0 || n.Datacenter != dc {
+			flush()
+			dc, run = n.Datacenter, 0
+			matches = DatacenterMatches(job.Datacenters, dc)
+		}
+		run++
 	}
+	flush()
 	return m
 }
 

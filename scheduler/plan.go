@@ -44,19 +44,28 @@ type planBuilder struct {
 	planInput
 	plan       *structs.Plan
 	deployment *structs.Deployment // joined by deployment groups, or nil
-	proposed   map[string][]*structs.Allocation
-	failures   map[string]int
-	arena      *resourceArena            // the resources of the current group's placements
-	ptrs       slab[*structs.Allocation] // the one-element lists of fresh nodes
-	out        planOutcome
+	// proposed holds the live allocations of nodes a later group may
+	// place on again; written only while remember is set.
+	proposed map[string][]*structs.Allocation
+	remember bool // a later group has placements: keep proposed up to date
+	// planned is set when the plan held allocations before the current
+	// group's placements; unset, no node has any yet (a node appears at
+	// most once in a group's placements).
+	planned  bool
+	stopped  bool                  // the same for stops
+	scratch  []*structs.Allocation // othersOn's list while not remembering
+	failures map[string]int
+	arena    *resourceArena            // the resources of the current group's placements
+	ptrs     slab[*structs.Allocation] // the one-element lists of fresh nodes
+	out      planOutcome
 }
 
 // buildPlan turns in.result into a plan. It reads only through in.state.
 func buildPlan(in planInput) (planOutcome, error) {
 	b := &planBuilder{
 		planInput: in,
-		proposed:  make(map[string][]*structs.Allocation, placements(in.result)),
 		failures:  map[string]int{},
+		scratch:   make([]*structs.Allocation, 0, 8),
 		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
 	b.plan = &structs.Plan{
@@ -84,7 +93,14 @@ func buildPlan(in planInput) (planOutcome, error) {
 		b.appendStops(g)
 	}
 	base := newMetricBase(in.job, in.nodes)
-	for _, g := range in.result.Groups {
+	for i, g := range in.result.Groups {
+		// A node appears at most once in a group's placements, so what
+		// one group learns about a node is only read by a later group:
+		// a system job's only group keeps no map of every node.
+		b.remember = slices.ContainsFunc(in.result.Groups[i+1:], hasPlacements)
+		if b.remember && b.proposed == nil {
+			b.proposed = make(map[string][]*structs.Allocation, placements(in.result))
+		}
 		if err := b.appendPlacements(g, base); err != nil {
 			return planOutcome{}, err
 		}
@@ -100,6 +116,11 @@ func placements(r ReconcileResult) int {
 		n += len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
 	}
 	return n
+}
+
+// hasPlacements reports whether g places or replaces allocations.
+func hasPlacements(g *GroupResult) bool {
+	return g.Group != nil && len(g.Place)+len(g.DestructiveUpdate) > 0
 }
 
 // appendStops adds g's stops, lost allocations and in-place updates.
@@ -143,9 +164,11 @@ func (b *planBuilder) deploymentIDFor(tg *structs.TaskGroup) string {
 // appendPlacements adds g's new allocations that fit, replacing Previous
 // allocations of destructive updates.
 func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
-	if g.Group == nil || len(g.Place)+len(g.DestructiveUpdate) == 0 {
+	if !hasPlacements(g) {
 		return nil
 	}
+	b.planned = len(b.plan.NodeAllocation) > 0
+	b.stopped = len(b.plan.NodeUpdate) > 0
 	metric := base.forGroup(g)
 	proto := b.allocPrototype(g.Group, metric)
 	// One slab for the group's new allocations: a system job places one
@@ -221,12 +244,17 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 	} else if p.Lingering != nil {
 		a.PreviousAllocation = p.Lingering.ID
 	}
-	if len(others) == 0 && len(b.plan.NodeAllocation[a.NodeID]) == 0 && b.plan.NodeAllocation != nil {
+	// Invariants: others holds the plan's allocations on the node (in-place
+	// updates and earlier groups' placements; Previous is never among
+	// them), so no others means the plan has none there yet.
+	if len(others) == 0 && b.plan.NodeAllocation != nil {
 		b.plan.NodeAllocation[a.NodeID] = withA // just [a], capped
 	} else {
 		b.plan.AppendAlloc(a)
 	}
-	b.proposed[p.Node.ID] = withA
+	if b.remember {
+		b.proposed[p.Node.ID] = withA
+	}
 	return nil
 }
 
@@ -244,15 +272,22 @@ func (b *planBuilder) markCanary(g *GroupResult, a *structs.Allocation) {
 
 // othersOn returns the live allocations node nodeID would run if the plan
 // so far committed, without exclude (or nil). The slice is owned by the
-// builder; callers append to a clipped copy.
+// builder and valid until the next call; callers append to a clipped
+// copy.
 func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
-	cur, ok := b.proposed[nodeID]
+	cur, ok := b.proposed[nodeID] // nil map while no group remembered
 	if !ok {
 		stored, err := b.state.AllocsByNode(nil, nodeID)
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: read allocs of node %q: %w", nodeID, err)
 		}
-		cur = b.liveAfterPlan(nodeID, stored)
+		if !b.remember {
+			// Read once: built leaving exclude out, into the scratch list
+			// which the next node reuses.
+			b.scratch = b.liveAfterPlan(nodeID, stored, exclude, b.scratch[:0])
+			return b.scratch, nil
+		}
+		cur = b.liveAfterPlan(nodeID, stored, nil, nil)
 		b.proposed[nodeID] = cur
 	}
 	if exclude == nil {
@@ -268,24 +303,40 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 }
 
 // liveAfterPlan is stored minus what the plan stops or updates on the
-// node, plus the plan's allocations there.
-func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation) []*structs.Allocation {
-	updates := b.plan.NodeAllocation[nodeID]
-	if len(stored) == 0 {
+// node, plus the plan's allocations there, without exclude (or nil). With
+// buf (not nil) it always appends to buf; without, it may return the
+// plan's own list of the node.
+func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation, buf []*structs.Allocation) []*structs.Allocation {
+	var updates, stops []*structs.Allocation
+	if b.planned {
+		updates = b.plan.NodeAllocation[nodeID]
+	}
+	if len(stored) == 0 && exclude == nil && buf == nil {
 		return updates // nil on a fresh node: nothing to copy
 	}
-	stops := b.plan.NodeUpdate[nodeID]
+	if b.stopped {
+		stops = b.plan.NodeUpdate[nodeID]
+	}
 	gone := func(id string) bool {
 		return slices.ContainsFunc(stops, func(a *structs.Allocation) bool { return a.ID == id }) ||
 			slices.ContainsFunc(updates, func(a *structs.Allocation) bool { return a.ID == id })
 	}
-	out := make([]*structs.Allocation, 0, len(stored)+1)
+	kept := func(a *structs.Allocation) bool { return exclude == nil || a.ID != exclude.ID }
+	out := buf
+	if out == nil {
+		out = make([]*structs.Allocation, 0, len(stored)+len(updates)+1)
+	}
 	for _, a := range stored {
-		if !a.Terminal() && !gone(a.ID) {
+		if !a.Terminal() && !gone(a.ID) && kept(a) {
 			out = append(out, a)
 		}
 	}
-	return append(out, updates...)
+	for _, a := range updates {
+		if kept(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // fail records a placement of g on node that did not fit.

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -147,7 +146,7 @@ type NodeFilter struct {
 type nodeGroup struct{ node, group string }
 
 // nodeClass is what a node's status means for a job's allocations.
-type nodeClass int
+type nodeClass uint8
 
 const (
 	nodeGone     nodeClass = iota + 1 // missing or down: live allocations are lost
@@ -163,10 +162,10 @@ type reconciler struct {
 	job      *structs.Job // nil when stopped or purged
 	sysbatch bool
 	groups   []*GroupResult                      // sorted by name
-	nodes    map[string]*structs.Node            // by ID
 	allocs   map[nodeGroup][]*structs.Allocation // by node ID and group
 	dcMatch  map[string]bool                     // datacenter → matches the job
 	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
+	live     map[string]int                      // live allocations per group
 }
 
 // Reconcile decides, for every task group of in.Job and every node, whether
@@ -198,20 +197,23 @@ type reconciler struct {
 // deployment is paused, failed or cancelled.
 func Reconcile(in ReconcileInput) ReconcileResult {
 	r := newReconciler(in)
-	for _, id := range r.nodeIDs() {
-		node := r.nodes[id]
-		class := r.classify(node)
+	r.eachNode(func(id string, node *structs.Node, class nodeClass) int {
+		found := 0
 		for _, g := range r.groups {
-			r.visit(g, node, class, r.allocs[nodeGroup{node: id, group: g.Name}])
+			allocs, ok := r.allocs[nodeGroup{node: id, group: g.Name}]
+			if ok {
+				found++
+			}
+			r.visit(g, node, class, allocs)
 		}
-	}
+		return found
+	})
 	return r.result()
 }
 
 func newReconciler(in ReconcileInput) *reconciler {
 	r := &reconciler{
 		in:      in,
-		nodes:   make(map[string]*structs.Node, len(in.Nodes)),
 		allocs:  make(map[nodeGroup][]*structs.Allocation, len(in.Allocs)),
 		dcMatch: map[string]bool{},
 		inPlace: map[*structs.TaskGroup]bool{},
@@ -220,55 +222,120 @@ func newReconciler(in ReconcileInput) *reconciler {
 		r.job = in.Job
 		r.sysbatch = in.Job.Type == structs.JobTypeSysBatch
 	}
-	for _, n := range in.Nodes {
-		r.nodes[n.ID] = n
-	}
 	names := map[string]*structs.TaskGroup{}
 	if r.job != nil {
 		for _, tg := range r.job.TaskGroups {
 			names[tg.Name] = tg
 		}
 	}
+	live := map[string]int{} // live allocations per group
+	// Most keys hold one allocation: their lists are cut from one slab
+	// (capped, so a second allocation of a key copies its list).
+	one := slab[*structs.Allocation]{chunk: len(in.Allocs)}
 	for _, a := range in.Allocs {
 		k := nodeGroup{node: a.NodeID, group: a.TaskGroup}
-		r.allocs[k] = append(r.allocs[k], a)
-		if _, ok := names[a.TaskGroup]; !ok && !a.Terminal() {
+		if cur, ok := r.allocs[k]; ok {
+			r.allocs[k] = append(cur, a)
+		} else {
+			l := one.take(1)
+			l[0] = a
+			r.allocs[k] = l
+		}
+		if a.Terminal() {
+			continue
+		}
+		live[a.TaskGroup]++
+		if _, ok := names[a.TaskGroup]; !ok {
 			names[a.TaskGroup] = nil
 		}
 	}
 	for name, tg := range names {
 		r.groups = append(r.groups, &GroupResult{Name: name, Group: tg})
 	}
+	r.live = live
 	slices.SortFunc(r.groups, func(a, b *GroupResult) int { return cmp.Compare(a.Name, b.Name) })
 	return r
 }
 
-// nodeIDs returns the IDs of all nodes and of every node an allocation
-// names, sorted.
-func (r *reconciler) nodeIDs() []string {
-	ids := make([]string, 0, len(r.nodes))
-	if len(r.in.Nodes) == len(r.nodes) {
-		// No duplicates: in the input's order, which the state store
-		// gives sorted, so that the sort below is only a check.
-		for _, n := range r.in.Nodes {
-			ids = append(ids, n.ID)
+// eachNode calls fn for all nodes in order of ID, with the node's class,
+// and then for every node an allocation names that is missing (nil node,
+// nodeGone), in order of ID. fn returns how many of r.allocs' keys it read
+// for the node: when all keys were read no node is missing, and the
+// allocations are not searched. A duplicate ID keeps its last node. Before
+// the first call it sizes the groups' placements (sizePlace).
+//
+// Invariants: a missing node only adds to its groups' Lost sets, which
+// result sorts by node, so visiting missing nodes last decides the same.
+func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass) int) {
+	nodes := r.in.Nodes
+	// The state store gives nodes sorted by ID: then the order is theirs,
+	// without a map of every node.
+	if !slices.IsSortedFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) }) ||
+		hasAdjacentDup(nodes) {
+		idx := make(map[string]*structs.Node, len(nodes))
+		for _, n := range nodes {
+			idx[n.ID] = n
 		}
-	} else {
-		for id := range r.nodes {
-			ids = append(ids, id)
+		nodes = make([]*structs.Node, 0, len(idx))
+		for _, n := range idx {
+			nodes = append(nodes, n)
+		}
+		slices.SortFunc(nodes, func(a, b *structs.Node) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	classes := make([]nodeClass, len(nodes))
+	ready := 0
+	for i, n := range nodes {
+		if classes[i] = r.classify(n); classes[i] == nodeReady {
+			ready++
 		}
 	}
-	missing := map[string]bool{}
+	r.sizePlace(ready)
+	read := 0
+	for i, n := range nodes {
+		read += fn(n.ID, n, classes[i])
+	}
+	if read == len(r.allocs) {
+		return
+	}
+	// Some allocation is on a missing node (or of a group no longer
+	// visited): find the missing nodes by binary search.
+	byID := func(a *structs.Node, id string) int { return cmp.Compare(a.ID, id) }
+	var missing []string
+	seen := map[string]bool{}
 	for _, a := range r.in.Allocs {
-		if _, ok := r.nodes[a.NodeID]; !ok && !missing[a.NodeID] {
-			missing[a.NodeID] = true
-			ids = append(ids, a.NodeID)
+		if _, ok := slices.BinarySearchFunc(nodes, a.NodeID, byID); ok || seen[a.NodeID] {
+			continue
+		}
+		seen[a.NodeID] = true
+		missing = append(missing, a.NodeID)
+	}
+	slices.Sort(missing)
+	for _, id := range missing {
+		fn(id, nil, r.classify(nil))
+	}
+}
+
+// sizePlace sizes the placements of the job's groups once instead of
+// growing them over every node: only a ready node in the job's scope
+// without a live allocation of the group gets one.
+func (r *reconciler) sizePlace(ready int) {
+	for _, g := range r.groups {
+		if g.Group != nil && g.Place == nil {
+			if n := min(ready, len(r.in.Nodes)-r.live[g.Name]); n > 0 {
+				g.Place = make([]Placement, 0, n)
+			}
 		}
 	}
-	if !slices.IsSorted(ids) {
-		sort.Strings(ids)
+}
+
+// hasAdjacentDup reports whether two neighbours of nodes share an ID.
+func hasAdjacentDup(nodes []*structs.Node) bool {
+	for i := 1; i < len(nodes); i++ {
+		if nodes[i].ID == nodes[i-1].ID {
+			return true
+		}
 	}
-	return ids
+	return false
 }
 
 // classify says what node (nil when missing) means for the job.
