@@ -227,6 +227,19 @@ func (v *rootView) hostPath(p string) string {
 	return filepath.Join(v.taskDir, p)
 }
 
+// readOnlyHostPath returns the host path behind p when p, a path as the
+// task sees it, lies in a read-only bind (a chroot_env directory): a file
+// there is the host's, which the task cannot replace.
+func (v *rootView) readOnlyHostPath(p string) (string, bool) {
+	p = path.Clean("/" + p)
+	for _, b := range v.binds {
+		if p == b.Dst || strings.HasPrefix(p, b.Dst+"/") {
+			return filepath.Join(b.Src, strings.TrimPrefix(p, b.Dst)), b.ReadOnly
+		}
+	}
+	return "", false
+}
+
 // searchDirs are where a bare command name is looked for, in the task's root.
 var searchDirs = []string{"/local", "/", "/usr/local/bin", "/usr/bin", "/bin"}
 

@@ -393,6 +393,16 @@ func TestRootView(t *testing.T) {
 	require.Equal(t, filepath.Join(cfg.AllocDir, "data"), v.hostPath("/alloc/data"))
 	require.Equal(t, filepath.Join(cfg.TaskDir, "opt"), v.hostPath("/opt"), "a missing host path is not bound")
 
+	// Only the read-only chroot_env binds hold the host's own files: what
+	// alloc exec may run before dropping privileges.
+	host, ok := v.readOnlyHostPath("/usr/bin/setpriv")
+	require.True(t, ok)
+	require.Equal(t, "/usr/bin/setpriv", host)
+	for _, taskWritable := range []string{"/bin/setpriv", "/local/setpriv", "/alloc/setpriv", "/opt/setpriv"} {
+		_, ok := v.readOnlyHostPath(taskWritable)
+		require.False(t, ok, taskWritable)
+	}
+
 	p, err := v.resolveCommand("tool")
 	require.NoError(t, err)
 	require.Equal(t, "/local/tool", p)

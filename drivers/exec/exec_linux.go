@@ -73,13 +73,16 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *drivers.Exec
 	view := newRootView(cfg, d.pluginConfig().ChrootEnv)
 	setpriv := ""
 	for _, p := range setprivPaths {
-		if checkExecutable(view.hostPath(p)) == nil {
+		// setpriv runs with nsenter's privileges before it drops them: only
+		// the host's copy in a read-only chroot_env directory will do, never
+		// a file the task could have written.
+		if host, ok := view.readOnlyHostPath(p); ok && checkExecutable(host) == nil {
 			setpriv = p
 			break
 		}
 	}
 	if setpriv == "" {
-		return nil, fmt.Errorf("%w: alloc exec into exec tasks needs util-linux setpriv in the task's root (one of %s)", drivers.ErrExecNotSupported, strings.Join(setprivPaths, ", "))
+		return nil, fmt.Errorf("%w: alloc exec into exec tasks needs util-linux setpriv in a read-only chroot_env directory of the task's root (one of %s)", drivers.ErrExecNotSupported, strings.Join(setprivPaths, ", "))
 	}
 	user := cfg.User
 	if user == "" {
