@@ -32,16 +32,7 @@ func imageWatchesTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
 		Name: TableImageWatches,
 		Indexes: map[string]*memdb.IndexSchema{
-			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
-					&memdb.StringFieldIndex{Field: "Group"},
-					&memdb.StringFieldIndex{Field: "Task"},
-				}},
-			},
+			indexID: nsIDIndex("JobID", "Group", "Task"),
 		},
 	}
 }

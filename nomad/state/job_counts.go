@@ -24,14 +24,7 @@ func jobCountsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
 		Name: TableJobCounts,
 		Indexes: map[string]*memdb.IndexSchema{
-			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
-				}},
-			},
+			indexID: nsIDIndex("JobID"),
 		},
 	}
 }

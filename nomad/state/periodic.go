@@ -17,14 +17,7 @@ func periodicLaunchTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
 		Name: TablePeriodicLaunch,
 		Indexes: map[string]*memdb.IndexSchema{
-			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "ID"},
-				}},
-			},
+			indexID: nsIDIndex("ID"),
 		},
 	}
 }

@@ -17,14 +17,7 @@ func scalingEventsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
 		Name: TableScalingEvents,
 		Indexes: map[string]*memdb.IndexSchema{
-			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
-				}},
-			},
+			indexID: nsIDIndex("JobID"),
 		},
 	}
 }

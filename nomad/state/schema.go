@@ -65,6 +65,21 @@ func dbSchema() *memdb.DBSchema {
 // nsField indexes an object's Namespace field.
 func nsField() memdb.Indexer { return &memdb.StringFieldIndex{Field: "Namespace"} }
 
+// nsIDIndex is the unique id index of a table keyed by Namespace and the
+// string fields named, in order.
+func nsIDIndex(fields ...string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: nsCompound(fields...)}
+}
+
+// nsCompound indexes Namespace and the string fields named, in order.
+func nsCompound(fields ...string) memdb.Indexer {
+	idx := []memdb.Indexer{nsField()}
+	for _, f := range fields {
+		idx = append(idx, &memdb.StringFieldIndex{Field: f})
+	}
+	return &memdb.CompoundIndex{Indexes: idx}
+}
+
 // jobsTableSchema stores the current version of every job (*structs.Job).
 func jobsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
@@ -72,14 +87,7 @@ func jobsTableSchema() *memdb.TableSchema {
 		Indexes: map[string]*memdb.IndexSchema{
 			// id: one job per (Namespace, ID); "id_prefix" serves ID
 			// prefix lookups within a namespace.
-			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "ID"},
-				}},
-			},
+			indexID: nsIDIndex("ID"),
 		},
 	}
 }
@@ -195,10 +203,7 @@ func evalsTableSchema() *memdb.TableSchema {
 			indexJob: {
 				Name:         indexJob,
 				AllowMissing: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
-				}},
+				Indexer:      nsCompound("JobID"),
 			},
 		},
 	}
@@ -217,11 +222,8 @@ func deploymentsTableSchema() *memdb.TableSchema {
 			},
 			// job: the deployments of (Namespace, JobID), every version.
 			indexJob: {
-				Name: indexJob,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					nsField(),
-					&memdb.StringFieldIndex{Field: "JobID"},
-				}},
+				Name:    indexJob,
+				Indexer: nsCompound("JobID"),
 			},
 		},
 	}
