@@ -107,39 +107,18 @@ func (s *genericScheduler) createEval(eval *structs.Evaluation, out planOutcome,
 }
 
 func (s *genericScheduler) computePlan(eval *structs.Evaluation) (planOutcome, error) {
-	index := s.state.LatestIndex()
-	job, err := s.state.JobByID(nil, eval.Namespace, eval.JobID)
+	js, err := readJobState(s.state, eval)
 	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
-	}
-	job = runnable(job)
-	allocs, err := s.state.AllocsByJob(nil, eval.Namespace, eval.JobID, true)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)
-	}
-	nodes, err := s.state.Nodes(nil)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read nodes: %w", err)
-	}
-	d, err := s.state.LatestDeploymentByJobID(nil, eval.Namespace, eval.JobID)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read deployment of job %q: %w", eval.JobID, err)
+		return planOutcome{}, err
 	}
 	now := s.now()
-	in := GenericInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: now}
-	if job != nil {
-		versions, err := s.state.JobVersionsByID(nil, eval.Namespace, eval.JobID)
-		if err != nil {
-			return planOutcome{}, fmt.Errorf("scheduler: read versions of job %q: %w", eval.JobID, err)
-		}
-		in.RevertsToStable = revertsToStable(job, versions)
-	}
+	in := GenericInput{Job: js.job, Nodes: js.nodes, Allocs: js.allocs, Deployment: js.deployment, Now: now, RevertsToStable: js.revertsToStable}
 	algorithm := AlgorithmBinpack
 	if ar, ok := s.state.(AlgorithmReader); ok && ar.SchedulerAlgorithm() != "" {
 		algorithm = ar.SchedulerAlgorithm()
 	}
 	return buildGenericPlan(genericPlanInput{
-		eval: eval, job: job, nodes: nodes, stored: d, result: ReconcileGeneric(in), allocs: allocs,
-		state: s.state, index: index, newID: s.newID, now: now, algorithm: algorithm,
+		eval: eval, job: js.job, nodes: js.nodes, stored: js.deployment, result: ReconcileGeneric(in), allocs: js.allocs,
+		state: s.state, index: js.index, newID: s.newID, now: now, algorithm: algorithm,
 	})
 }

@@ -151,37 +151,57 @@ func (s *systemScheduler) createFollowup(eval *structs.Evaluation, out planOutco
 
 // computePlan reads the job's state, reconciles it and builds the plan.
 func (s *systemScheduler) computePlan(eval *structs.Evaluation) (planOutcome, error) {
-	index := s.state.LatestIndex()
-	job, err := s.state.JobByID(nil, eval.Namespace, eval.JobID)
+	js, err := readJobState(s.state, eval)
 	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
+		return planOutcome{}, err
 	}
-	job = runnable(job)
-	allocs, err := s.state.AllocsByJob(nil, eval.Namespace, eval.JobID, true)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)
-	}
-	nodes, err := s.state.Nodes(nil)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read nodes: %w", err)
-	}
-	d, err := s.state.LatestDeploymentByJobID(nil, eval.Namespace, eval.JobID)
-	if err != nil {
-		return planOutcome{}, fmt.Errorf("scheduler: read deployment of job %q: %w", eval.JobID, err)
-	}
-	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: s.now()}
-	if job != nil {
-		in.Feasible = NewFeasibleFunc(job)
-		versions, err := s.state.JobVersionsByID(nil, eval.Namespace, eval.JobID)
-		if err != nil {
-			return planOutcome{}, fmt.Errorf("scheduler: read versions of job %q: %w", eval.JobID, err)
-		}
-		in.RevertsToStable = revertsToStable(job, versions)
+	in := ReconcileInput{Job: js.job, Nodes: js.nodes, Allocs: js.allocs, Deployment: js.deployment, Now: s.now(), RevertsToStable: js.revertsToStable}
+	if js.job != nil {
+		in.Feasible = NewFeasibleFunc(js.job)
 	}
 	return buildPlan(planInput{
-		eval: eval, job: job, nodes: nodes, stored: d, result: Reconcile(in),
-		state: s.state, index: index, newID: s.newID,
+		eval: eval, job: js.job, nodes: js.nodes, stored: js.deployment, result: Reconcile(in),
+		state: s.state, index: js.index, newID: s.newID,
 	})
+}
+
+// jobState is what both schedulers read of an evaluation's job.
+type jobState struct {
+	index           uint64
+	job             *structs.Job // nil when the job is gone or not runnable
+	allocs          []*structs.Allocation
+	nodes           []*structs.Node
+	deployment      *structs.Deployment // the job's latest
+	revertsToStable bool
+}
+
+// readJobState reads the job of eval (runnable or nil), its allocations of
+// every incarnation, every node, its latest deployment, and whether its
+// current version is a revert to a stable one.
+func readJobState(state State, eval *structs.Evaluation) (jobState, error) {
+	js := jobState{index: state.LatestIndex()}
+	job, err := state.JobByID(nil, eval.Namespace, eval.JobID)
+	if err != nil {
+		return js, fmt.Errorf("scheduler: read job %q: %w", eval.JobID, err)
+	}
+	js.job = runnable(job)
+	if js.allocs, err = state.AllocsByJob(nil, eval.Namespace, eval.JobID, true); err != nil {
+		return js, fmt.Errorf("scheduler: read allocs of job %q: %w", eval.JobID, err)
+	}
+	if js.nodes, err = state.Nodes(nil); err != nil {
+		return js, fmt.Errorf("scheduler: read nodes: %w", err)
+	}
+	if js.deployment, err = state.LatestDeploymentByJobID(nil, eval.Namespace, eval.JobID); err != nil {
+		return js, fmt.Errorf("scheduler: read deployment of job %q: %w", eval.JobID, err)
+	}
+	if js.job != nil {
+		versions, err := state.JobVersionsByID(nil, eval.Namespace, eval.JobID)
+		if err != nil {
+			return js, fmt.Errorf("scheduler: read versions of job %q: %w", eval.JobID, err)
+		}
+		js.revertsToStable = revertsToStable(js.job, versions)
+	}
+	return js, nil
 }
 
 // revertsToStable reports whether job's spec equals an earlier stable
