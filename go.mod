@@ -86,3 +86,5 @@ require (
 	golang.org/x/tools v0.49.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
+
+replace github.com/hashicorp/go-immutable-radix => ./third_party/go-immutable-radix

@@ -53,7 +53,7 @@ func newACLTestAgent(t *testing.T) *aclTestAgent {
 
 // clientWith returns an api client for the agent using secret ("" for
 // anonymous).
-func (ta *aclTestAgent) clientWith(t *testing.T, secret string) *api.Client {
+func (ta *testAgent) clientWith(t *testing.T, secret string) *api.Client {
 	t.Helper()
 	c, err := api.NewClient(&api.Config{Address: "http://" + ta.HTTPAddr(), SecretID: secret})
 	require.NoError(t, err)

@@ -98,6 +98,19 @@ func TestContractIdentity_SignedOnPlacement(t *testing.T) {
 	}
 	require.NotNil(t, mine)
 	require.Equal(t, stored.SignedIdentities, mine.SignedIdentities)
+	// Each allocation carries its job (encoded once per job version) as
+	// the public API gives it.
+	var asAPI []*api.Allocation
+	_, err = nc.Raw().Query("/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", &asAPI, nil)
+	require.NoError(t, err)
+	public, _, err := c.Allocations().Info(stored.ID, &api.QueryOptions{Namespace: "a"})
+	require.NoError(t, err)
+	require.NotNil(t, public.Job)
+	for _, a := range asAPI {
+		if a.ID == stored.ID {
+			require.Equal(t, public.Job, a.Job)
+		}
+	}
 	var raw map[string]any
 	_, err = c.Raw().Query("/v1/allocation/"+stored.ID, &raw, &api.QueryOptions{Namespace: "a"})
 	require.NoError(t, err)

@@ -55,7 +55,15 @@ func newTestAgentWith(t *testing.T, edit func(*config.Config)) *testAgent {
 // returns its ID.
 func (ta *testAgent) registerNode(t *testing.T, name string) string {
 	t.Helper()
-	id := uuid.NewString()
+	id, _ := ta.registerNodeWithSecret(t, name)
+	return id
+}
+
+// registerNodeWithSecret is registerNode that also returns the node's
+// secret, which its internal endpoints require.
+func (ta *testAgent) registerNodeWithSecret(t *testing.T, name string) (id, secret string) {
+	t.Helper()
+	id, secret = uuid.NewString(), uuid.NewString()
 	node := &api.Node{
 		ID: id, Name: name, Datacenter: "dc1", NodePool: "default", Status: "ready",
 		SchedulingEligibility: "eligible",
@@ -69,7 +77,7 @@ func (ta *testAgent) registerNode(t *testing.T, name string) string {
 		Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
 	var out nodeRegisterResponse
-	_, err := ta.client.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: node, SecretID: uuid.NewString()}, &out, nil)
+	_, err := ta.client.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: node, SecretID: secret}, &out, nil)
 	require.NoError(t, err)
-	return id
+	return id, secret
 }

@@ -179,30 +179,45 @@ func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uin
 }
 
 // internalNodeAllocs answers a client's blocking query for the allocations
-// of its node, with their jobs.
+// of its node, with their jobs. Its index is state.NodeAllocsIndex: the
+// client's own status reports wake the query but do not answer it, so a
+// fleet's reports do not send every node its list again.
 func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	if err := h.checkNodeSecret(r); err != nil {
 		return nil, 0, err
 	}
 	id := r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+	res, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		allocs, err := snap.AllocsByNode(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := make([]*nodeAlloc, 0, len(allocs))
-		for _, a := range allocs {
-			out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPI(a), SignedIdentities: a.SignedIdentities})
-		}
-		return out, tableIndex(snap, state.TableAllocs), nil
+		return allocs, snap.NodeAllocsIndex(allocs), nil
 	})
+	if err != nil {
+		return nil, 0, err
+	}
+	allocs, _ := res.([]*structs.Allocation)
+	out := make([]*nodeAlloc, 0, len(allocs))
+	for _, a := range allocs {
+		job, err := apiconv.JobJSON(a.Job)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(a), Job: job, SignedIdentities: a.SignedIdentities})
+	}
+	return out, index, nil
 }
 
 // nodeAlloc is an allocation as its node receives it: the api form plus
 // the workload identities signed for its tasks, which only this node
-// (authenticated by its secret) ever receives.
+// (authenticated by its secret) ever receives. Job is the api form of the
+// allocation's job, encoded once per stored job version (apiconv.JobJSON):
+// at the outer level it stands in for the embedded Allocation.Job, so the
+// JSON is api.Allocation's.
 type nodeAlloc struct {
 	*api.Allocation
+	Job              json.RawMessage
 	SignedIdentities map[string]string `json:",omitempty"`
 }
 

@@ -21,13 +21,22 @@ const (
 // Resources.CPU/MemoryMB/DiskMB). The deprecated TaskResources is left out,
 // so alloc status skips its per-task resource section instead of panicking.
 func AllocToAPI(a *structs.Allocation) *api.Allocation {
+	out := AllocToAPIWithoutJob(a)
+	if out != nil {
+		out.Job = JobToAPI(a.Job)
+	}
+	return out
+}
+
+// AllocToAPIWithoutJob is AllocToAPI with a nil Job, for callers that send
+// the job on its own (JobJSON).
+func AllocToAPIWithoutJob(a *structs.Allocation) *api.Allocation {
 	if a == nil {
 		return nil
 	}
 	c := *a
-	c.Job = nil // converted once below, not by name
+	c.Job = nil // not converted by name
 	out := convertInto[api.Allocation](&c)
-	out.Job = JobToAPI(a.Job)
 	if out.Metrics == nil {
 		out.Metrics = &api.AllocationMetric{}
 	}

@@ -103,20 +103,31 @@ func (c *Coordinator) Run(ctx context.Context) {
 	}
 }
 
-// step reads state, decides every deployment and publishes.
+// step reads state, decides every deployment and publishes. A deployment
+// whose job version prefetches nothing and that has no record is skipped
+// without reading (or watching) its allocations: Decide would return
+// nothing for it (Idle). The nodes are read once, and only when some
+// deployment is decided.
 func (c *Coordinator) step(ws memdb.WatchSet) (time.Time, error) {
 	snap := c.st.Snapshot()
 	deps, err := snap.Deployments(ws, "*")
 	if err != nil {
 		return time.Time{}, err
 	}
-	nodeList, err := snap.Nodes(ws)
-	if err != nil {
-		return time.Time{}, err
-	}
-	nodes := make(map[string]*structs.Node, len(nodeList))
-	for _, n := range nodeList {
-		nodes[n.ID] = n
+	var nodes map[string]*structs.Node
+	readNodes := func() error {
+		if nodes != nil {
+			return nil
+		}
+		nodeList, err := snap.Nodes(ws)
+		if err != nil {
+			return err
+		}
+		nodes = make(map[string]*structs.Node, len(nodeList))
+		for _, n := range nodeList {
+			nodes[n.ID] = n
+		}
+		return nil
 	}
 	now := c.now()
 	c.mu.Lock()
@@ -130,11 +141,21 @@ func (c *Coordinator) step(ws memdb.WatchSet) (time.Time, error) {
 		if !d.Active() && prog == nil {
 			continue
 		}
-		in := Input{Deployment: d, Progress: prog, Nodes: nodes, GrantTimeout: c.grantTimeout}
+		in := Input{Deployment: d, Progress: prog, GrantTimeout: c.grantTimeout}
 		if d.Active() {
 			if in.Job, err = snap.JobByIDAndVersion(ws, d.Namespace, d.JobID, d.JobVersion); err != nil {
 				return time.Time{}, err
 			}
+		}
+		if Idle(in) {
+			delete(c.progress, d.ID)
+			continue
+		}
+		if err := readNodes(); err != nil {
+			return time.Time{}, err
+		}
+		in.Nodes = nodes
+		if d.Active() {
 			if in.Allocs, err = snap.AllocsByJob(ws, d.Namespace, d.JobID, false); err != nil {
 				return time.Time{}, err
 			}

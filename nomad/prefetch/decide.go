@@ -152,6 +152,14 @@ func Decide(in Input, now time.Time) Result {
 	return res
 }
 
+// Idle reports whether Decide(in, now) is empty whatever in's allocations,
+// nodes and now: no record, and no job version that prefetches (no Docker
+// task with prefetch on and prefetch_parallel > 0). A caller may then skip
+// reading those. It is pure.
+func Idle(in Input) bool {
+	return len(in.Progress) == 0 && (in.Job == nil || Parallel(in.Job) == 0)
+}
+
 // ApplyReport returns the record after a node's report; a report for a
 // node without a pulling grant is taken as it comes when it says done (a
 // new leader that lost the record learns what the node has), and ignored

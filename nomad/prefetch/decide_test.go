@@ -236,7 +236,12 @@ func TestDecideProperties(t *testing.T) {
 				f.nodes[id].Status = rapid.SampledFrom([]string{structs.NodeStatusReady, structs.NodeStatusDown}).Draw(rt, "nodeStatus")
 			}
 			before := prog
-			res := Decide(f.input(prog), now)
+			in := f.input(prog)
+			res := Decide(in, now)
+			if Idle(in) && (len(res.Progress) > 0 || len(res.Directives) > 0 || len(res.Granted) > 0 ||
+				len(res.TimedOut) > 0 || !res.WakeAt.IsZero()) {
+				rt.Fatalf("Idle input decided %+v", res)
+			}
 			prog = res.Progress
 			need := Needs(f.v2, f.allocs, f.nodes)
 			pullingNow := 0
@@ -281,4 +286,34 @@ func TestDecideProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestIdle: a deployment of a job without a prefetching Docker task, and
+// without a record, needs nothing read; one with a record or a
+// prefetching task does.
+func TestIdle(t *testing.T) {
+	f := newFixture(2, nil)
+	mock := job(2, "", nil)
+	for _, tg := range mock.TaskGroups {
+		for _, task := range tg.Tasks {
+			task.Driver, task.Config = "mock", map[string]any{"run_for": "1s"}
+		}
+	}
+	off := job(2, "web:v2", map[string]any{"prefetch": false})
+	rec := map[string]Progress{nodeID(0): {State: structs.PrefetchStateDone}}
+	for _, c := range []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"docker job prefetching", Input{Deployment: f.dep, Job: f.v2}, false},
+		{"mock job", Input{Deployment: f.dep, Job: mock}, true},
+		{"prefetch off", Input{Deployment: f.dep, Job: off}, true},
+		{"no job", Input{Deployment: f.dep}, true},
+		{"mock job with a record", Input{Deployment: f.dep, Job: mock, Progress: rec}, false},
+	} {
+		if got := Idle(c.in); got != c.want {
+			t.Errorf("%s: Idle = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

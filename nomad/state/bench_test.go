@@ -69,3 +69,38 @@ func BenchmarkClientUpdates5kOf10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUpsertAllocs10kInto100k is BenchmarkUpsertAllocs10k into a table
+// that already holds 100,000 allocations (ten earlier versions of the job):
+// the cost of a write should follow its size, not the table's.
+func BenchmarkUpsertAllocs10kInto100k(b *testing.B) {
+	job := testJob("web")
+	s := NewStateStore()
+	if err := s.UpsertJob(1, nil, job); err != nil {
+		b.Fatal(err)
+	}
+	index := uint64(2)
+	batch := func() []*structs.Allocation {
+		allocs := make([]*structs.Allocation, 10_000)
+		for i := range allocs {
+			allocs[i] = testAlloc(job, fmt.Sprintf("node-%05d", i))
+		}
+		return allocs
+	}
+	for range 10 {
+		if err := s.UpsertAllocs(index, batch()); err != nil {
+			b.Fatal(err)
+		}
+		index++
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		allocs := batch()
+		b.StartTimer()
+		if err := s.UpsertAllocs(index, allocs); err != nil {
+			b.Fatal(err)
+		}
+		index++
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/nomad/structs"
 )
 
 // IndexEntry is a row of the index table: the raft index of the last write
@@ -11,6 +13,27 @@ import (
 type IndexEntry struct {
 	Key   string
 	Value uint64
+}
+
+// IndexAllocDeletes is the index-table key of the last transaction that
+// deleted an allocation. With the AllocModifyIndex of the allocations that
+// remain, it tells whether a node's list changed in anything its client
+// acts on (NodeAllocsIndex).
+const IndexAllocDeletes = "allocs_deleted"
+
+// NodeAllocsIndex is the index of a client's view of its allocations:
+// the highest AllocModifyIndex among allocs (a node's allocations, as
+// AllocsByNode read them from r) and the last allocation delete. It moves
+// when the server changes or removes one of them, and not when the client's
+// own status reports are stored (they keep AllocModifyIndex). It never
+// moves backwards: an allocation leaves only by a delete, which is newer
+// than its AllocModifyIndex.
+func (r reader) NodeAllocsIndex(allocs []*structs.Allocation) uint64 {
+	idx := r.Index(IndexAllocDeletes)
+	for _, a := range allocs {
+		idx = max(idx, a.AllocModifyIndex)
+	}
+	return idx
 }
 
 // setIndex records index as the last write of table. Indexes never move

@@ -264,6 +264,7 @@ func (tx *writeTxn) delete(table string, obj any) error {
 	}
 	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
 		tx.allocs[a.ID] = nil
+		tx.touched[IndexAllocDeletes] = struct{}{}
 	}
 	tx.touched[table] = struct{}{}
 	return nil
