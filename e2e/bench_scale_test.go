@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	rollouts, _ := strconv.Atoi(os.Getenv("DROVER_SCALE_ROLLOUTS"))
+	raiseFileLimit(b, 1<<16)
 	for _, srv := range servers {
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("servers=%d/nodes=%d", srv, n), func(b *testing.B) {
@@ -136,6 +138,22 @@ func benchScaleOnce(b *testing.B, nodes, rollouts int) {
 				}
 			}
 		}
+	}
+}
+
+// raiseFileLimit lifts this process's open-file limit, which the server
+// processes it starts inherit, to at least want where it may (as root): a
+// simulated node keeps up to three connections open (its allocation query,
+// a status update, a heartbeat), and a 10,000-node fleet on 3 servers went
+// past this machine's limit of 20,000 ("socket: too many open files").
+func raiseFileLimit(b *testing.B, want uint64) {
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err != nil || cur.Cur >= want {
+		return
+	}
+	next := syscall.Rlimit{Cur: want, Max: max(cur.Max, want)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &next); err != nil {
+		fmt.Fprintf(os.Stderr, "    open-file limit stays %d (%v): a large fleet may run out of sockets\n", cur.Cur, err)
 	}
 }
 
@@ -245,13 +263,15 @@ func benchScaleFailover(b *testing.B, nodes int) {
 // reportRollout reports the rollout of version 1 that took total: against
 // its floor, and the wave-to-wave delays.
 func reportRollout(b *testing.B, c *api.Client, nodes int, total time.Duration) {
-	waves, delays := fleetWaveDelays(b, c, 1, max(1, nodes/10))
+	waves, delays, starts := fleetWaveDelays(b, c, 1, max(1, nodes/10))
 	floor := time.Duration(waves) * 5 * time.Second
 	report(b, "rollout_total_s", total.Seconds())
 	report(b, "rollout_waves", float64(waves))
 	report(b, "rollout_total_over_floor", total.Seconds()/floor.Seconds())
 	report(b, "wave_delay_p50_ms", pct(delays, 50))
 	report(b, "wave_delay_p99_ms", pct(delays, 99))
+	report(b, "start_delay_p50_ms", pct(starts, 50))
+	report(b, "start_delay_p99_ms", pct(starts, 99))
 }
 
 // waitFleetHealthy waits until version's deployment counts at least want
@@ -333,11 +353,14 @@ func waitFleetDeployment(b *testing.B, c *api.Client, version uint64, within tim
 
 // fleetWaveDelays returns, for version's allocations placed in waves of
 // at most maxParallel, the waves a rollout needs (nodes / maxParallel,
-// rounded up) and the control-plane delay of every placement beyond the
-// first wave, in milliseconds: the k-th placement waits for the
-// (k-maxParallel)-th health report to free a slot, so its delay is its
-// create time less that report's time.
-func fleetWaveDelays(b *testing.B, c *api.Client, version uint64, maxParallel int) (int, []float64) {
+// rounded up), the control-plane delay of every placement beyond the
+// first wave, and every allocation's start delay, in milliseconds. The
+// k-th placement waits for the (k-maxParallel)-th health report to free a
+// slot, so its delay is its create time less that report's time. The
+// start delay is from an allocation's create time to its task's start on
+// the node: the commit of its plan, the node's allocation query and the
+// node's start (min_healthy_time counts from there).
+func fleetWaveDelays(b *testing.B, c *api.Client, version uint64, maxParallel int) (waves int, delays, starts []float64) {
 	stubs, _, err := c.Jobs().Allocations("fleet", true, nil)
 	require.NoError(b, err)
 	var created, healthy []int64
@@ -349,14 +372,16 @@ func fleetWaveDelays(b *testing.B, c *api.Client, version uint64, maxParallel in
 		if s.DeploymentStatus != nil && s.DeploymentStatus.Healthy != nil {
 			healthy = append(healthy, s.DeploymentStatus.Timestamp.UnixNano())
 		}
+		if ts := s.TaskStates["app"]; ts != nil && !ts.StartedAt.IsZero() {
+			starts = append(starts, float64(ts.StartedAt.UnixNano()-s.CreateTime)/1e6)
+		}
 	}
 	slices.Sort(created)
 	slices.Sort(healthy)
-	var delays []float64
 	for k := maxParallel; k < len(created) && k-maxParallel < len(healthy); k++ {
 		delays = append(delays, float64(created[k]-healthy[k-maxParallel])/1e6)
 	}
-	return (len(created) + maxParallel - 1) / maxParallel, delays
+	return (len(created) + maxParallel - 1) / maxParallel, delays, starts
 }
 
 func pct(v []float64, p int) float64 {

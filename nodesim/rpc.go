@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -56,6 +57,7 @@ type allocUpdateRequest struct{ Allocs []*api.Allocation }
 type conn struct {
 	http *http.Client
 	base []string // server base URLs; a node uses base[i % len]
+	jobs jobDecoder
 }
 
 func newConn(addrs []string, maxIdle int) *conn {
@@ -143,9 +145,64 @@ func (c *conn) allocs(ctx context.Context, server int, nodeID, secret string, in
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {strconv.FormatInt(wait.Milliseconds(), 10) + "ms"}}
-	var out []*api.Allocation
-	idx, err := c.call(ctx, server, secret, http.MethodGet, "/v1/internal/node/"+nodeID+"/allocs", q, nil, &out)
-	return out, idx, err
+	var wire []*wireAlloc
+	idx, err := c.call(ctx, server, secret, http.MethodGet, "/v1/internal/node/"+nodeID+"/allocs", q, nil, &wire)
+	if err != nil {
+		return nil, idx, err
+	}
+	out := make([]*api.Allocation, len(wire))
+	for i, w := range wire {
+		if w.Allocation.Job, err = c.jobs.decode(w.Job); err != nil {
+			return nil, idx, fmt.Errorf("allocation %s: decoding its job: %w", w.ID, err)
+		}
+		out[i] = &w.Allocation
+	}
+	return out, idx, nil
+}
+
+// wireAlloc is an allocation as the allocation query sends it, with its
+// job left encoded (Job, at the outer level, stands in for
+// Allocation.Job).
+type wireAlloc struct {
+	api.Allocation
+	Job json.RawMessage
+}
+
+// jobDecoder decodes the jobs of allocations, once per distinct encoding:
+// the nodes of a fleet receive the same job version thousands of times,
+// and the simulator runs them all in one process beside the servers it
+// measures, so decoding each copy made its own CPU a part of what it
+// measured. The decoded jobs are shared: nodes only read them.
+type jobDecoder struct {
+	mu   sync.Mutex
+	byJS map[string]*api.Job // by the job's JSON
+}
+
+// jobDecoderSize bounds the jobs kept (a few versions of a few jobs are
+// rolled out at once); past it the cache starts over.
+const jobDecoderSize = 64
+
+func (d *jobDecoder) decode(raw json.RawMessage) (*api.Job, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	d.mu.Lock()
+	job, ok := d.byJS[string(raw)]
+	d.mu.Unlock()
+	if ok {
+		return job, nil
+	}
+	job = new(api.Job)
+	if err := json.Unmarshal(raw, job); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byJS == nil || len(d.byJS) >= jobDecoderSize {
+		d.byJS = map[string]*api.Job{}
+	}
+	d.byJS[string(raw)] = job
+	return job, nil
 }
 
 func (c *conn) updateAllocs(ctx context.Context, server int, nodeID, secret string, allocs []*api.Allocation) error {
