@@ -1,14 +1,12 @@
 // This file is from github.com/hashicorp/go-immutable-radix v1.3.1
 // (MPL-2.0, see LICENSE), modified by the Drover authors: see
-// defaultModifiedCache and ../README.md.
+// defaultModifiedCache, Txn.writable and ../README.md.
 
 package iradix
 
 import (
 	"bytes"
 	"strings"
-
-	"github.com/hashicorp/golang-lru/simplelru"
 )
 
 const (
@@ -75,7 +73,13 @@ type Txn struct {
 	// nodes for further writes and avoid unnecessary copies of nodes that
 	// have never been exposed outside the transaction. This will only hold
 	// up to defaultModifiedCache number of entries.
-	writable *simplelru.LRU
+	//
+	// Drover: a set, emptied when it reaches defaultModifiedCache, instead
+	// of an LRU list: the list's bookkeeping (a move to the front on every
+	// node visited, an element allocated for every node copied) cost more
+	// than the copies it saved. Forgetting a node only means copying it
+	// again if it is modified again.
+	writable map[*Node]struct{}
 
 	// trackChannels is used to hold channels that need to be notified to
 	// signal mutation of the tree. This will only hold up to
@@ -158,11 +162,7 @@ func (t *Txn) trackChannel(ch chan struct{}) {
 func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// Ensure the writable set exists.
 	if t.writable == nil {
-		lru, err := simplelru.NewLRU(defaultModifiedCache, nil)
-		if err != nil {
-			panic(err)
-		}
-		t.writable = lru
+		t.writable = make(map[*Node]struct{})
 	}
 
 	// If this node has already been modified, we can continue to use it
@@ -170,7 +170,7 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	// a node update since the node is writable, but if this is for a leaf
 	// update we track it, in case the initial write to this node didn't
 	// update the leaf.
-	if _, ok := t.writable.Get(n); ok {
+	if _, ok := t.writable[n]; ok {
 		if t.trackMutate && forLeafUpdate && n.leaf != nil {
 			t.trackChannel(n.leaf.mutateCh)
 		}
@@ -205,7 +205,10 @@ func (t *Txn) writeNode(n *Node, forLeafUpdate bool) *Node {
 	}
 
 	// Mark this node as writable.
-	t.writable.Add(nc, nil)
+	if len(t.writable) >= defaultModifiedCache {
+		clear(t.writable)
+	}
+	t.writable[nc] = struct{}{}
 	return nc
 }
 
