@@ -40,8 +40,12 @@ type PlanResultsWire struct {
 	FullPos []int
 }
 
-// PlanStop is one entry of AllocsStopped on the wire.
+// PlanStop is one entry of AllocsStopped on the wire. Like PlanAlloc it
+// is encoded as an array, its fields by position: add fields only at the
+// end, never reorder or remove one. Entries written as maps keyed by field
+// name (before) still decode.
 type PlanStop struct {
+	_struct            bool `codec:",toarray"` // the codec reads this tag
 	ID                 string
 	DesiredStatus      string
 	DesiredDescription string
@@ -51,8 +55,13 @@ type PlanStop struct {
 }
 
 // PlanAlloc is one allocation of AllocsUpdated on the wire: its Base's
-// fields plus its own.
+// fields plus its own. It is encoded as an array, its fields by position
+// (a plan carries thousands: field names took more than half of a
+// 10,000-placement entry), so add fields only at the end, never reorder or
+// remove one. Entries written as maps keyed by field name (before) still
+// decode, and a server of the previous version decodes arrays.
 type PlanAlloc struct {
+	_struct            bool `codec:",toarray"` // the codec reads this tag
 	Base               int
 	ID                 string
 	NodeID             string

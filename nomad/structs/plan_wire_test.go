@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"testing"
@@ -153,4 +154,67 @@ func TestPlanResultsWire_CoversAllocationFields(t *testing.T) {
 			t.Errorf("setBase does not set Allocation.%s", name)
 		}
 	}
+}
+
+// TestPlanResultsWire_ArraysAndOldMaps: placements and stops go as arrays
+// (no field names in the entry), and an entry written before, with each
+// placement and stop a map keyed by field name, decodes to the same plan.
+func TestPlanResultsWire_ArraysAndOldMaps(t *testing.T) {
+	w := CompactPlanResults(wirePlan())
+	data, err := Encode(ApplyPlanResultsCompactRequestType, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"HasResources", "OwnTasks"} { // PlanAlloc's own fields
+		if bytes.Contains(data, []byte(name)) {
+			t.Errorf("the entry names the field %s: placements must be arrays", name)
+		}
+	}
+	stopsOnly, err := Encode(ApplyPlanResultsCompactRequestType, w.Stops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stopsOnly, []byte("FollowupEvalID")) {
+		t.Error("stops name their fields: they must be arrays")
+	}
+	var fromArrays PlanResultsWire
+	if err := Decode(data[1:], &fromArrays); err != nil {
+		t.Fatal(err)
+	}
+
+	old := exportedFields(w)
+	var allocs, stops []any
+	for _, a := range w.Allocs {
+		allocs = append(allocs, exportedFields(a))
+	}
+	for _, s := range w.Stops {
+		stops = append(stops, exportedFields(s))
+	}
+	old["Allocs"], old["Stops"] = allocs, stops
+	data, err = Encode(ApplyPlanResultsCompactRequestType, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte("OwnTasks")) {
+		t.Fatal("the old form must name its fields")
+	}
+	var fromMaps PlanResultsWire
+	if err := Decode(data[1:], &fromMaps); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromMaps.Expand(), fromArrays.Expand()) {
+		t.Fatalf("the old form decodes to another plan:\n%+v\n%+v", fromMaps.Allocs, fromArrays.Allocs)
+	}
+}
+
+// exportedFields returns v's (a struct's) exported fields by name.
+func exportedFields(v any) map[string]any {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	out := map[string]any{}
+	for i := 0; i < rv.NumField(); i++ {
+		if f := rv.Type().Field(i); f.IsExported() {
+			out[f.Name] = rv.Field(i).Interface()
+		}
+	}
+	return out
 }
