@@ -20,11 +20,8 @@ const allocUpdateWindow = 50 * time.Millisecond
 //
 // At most one apply runs at a time; updates that arrive meanwhile gather
 // into the next batch, which is applied once the window has passed and the
-// previous apply has finished. An urgent submission (a deployment-health
-// verdict, which a rollout's next placement waits for) cuts its batch's
-// window short: the batch is applied as soon as the apply before it ends.
-// A node sends its next update only after the previous one was answered,
-// so its updates are applied in order.
+// previous apply has finished. A node sends its next update only after the
+// previous one was answered, so its updates are applied in order.
 type allocUpdateBatcher struct {
 	window time.Duration
 	apply  func([]*structs.Allocation) (uint64, error)
@@ -38,7 +35,6 @@ type allocUpdateBatcher struct {
 // allocBatch is one batch of updates and, once done is closed, its result.
 type allocBatch struct {
 	allocs []*structs.Allocation
-	window *time.Timer // flushes the batch when its window ends
 	done   chan struct{}
 	index  uint64
 	err    error
@@ -49,20 +45,16 @@ func newAllocUpdateBatcher(window time.Duration, apply func([]*structs.Allocatio
 }
 
 // submit adds allocs to the pending batch (starting one if none) and waits
-// for its apply. With urgent, the batch does not wait for the rest of its
-// window.
-func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation, urgent bool) (uint64, error) {
+// for its apply.
+func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation) (uint64, error) {
 	b.mu.Lock()
 	p := b.pending
 	if p == nil {
 		p = &allocBatch{done: make(chan struct{})}
 		b.pending = p
-		p.window = time.AfterFunc(b.window, b.flush)
+		time.AfterFunc(b.window, b.flush)
 	}
 	p.allocs = append(p.allocs, allocs...)
-	if urgent && p.window.Stop() {
-		go b.flush() // Stop false: the window already ended and flush runs
-	}
 	b.mu.Unlock()
 	<-p.done
 	return p.index, p.err

@@ -47,7 +47,7 @@ func submitAsync(b *allocUpdateBatcher, id string, out map[string]uint64, errs m
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		idx, err := b.submit([]*structs.Allocation{{ID: id}}, false)
+		idx, err := b.submit([]*structs.Allocation{{ID: id}})
 		mu.Lock()
 		out[id], errs[id] = idx, err
 		mu.Unlock()
@@ -76,7 +76,7 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 		}
 
 		// A later update starts a new batch.
-		got, err := b.submit([]*structs.Allocation{{ID: "b0"}}, false)
+		got, err := b.submit([]*structs.Allocation{{ID: "b0"}})
 		require.NoError(t, err)
 		require.Equal(t, uint64(102), got)
 		require.Equal(t, []string{"b0"}, rec.got()[1])
@@ -105,41 +105,5 @@ func TestAllocUpdateBatcher_GathersDuringApplyAndPropagatesErrors(t *testing.T) 
 		for _, id := range []string{"first", "x", "y"} {
 			require.EqualError(t, errs[id], "not leader", id)
 		}
-	})
-}
-
-// TestAllocUpdateBatcher_UrgentCutsTheWindowShort: an urgent update is
-// applied as soon as the apply before it ends, with the updates already
-// gathered, not after the window; updates after it start a new batch.
-func TestAllocUpdateBatcher_UrgentCutsTheWindowShort(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := &recordingApply{hold: make(chan struct{})}
-		b := newAllocUpdateBatcher(time.Second, rec.apply)
-		var wg sync.WaitGroup
-		submit := func(id string, urgent bool) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, err := b.submit([]*structs.Allocation{{ID: id}}, urgent)
-				require.NoError(t, err)
-			}()
-			synctest.Wait()
-		}
-		submit("first", true) // applies at once (held)
-		submit("x", false)    // gathers during the held apply
-		submit("health", true)
-		start := time.Now()
-		rec.hold <- struct{}{} // the first apply ends
-		rec.hold <- struct{}{} // the next batch applies without its window
-		synctest.Wait()
-		require.Equal(t, [][]string{{"first"}, {"x", "health"}}, rec.got())
-		require.Less(t, time.Since(start), time.Second, "an urgent batch does not wait out its window")
-
-		submit("later", false)
-		require.Len(t, rec.got(), 2, "a plain update waits for its window")
-		time.Sleep(time.Second)
-		rec.hold <- struct{}{}
-		wg.Wait()
-		require.Equal(t, []string{"later"}, rec.got()[2])
 	})
 }

@@ -222,26 +222,9 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 // AllocClientUpdate records client-reported allocation status, then
 // creates the evaluations the updates call for (allocUpdateEvals). Updates
 // from many clients are committed together (allocUpdateBatcher); it
-// returns once the batch carrying allocs is applied. A new deployment-health
-// verdict is committed without waiting out the batch window: a rollout's
-// next placement waits for it.
+// returns once the batch carrying allocs is applied.
 func (s *Server) AllocClientUpdate(allocs []*structs.Allocation) (uint64, error) {
-	return s.allocUpdates.submit(allocs, s.carriesNewHealthVerdict(allocs))
-}
-
-// carriesNewHealthVerdict reports whether one of the updates gives its
-// allocation a deployment-health verdict it did not have.
-func (s *Server) carriesNewHealthVerdict(updates []*structs.Allocation) bool {
-	for _, u := range updates {
-		if u.DeploymentStatus == nil || u.DeploymentStatus.Healthy == nil {
-			continue
-		}
-		stored, err := s.State().AllocByID(nil, u.ID)
-		if err == nil && stored != nil && (stored.DeploymentStatus == nil || stored.DeploymentStatus.Healthy == nil) {
-			return true
-		}
-	}
-	return false
+	return s.allocUpdates.submit(allocs)
 }
 
 // applyAllocClientUpdates commits one batch of client updates.
