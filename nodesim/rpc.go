@@ -60,6 +60,10 @@ type conn struct {
 	jobs jobDecoder
 }
 
+// fdReserve is the part of the open-file limit left to everything but the
+// connections to the servers.
+const fdReserve = 256
+
 func newConn(addrs []string, maxIdle int) *conn {
 	tr := &http.Transport{
 		Proxy:               nil,
@@ -67,6 +71,13 @@ func newConn(addrs []string, maxIdle int) *conn {
 		MaxIdleConnsPerHost: maxIdle,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
+	}
+	// A node's allocation query, status update and heartbeat may all be
+	// open at once: past the process's open-file limit, new connections
+	// fail ("too many open files"). Share the limit among the servers, so
+	// that a call waits for a free connection instead.
+	if limit := openFileLimit(); limit > fdReserve && len(addrs) > 0 {
+		tr.MaxConnsPerHost = (limit - fdReserve) / len(addrs)
 	}
 	c := &conn{http: &http.Client{Transport: tr}}
 	for _, a := range addrs {
