@@ -60,9 +60,12 @@ func TestContractAutoUpdate(t *testing.T) {
 	require.Contains(t, versions[0].VersionTag.Description, stable+" moved from "+d1+" to "+d2)
 	require.Nil(t, versions[1].VersionTag)
 
-	_, err = c.Raw().Query("/v1/job/web/image-updates", &st, nil)
-	require.NoError(t, err)
-	require.NotNil(t, st.Tasks[0].LastRoll)
+	// The roll is recorded in its own raft entry, after the version.
+	require.Eventually(t, func() bool {
+		_, err = c.Raw().Query("/v1/job/web/image-updates", &st, nil)
+		require.NoError(t, err)
+		return st.Tasks[0].LastRoll != nil
+	}, 10*time.Second, 20*time.Millisecond, "the watcher records its roll")
 	require.EqualValues(t, 1, st.Tasks[0].LastRoll.JobVersion)
 	require.Equal(t, d1, st.Tasks[0].LastRoll.From)
 
