@@ -531,10 +531,19 @@ func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {
 }
 
 // splitTerminal separates live from terminal allocations, each sorted by
-// ID so that the input's order never decides.
+// ID so that the input's order never decides. The lists may share allocs'
+// array but cannot grow into it.
 func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocation) {
 	if len(allocs) == 1 && !allocs[0].Terminal() {
 		return allocs, nil // the common case, without allocating
+	}
+	// A node in the middle of a rollout: the stopped old version and the
+	// new one, without cloning and sorting.
+	if len(allocs) == 2 && allocs[0].Terminal() != allocs[1].Terminal() {
+		if allocs[0].Terminal() {
+			return allocs[1:2:2], allocs[0:1:1]
+		}
+		return allocs[0:1:1], allocs[1:2:2]
 	}
 	allocs = slices.Clone(allocs)
 	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
