@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +59,6 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	rollouts, _ := strconv.Atoi(os.Getenv("DROVER_SCALE_ROLLOUTS"))
-	raiseFileLimit(b, 1<<16)
 	for _, srv := range servers {
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("servers=%d/nodes=%d", srv, n), func(b *testing.B) {
@@ -138,22 +136,6 @@ func benchScaleOnce(b *testing.B, nodes, rollouts int) {
 				}
 			}
 		}
-	}
-}
-
-// raiseFileLimit lifts this process's open-file limit, which the server
-// processes it starts inherit, to at least want where it may (as root): a
-// simulated node keeps up to three connections open (its allocation query,
-// a status update, a heartbeat), and a 10,000-node fleet on 3 servers went
-// past this machine's limit of 20,000 ("socket: too many open files").
-func raiseFileLimit(b *testing.B, want uint64) {
-	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err != nil || cur.Cur >= want {
-		return
-	}
-	next := syscall.Rlimit{Cur: want, Max: max(cur.Max, want)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &next); err != nil {
-		fmt.Fprintf(os.Stderr, "    open-file limit stays %d (%v): a large fleet may run out of sockets\n", cur.Cur, err)
 	}
 }
 

@@ -535,7 +535,7 @@ func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {
 // array but cannot grow into it.
 func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocation) {
 	if len(allocs) == 1 && !allocs[0].Terminal() {
-		return allocs, nil // the common case, without allocating
+		return allocs[0:1:1], nil // the common case, without allocating
 	}
 	// A node in the middle of a rollout: the stopped old version and the
 	// new one, without cloning and sorting.

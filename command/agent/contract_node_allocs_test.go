@@ -65,7 +65,6 @@ func TestContractNodeAllocs_AnswersServerChangesOnly(t *testing.T) {
 		a, i, d := query(index, 30*time.Second)
 		blocked <- result{a, i, d}
 	}()
-	time.Sleep(200 * time.Millisecond)
 	_, _, err = c.Jobs().Deregister("web", false, nil)
 	require.NoError(t, err)
 	r = <-blocked
