@@ -8,6 +8,7 @@
 // canonicalized. Objects read from the state store are shared and immutable:
 // copy before modifying (Copy methods).
 //
-// Anyone in the server, scheduler and client may import this package; it imports
-// nothing of Drover's.
+// Anyone may import this package (the server, the scheduler, the client, the
+// HTTP layer and helper/apiconv, the node simulator); it imports nothing of
+// Drover's.
 package structs
