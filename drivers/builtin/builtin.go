@@ -3,7 +3,8 @@
 // shorthand that makes the dependency explicit.
 //
 // Importers: the client agent (building its catalog) and tests; the node
-// simulator imports drivers/mock alone. The agent's main must still call rawexec.MaybeRunExecutor first.
+// simulator imports drivers/mock alone. The agent's main must still call
+// rawexec.MaybeRunExecutor first.
 package builtin
 
 import (
