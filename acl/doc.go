@@ -11,5 +11,6 @@
 //
 // Everything here is pure: no I/O, no clocks, no state store. Token lookup,
 // expiry and workload identities live at the edge (command/agent, nomad/),
-// which import this package; acl imports nothing of Drover's.
+// which import this package, as does the client agent (client) for its own
+// /v1/client endpoints; acl imports nothing of Drover's.
 package acl

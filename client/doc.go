@@ -56,7 +56,9 @@
 // a restarted client can restore its runners without a server.
 //
 // Importers: the agent (command/agent) and tests. It imports
-// client/allocrunner, client/state, client/fingerprint, client/imagegc,
-// drivers (with the built-in drivers linked), nomad/structs,
-// helper/apiconv, gorilla/websocket and the nomad/api wire types.
+// client/allocrunner (and its health and taskrunner), client/state,
+// client/fingerprint, client/imagegc, drivers (with the built-in drivers
+// linked through drivers/builtin), acl (the rights of a caller's token),
+// nomad/structs, helper/apiconv, gorilla/websocket and the nomad/api wire
+// types.
 package client

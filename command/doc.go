@@ -1,5 +1,6 @@
 // Package command implements the drover command-line interface: the `job`,
-// `deployment`, `alloc`, `node` and `eval` commands, built on the MPL-2.0
+// `deployment`, `alloc`, `node` and `eval` commands and the others (`acl`,
+// `namespace`, `operator`, `tls`, `nodesim`, ...), built on the MPL-2.0
 // nomad/api client module, plus the dispatch to the agent in
 // command/agent.
 //

@@ -32,6 +32,8 @@
 // blocks ("command is required").
 //
 // Importers: client/allocrunner and its taskrunner (run tasks, exec in them),
-// client fingerprinting (Fingerprint), the agent (building the Catalog), the
-// node simulator and tests. It imports only go-hclog and the standard library.
+// client/allocrunner/restarts (exit results), client fingerprinting
+// (Fingerprint), client/state (task handles), the client agent (building
+// the Catalog), drivers/builtin and the drivers below it, and tests. It
+// imports only go-hclog and the standard library.
 package drivers

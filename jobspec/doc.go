@@ -11,6 +11,7 @@
 // The output is deliberately not canonicalized: defaults and the job-to-group
 // update merge are applied by the server (api.Job.Canonicalize), as in Nomad.
 //
-// Importers: the drover CLI (job run/plan/validate) and tests. The server never
-// parses HCL; it only receives JSON jobs over the HTTP API.
+// Importers: the drover CLI (job run/plan/validate), the agent's
+// /v1/jobs/parse endpoint (command/agent, with file functions off) and tests.
+// The server (nomad) never parses HCL; it receives jobs as JSON.
 package jobspec

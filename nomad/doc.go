@@ -4,8 +4,11 @@
 // applier (nomad/planner) — and offers the endpoints the HTTP layer calls.
 //
 // Endpoint methods that write must run on the leader; the HTTP layer forwards
-// writes that reach a follower (Server.Forward) before calling them. Reads are
-// served from the local state store on any server.
+// writes that reach a follower (Server.Forward) before calling them. A
+// default read is consistent: a follower forwards it to the leader, which
+// answers once it has applied every committed entry (WaitConsistentRead);
+// with ?stale any server answers from its own state store. The road of a
+// request and the import rules are in docs/architecture.md.
 //
 // Leadership lifecycle:
 //

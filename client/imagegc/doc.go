@@ -1,5 +1,5 @@
 // Package imagegc garbage-collects the Docker images a client pulled, under
-// leases ("prefetch before kill" in DESIGN.md): the client never removes an
+// leases (docs/semantics.md, "Prefetch before kill"): the client never removes an
 // image used by a running allocation, a prepared replacement, or the
 // previous version of an unfinished deployment; other images it used go
 // after the driver's image_delay.

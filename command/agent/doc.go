@@ -9,7 +9,9 @@
 // follower are forwarded to the leader before the handler runs. Requests
 // under /v1/client/ are served by the agent whose client runs the node, or
 // proxied there. Conversions between nomad/api wire types and nomad/structs
-// happen here (and in helper/apiconv) only.
+// happen at the edges only: here and in helper/apiconv (the client agent,
+// the other edge, converts too: client/convert.go). How a request travels
+// from here to the state store is in docs/architecture.md.
 //
 // With a tls block (tls.go), the listener speaks HTTPS, the server's rpc
 // port mutual TLS (nomad/cluster), and every call this agent makes to

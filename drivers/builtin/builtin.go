@@ -2,8 +2,9 @@
 // raw_exec and mock) so that drivers.NewCatalog finds them, and offers NewCatalog as a
 // shorthand that makes the dependency explicit.
 //
-// Importers: the client agent (building its catalog), the node simulator,
-// tests. The agent's main must still call rawexec.MaybeRunExecutor first.
+// Importers: the client agent (building its catalog) and tests; the node
+// simulator imports drivers/mock alone. The agent's main must still call
+// rawexec.MaybeRunExecutor first.
 package builtin
 
 import (

@@ -72,7 +72,8 @@
 // the task's user; the engine cannot kill an exec, so a cancelled one only
 // loses its attachment.
 //
-// Importers: drivers/builtin; the client's image GC (through *Driver).
+// Importers: drivers/builtin. The client's image GC uses the image methods
+// above through an interface of its own (client/images.go).
 // Clients run tasks through the drivers.Driver and drivers.Preparer
 // interfaces.
 package docker

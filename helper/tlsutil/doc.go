@@ -13,6 +13,7 @@
 //     is on), and holds the agent's key pair so that Reload (SIGHUP) takes
 //     effect on the next handshake without restarting anything.
 //
-// It imports nothing of Drover's; the agent wiring (command/agent), the
-// CLI (command) and the server-to-server layer (nomad/cluster) import it.
+// It imports nothing of Drover's; the agent wiring (command/agent and its
+// config) and the CLI (command) import it. The server-to-server layer
+// (nomad/cluster) receives the *tls.Config values it builds.
 package tlsutil

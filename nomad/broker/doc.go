@@ -52,4 +52,7 @@
 // created through the injectable Clock. Every core call first fires all
 // deadlines up to its "now", so outcomes depend on time, not on when timer
 // goroutines get scheduled.
+//
+// Importers: the server (package nomad). It imports helper/clock and
+// nomad/structs.
 package broker

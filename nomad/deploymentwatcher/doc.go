@@ -1,10 +1,12 @@
-// Package deploymentwatcher watches the deployments of system jobs on the
-// leader: it turns allocation health into the next rollout wave, fails
-// deployments (unhealthy allocations, progress deadline) with auto-revert to
-// the newest stable job version, auto-promotes canaries, and marks the job
-// version of a successful deployment stable.
+// Package deploymentwatcher watches the deployments of system and service
+// jobs on the leader: it turns allocation health into the next rollout
+// wave, fails deployments (unhealthy allocations, progress deadline) with
+// auto-revert to the newest stable job version, auto-promotes canaries,
+// and marks the job version of a successful deployment stable. What these
+// mean for each job type is specified in docs/semantics.md.
 //
-// It is layered like a raft node (see DESIGN.md, "Engineering rules"):
+// It is layered like a raft node (see docs/architecture.md, "The pure-core
+// rule"):
 //
 //   - Machine (machine.go, decide.go, events.go) is a pure state machine per
 //     deployment: Step(event, now) returns effects as data and the time it

@@ -24,5 +24,6 @@
 //     non-terminal evaluation;
 //   - a node that is not down, or that still has a live allocation.
 //
-// Importers: package nomad (the leader's loop). It imports nomad/structs only.
+// Importers: package nomad (the leader's loop) and the agent wiring
+// (command/agent, for the thresholds). It imports nomad/structs only.
 package gc

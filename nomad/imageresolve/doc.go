@@ -18,6 +18,6 @@
 // task's `config {}` block: pin_digest, auto_update, auto_update_interval and
 // auto_update_soak (see Settings).
 //
-// Importers: package nomad (register, plan, watcher wiring) and
-// nomad/imagewatcher. It imports nomad/structs and go-containerregistry only.
+// Importers: package nomad (register, plan, watcher wiring),
+// nomad/imagewatcher and the agent wiring (command/agent, for Options). It imports nomad/structs and go-containerregistry only.
 package imageresolve

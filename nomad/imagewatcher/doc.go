@@ -41,6 +41,7 @@
 // leader continues where the old one stopped. The budget window and
 // Retry-After holds are in memory and restart with each leadership term.
 //
-// Importers: package nomad (leader wiring, endpoints), command (the
-// TaskStatus wire type).
+// Importers: package nomad (leader wiring, endpoints), and for the
+// JobStatus and TaskStatus wire types the HTTP layer (command/agent) and
+// the CLI (command).
 package imagewatcher

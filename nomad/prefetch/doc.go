@@ -1,5 +1,5 @@
 // Package prefetch lets nodes pull a deployment's new Docker images ahead of
-// their wave ("Image auto-update" in DESIGN.md): when a deployment starts,
+// their wave (docs/semantics.md, "Prefetch ahead of the wave"): when a deployment starts,
 // every node that will need the new version's image may pull it at once,
 // with at most prefetch_parallel nodes pulling at the same time, so that a
 // rollout of W waves pays the pull once, not W times in sequence. The old
@@ -49,6 +49,6 @@
 // accepted as is. Grants are therefore at most prefetch_parallel per
 // leader term; a pull the old leader granted may overlap the new leader's.
 //
-// Importers: the server (package nomad) and the agent's HTTP edge. Decide
-// imports nomad/structs only.
+// Importers: the server (package nomad), whose endpoints the agent's HTTP
+// edge calls. Decide imports nomad/structs only.
 package prefetch

@@ -3,11 +3,13 @@
 // validation and diff.
 //
 // The types are our own. Field names follow the nomad/api wire types so that the
-// HTTP edge (command/agent) converts between the two by name; inside the server,
+// edges (helper/apiconv, used by command/agent and client) convert between the
+// two by name; inside the server,
 // fields are values rather than pointers because every stored job has been
 // canonicalized. Objects read from the state store are shared and immutable:
 // copy before modifying (Copy methods).
 //
-// Anyone in the server, scheduler and client may import this package; it imports
-// nothing of Drover's.
+// Anyone may import this package (the server, the scheduler, the client, the
+// HTTP layer and helper/apiconv, the node simulator); it imports nothing of
+// Drover's.
 package structs

@@ -39,6 +39,7 @@
 // prober is injectable, so loops are tested in a synctest bubble.
 //
 // Importers: client/allocrunner (its health hook), the client agent (check
-// results) and client/state (persisted records). It imports nomad/structs
+// results), client/state (persisted records) and the node simulator
+// (nodesim, which decides health with Evaluate). It imports nomad/structs
 // and client/allocrunner/taskenv.
 package health

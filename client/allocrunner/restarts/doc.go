@@ -26,6 +26,6 @@
 // more than attempts times within any interval. There is no jitter: the
 // decision is deterministic.
 //
-// Importers: client/allocrunner/taskrunner. It imports drivers (ExitResult)
+// Importers: client/allocrunner and its taskrunner. It imports drivers (ExitResult)
 // and nomad/structs (RestartPolicy) only.
 package restarts

@@ -25,5 +25,6 @@
 // ${node.region}, ${node.class}, ${node.pool}. Unknown references are left
 // as written, so a typo is visible in the task rather than silently empty.
 //
-// Importers: client/allocrunner/taskrunner. It imports nomad/structs only.
+// Importers: client/allocrunner, its taskrunner and client/allocrunner/health
+// (check addresses). It imports nomad/structs only.
 package taskenv

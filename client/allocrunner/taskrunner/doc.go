@@ -39,6 +39,7 @@
 // driver. Task events keep the last 10; consecutive prepare progress events
 // replace each other.
 //
-// Importers: client/allocrunner only. It imports drivers, nomad/structs and
+// Importers: client/allocrunner, and the client agent (package client) for
+// its errors. It imports drivers, nomad/structs and
 // the allocdir, restarts and taskenv packages.
 package taskrunner

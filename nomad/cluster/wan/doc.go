@@ -24,5 +24,6 @@
 // fail disappears from both.
 //
 // The package is pure: no network and no clock (callers pass now). A Table
-// is safe for concurrent use. Importers: nomad/cluster.
+// is safe for concurrent use. Importers: nomad/cluster and the server
+// (package nomad, for its member list).
 package wan
