@@ -18,10 +18,10 @@ type groupWant struct {
 }
 
 // assertGroup compares a group's sets with want, naming the set that differs.
-func assertGroup(t *testing.T, want groupWant, got *GroupResult) {
+func assertGroup(t *testing.T, want groupWant, got *SystemGroupResult) {
 	t.Helper()
 	require.NotNil(t, got, "group missing from result")
-	placements := func(ps []Placement) []string {
+	placements := func(ps []SystemPlacement) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Node.Name)
@@ -65,7 +65,7 @@ func assertGroup(t *testing.T, want groupWant, got *GroupResult) {
 	require.Equal(t, uint64(len(want.stop)+len(want.lost)), d.Stop, "DesiredTGUpdates.Stop")
 }
 
-func groupNamed(res ReconcileResult, name string) *GroupResult {
+func groupNamed(res SystemReconcileResult, name string) *SystemGroupResult {
 	for _, g := range res.Groups {
 		if g.Name == name {
 			return g
@@ -74,13 +74,13 @@ func groupNamed(res ReconcileResult, name string) *GroupResult {
 	return nil
 }
 
-// reconcile runs Reconcile with the job's real feasibility checks.
-func reconcile(job *structs.Job, nodes []*structs.Node, allocs []*structs.Allocation, d *structs.Deployment) ReconcileResult {
-	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: time.Unix(1000, 0)}
+// reconcile runs ReconcileSystem with the job's real feasibility checks.
+func reconcile(job *structs.Job, nodes []*structs.Node, allocs []*structs.Allocation, d *structs.Deployment) SystemReconcileResult {
+	in := SystemReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: time.Unix(1000, 0)}
 	if job != nil {
 		in.Feasible = NewFeasibleFunc(job)
 	}
-	return Reconcile(in)
+	return ReconcileSystem(in)
 }
 
 func TestReconcile(t *testing.T) {
