@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -63,47 +62,20 @@ func (s *genericScheduler) finish(eval *structs.Evaluation, out planOutcome, sta
 		}
 		upd.BlockedEval = id
 	}
-	upd.Status = status
-	upd.StatusDescription = desc
-	upd.PlanAnnotations = out.plan.Annotations
-	upd.FailedTGAllocs = out.failed
-	upd.QueuedAllocations = out.queued
-	upd.DeploymentID = out.deploymentID
-	upd.SnapshotIndex = out.plan.SnapshotIndex
-	if err := s.planner.UpdateEval(upd); err != nil {
-		return fmt.Errorf("scheduler: update eval %q: %w", eval.ID, err)
-	}
-	return nil
+	return recordOutcome(s.planner, upd, out, status, desc)
 }
 
 // createEval creates a follow-up evaluation of eval's job: a delayed
 // pending one (reschedules due at waitUntil) or a blocked one (placements
 // that found no node).
 func (s *genericScheduler) createEval(eval *structs.Evaluation, out planOutcome, status, trigger string, waitUntil time.Time) (string, error) {
-	f := &structs.Evaluation{
-		ID:             s.newID(),
-		Namespace:      eval.Namespace,
-		Priority:       eval.Priority,
-		Type:           eval.Type,
-		TriggeredBy:    trigger,
-		JobID:          eval.JobID,
-		JobModifyIndex: eval.JobModifyIndex,
-		Status:         status,
-		WaitUntil:      waitUntil,
-		PreviousEval:   eval.ID,
-	}
+	f := followupEval(eval, out, s.newID(), status, trigger, waitUntil)
 	if status == structs.EvalStatusBlocked {
 		f.StatusDescription = "created to place remaining allocations"
 		f.FailedTGAllocs = out.failed
 		f.QueuedAllocations = out.queued
 	}
-	if out.plan.Job != nil {
-		f.JobModifyIndex = out.plan.Job.JobModifyIndex
-	}
-	if err := s.planner.CreateEval(f); err != nil {
-		return "", fmt.Errorf("scheduler: create follow-up eval of eval %q: %w", eval.ID, err)
-	}
-	return f.ID, nil
+	return storeFollowup(s.planner, eval, f)
 }
 
 func (s *genericScheduler) computePlan(eval *structs.Evaluation) (planOutcome, error) {

@@ -8,7 +8,7 @@ import (
 // groups are reconciled, sets the gate, and returns the status updates of
 // other deployments.
 //
-// Rules (as for system jobs, deployment.go):
+// Rules (as for system jobs, system_deployment.go):
 //   - job stopped or purged: an active deployment is cancelled;
 //   - a deployment of another version is cancelled when active;
 //   - batch jobs and jobs without a group that UsesDeployment get none;
@@ -20,16 +20,9 @@ import (
 //     allocation joins.
 func (r *genericReconciler) prepareDeployment() []*structs.DeploymentStatusUpdate {
 	cur := r.in.Deployment
+	matches, updates := retireDeployment(cur, r.job)
 	if r.job == nil {
-		if cur != nil && cur.Active() {
-			return []*structs.DeploymentStatusUpdate{cancel(cur, structs.DeploymentStatusDescriptionStoppedJob)}
-		}
-		return nil
-	}
-	var updates []*structs.DeploymentStatusUpdate
-	matches := cur != nil && cur.JobVersion == r.job.Version && cur.JobCreateIndex == r.job.CreateIndex
-	if cur != nil && !matches && cur.Active() {
-		updates = append(updates, cancel(cur, structs.DeploymentStatusDescriptionNewerJob))
+		return updates
 	}
 	if r.batch || !r.anyGroupUsesDeployment() {
 		return updates

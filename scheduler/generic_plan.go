@@ -61,21 +61,9 @@ func buildGenericPlan(in genericPlanInput) (planOutcome, error) {
 		failures:         map[string]int{},
 		out:              planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
-	b.plan = &structs.Plan{
-		EvalID:            in.eval.ID,
-		Priority:          in.eval.Priority,
-		Job:               in.job,
-		Annotations:       &structs.PlanAnnotations{DesiredTGUpdates: in.result.DesiredTGUpdates},
-		DeploymentUpdates: in.result.DeploymentUpdates,
-		SnapshotIndex:     in.index,
-	}
+	b.plan = newPlan(in.eval, in.job, in.result.DesiredTGUpdates, in.result.DeploymentUpdates, in.index)
 	b.out.plan = b.plan
-	if d := in.result.Deployment; d != nil {
-		b.deployment = d
-		if d.ID == "" {
-			d.ID = in.newID()
-		}
-	}
+	b.deployment = joinedDeployment(in.result.Deployment, in.newID)
 	for _, n := range in.nodes {
 		b.byID[n.ID] = n
 	}
@@ -86,13 +74,11 @@ func buildGenericPlan(in genericPlanInput) (planOutcome, error) {
 			stopped[s.Alloc.ID] = true
 		}
 		for _, a := range g.Lost {
-			b.plan.AppendStop(a, DescLost)
-			stops := b.plan.NodeUpdate[a.NodeID]
-			stops[len(stops)-1].ClientStatus = structs.AllocClientStatusLost
+			appendLost(b.plan, a)
 			stopped[a.ID] = true
 		}
 		for _, a := range g.InplaceUpdate {
-			b.plan.AppendAlloc(b.inplaceCopy(a, g.Group))
+			b.plan.AppendAlloc(inplaceCopy(a, b.job, b.eval.ID, deploymentIDFor(b.deployment, g.Group)))
 		}
 	}
 	for _, a := range in.allocs {
@@ -120,25 +106,6 @@ func buildGenericPlan(in genericPlanInput) (planOutcome, error) {
 	}
 	b.finish()
 	return b.out, nil
-}
-
-func (b *genericPlanBuilder) inplaceCopy(a *structs.Allocation, tg *structs.TaskGroup) *structs.Allocation {
-	c := a.Copy()
-	c.Job = nil
-	c.JobVersion = b.job.Version
-	c.EvalID = b.eval.ID
-	if id := b.deploymentIDFor(tg); id != c.DeploymentID {
-		c.DeploymentID = id
-		c.DeploymentStatus = nil
-	}
-	return c
-}
-
-func (b *genericPlanBuilder) deploymentIDFor(tg *structs.TaskGroup) string {
-	if b.deployment == nil || tg == nil || !tg.UsesDeployment() {
-		return ""
-	}
-	return b.deployment.ID
 }
 
 // place chooses a node for p and adds the allocation, or records the
@@ -178,7 +145,7 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 		Metrics:            metric,
 		DesiredStatus:      structs.AllocDesiredStatusRun,
 		ClientStatus:       structs.AllocClientStatusPending,
-		DeploymentID:       b.deploymentIDFor(g.Group),
+		DeploymentID:       deploymentIDFor(b.deployment, g.Group),
 	}
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
@@ -198,12 +165,7 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 		}
 	}
 	if p.Canary {
-		a.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
-		if b.deployment != nil {
-			if st := b.deployment.TaskGroups[g.Name]; st != nil {
-				st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
-			}
-		}
+		markCanary(a, b.deployment, g.Name)
 	}
 	b.plan.AppendAlloc(a)
 	b.proposed[node.ID] = append(b.proposed[node.ID], a)

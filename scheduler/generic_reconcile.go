@@ -50,7 +50,8 @@ type GenericResult struct {
 //
 // Invariants: every live allocation of the group is in exactly one of
 // InplaceUpdate, Stop, Lost, Ignore, or is the Previous of a placement
-// with StopPrevious; at most Group.Count allocations of the group are
+// with StopPrevious; Ignore also holds the terminal allocations of an
+// older job of a batch group (counted as ignored, as Nomad does); at most Group.Count allocations of the group are
 // live once the decision is carried out, not counting the canaries of a
 // deployment awaiting promotion.
 type GenericGroup struct {
@@ -159,6 +160,11 @@ const (
 //     reschedule policy (now, later through FollowupAt, or never, keeping
 //     its slot); a batch allocation that completed keeps its slot and is
 //     never run again;
+//   - batch: a terminal allocation of an older job (an older version, or a
+//     purged job of the same ID registered again, whose CreateIndex is
+//     older) is ignored before the rules above: it holds no slot and is
+//     not rescheduled, so a changed or re-registered batch job runs again,
+//     as in Nomad;
 //   - of the allocations holding slots, the first Count are kept in the
 //     order current version, in-place updatable, completed, older version,
 //     migrating, stopped by the operator, rescheduling, lost, rescheduling later, failed; then by
@@ -296,7 +302,15 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 	return unit{kind: unitOld, alloc: a}, true
 }
 
+// classifyTerminal sorts a terminal allocation of g. For a batch job, a
+// terminal allocation of an older job (olderJob) is ignored before any
+// other rule: it is not the job's finished work, is neither rescheduled nor
+// replaced, and holds no slot, so the job runs again.
 func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocation) (unit, bool) {
+	if g.Group != nil && r.batch && r.olderJob(a) {
+		g.Ignore = append(g.Ignore, a)
+		return unit{}, false
+	}
 	if g.Group != nil && a.NextAllocation == "" && a.ServerTerminal() && a.DesiredTransition.Migrate &&
 		!a.DesiredTransition.MigrateDisablePlacement && r.sameIncarnation(a) {
 		return unit{kind: unitStopped, alloc: a}, true
@@ -436,6 +450,13 @@ func (r *genericReconciler) inFlight(g *GenericGroup) int {
 
 func (r *genericReconciler) isCurrent(a *structs.Allocation) bool {
 	return a.JobVersion == r.job.Version && (a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex)
+}
+
+// olderJob reports whether a belongs to an older job than the current one:
+// an older version, or a purged predecessor of the same ID (a job purged
+// and registered again gets a new CreateIndex and restarts at version 0).
+func (r *genericReconciler) olderJob(a *structs.Allocation) bool {
+	return a.JobVersion < r.job.Version || !r.sameIncarnation(a)
 }
 
 // sameIncarnation reports whether a belongs to the job as registered now

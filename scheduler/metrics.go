@@ -51,7 +51,7 @@ func newMetricBase(job *structs.Job, nodes []*structs.Node) metricBase {
 // forGroup returns a new metric of g's node evaluation: nodes evaluated and
 // filtered by constraint, class and reason. Nodes outside the job's
 // datacenters or pool, and nodes not ready, are not evaluated.
-func (m metricBase) forGroup(g *GroupResult) *structs.AllocationMetric {
+func (m metricBase) forGroup(g *SystemGroupResult) *structs.AllocationMetric {
 	am := &structs.AllocationMetric{
 		NodesEvaluated: g.NodesEvaluated,
 		NodesFiltered:  len(g.Filtered),

@@ -3,45 +3,28 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// planInput is what buildPlan turns into a plan.
-type planInput struct {
+// systemPlanInput is what buildSystemPlan turns into a plan.
+type systemPlanInput struct {
 	eval   *structs.Evaluation
 	job    *structs.Job // current version, or nil when purged
 	nodes  []*structs.Node
-	stored *structs.Deployment // the job's latest deployment, or nil
-	result ReconcileResult     // owned by buildPlan from now on
-	state  State               // read for the other allocations of placement nodes
-	index  uint64              // state index planned against
+	stored *structs.Deployment   // the job's latest deployment, or nil
+	result SystemReconcileResult // owned by buildSystemPlan from now on
+	state  State                 // read for the other allocations of placement nodes
+	index  uint64                // state index planned against
 	newID  func() string
 }
 
-// planOutcome is a built plan and what the evaluation reports about it.
-type planOutcome struct {
-	plan *structs.Plan
-	// failed holds a coalesced metric per group with placements that did
-	// not fit (eval.FailedTGAllocs); nil when every placement fit.
-	failed map[string]*structs.AllocationMetric
-	// queued counts the failed placements per group of the job.
-	queued map[string]int
-	// deploymentID is the deployment the plan creates or that new
-	// allocations of this version join, or "".
-	deploymentID string
-	// followupAt is when the next wave may start (ReconcileResult's
-	// FollowupAt), or zero.
-	followupAt time.Time
-}
-
-// planBuilder carries out a ReconcileResult as a plan. Placements are
-// checked against each node's resources and ports; those that do not fit
-// are dropped and reported, and a destructive update that does not fit
-// keeps its old allocation running.
-type planBuilder struct {
-	planInput
+// systemPlanBuilder carries out a SystemReconcileResult as a plan.
+// Placements are checked against each node's resources and ports; those
+// that do not fit are dropped and reported, and a destructive update that
+// does not fit keeps its old allocation running.
+type systemPlanBuilder struct {
+	systemPlanInput
 	plan       *structs.Plan
 	deployment *structs.Deployment // joined by deployment groups, or nil
 	// proposed holds the live allocations of nodes a later group may
@@ -60,34 +43,22 @@ type planBuilder struct {
 	out      planOutcome
 }
 
-// buildPlan turns in.result into a plan. It reads only through in.state.
-func buildPlan(in planInput) (planOutcome, error) {
-	b := &planBuilder{
-		planInput: in,
-		failures:  map[string]int{},
-		scratch:   make([]*structs.Allocation, 0, 8),
-		out:       planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
+// buildSystemPlan turns in.result into a plan. It reads only through in.state.
+func buildSystemPlan(in systemPlanInput) (planOutcome, error) {
+	b := &systemPlanBuilder{
+		systemPlanInput: in,
+		failures:        map[string]int{},
+		scratch:         make([]*structs.Allocation, 0, 8),
+		out:             planOutcome{queued: map[string]int{}, followupAt: in.result.FollowupAt},
 	}
-	b.plan = &structs.Plan{
-		EvalID:            in.eval.ID,
-		Priority:          in.eval.Priority,
-		Job:               in.job,
-		Annotations:       &structs.PlanAnnotations{DesiredTGUpdates: in.result.DesiredTGUpdates},
-		DeploymentUpdates: in.result.DeploymentUpdates,
-		SnapshotIndex:     in.index,
-	}
+	b.plan = newPlan(in.eval, in.job, in.result.DesiredTGUpdates, in.result.DeploymentUpdates, in.index)
 	b.out.plan = b.plan
 	// Sized up front: a system job places on every node, and growing a
 	// map of 10,000 nodes rehashes it again and again.
 	if n := placements(in.result); n > 0 {
 		b.plan.NodeAllocation = make(map[string][]*structs.Allocation, n)
 	}
-	if d := in.result.Deployment; d != nil {
-		b.deployment = d
-		if d.ID == "" {
-			d.ID = in.newID()
-		}
-	}
+	b.deployment = joinedDeployment(in.result.Deployment, in.newID)
 	// Stops and in-place updates first: placements see the room they free.
 	for _, g := range in.result.Groups {
 		b.appendStops(g)
@@ -110,7 +81,7 @@ func buildPlan(in planInput) (planOutcome, error) {
 }
 
 // placements counts the new allocations and in-place updates of r.
-func placements(r ReconcileResult) int {
+func placements(r SystemReconcileResult) int {
 	n := 0
 	for _, g := range r.Groups {
 		n += len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
@@ -119,51 +90,26 @@ func placements(r ReconcileResult) int {
 }
 
 // hasPlacements reports whether g places or replaces allocations.
-func hasPlacements(g *GroupResult) bool {
+func hasPlacements(g *SystemGroupResult) bool {
 	return g.Group != nil && len(g.Place)+len(g.DestructiveUpdate) > 0
 }
 
 // appendStops adds g's stops, lost allocations and in-place updates.
-func (b *planBuilder) appendStops(g *GroupResult) {
+func (b *systemPlanBuilder) appendStops(g *SystemGroupResult) {
 	for _, s := range g.Stop {
 		b.plan.AppendStop(s.Alloc, s.Reason)
 	}
 	for _, a := range g.Lost {
-		b.plan.AppendStop(a, DescLost)
-		stops := b.plan.NodeUpdate[a.NodeID]
-		stops[len(stops)-1].ClientStatus = structs.AllocClientStatusLost
+		appendLost(b.plan, a)
 	}
 	for _, a := range g.InplaceUpdate {
-		b.plan.AppendAlloc(b.inplaceCopy(a, g.Group))
+		b.plan.AppendAlloc(inplaceCopy(a, b.job, b.eval.ID, deploymentIDFor(b.deployment, g.Group)))
 	}
-}
-
-// inplaceCopy is a moved to the job's version where it runs, keeping its
-// ID and resources (an in-place update changes neither). It joins the
-// deployment of the version when its group uses one, and must then report
-// health again.
-func (b *planBuilder) inplaceCopy(a *structs.Allocation, tg *structs.TaskGroup) *structs.Allocation {
-	c := a.Copy()
-	c.Job = nil // the plan carries the version once
-	c.JobVersion = b.job.Version
-	c.EvalID = b.eval.ID
-	if id := b.deploymentIDFor(tg); id != c.DeploymentID {
-		c.DeploymentID = id
-		c.DeploymentStatus = nil
-	}
-	return c
-}
-
-func (b *planBuilder) deploymentIDFor(tg *structs.TaskGroup) string {
-	if b.deployment == nil || tg == nil || !tg.UsesDeployment() {
-		return ""
-	}
-	return b.deployment.ID
 }
 
 // appendPlacements adds g's new allocations that fit, replacing Previous
 // allocations of destructive updates.
-func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
+func (b *systemPlanBuilder) appendPlacements(g *SystemGroupResult, base metricBase) error {
 	if !hasPlacements(g) {
 		return nil
 	}
@@ -178,7 +124,7 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 	b.arena = newResourceArena(g.Group, n)
 	b.ptrs.chunk = n
 	i := 0
-	for _, set := range [][]Placement{g.DestructiveUpdate, g.Place} {
+	for _, set := range [][]SystemPlacement{g.DestructiveUpdate, g.Place} {
 		for _, p := range set {
 			slab[i] = proto
 			if err := b.place(g, p, &slab[i], base); err != nil {
@@ -192,7 +138,7 @@ func (b *planBuilder) appendPlacements(g *GroupResult, base metricBase) error {
 
 // allocPrototype holds the fields every new allocation of tg shares.
 // metric is shared by those allocations and must not be modified.
-func (b *planBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.AllocationMetric) structs.Allocation {
+func (b *systemPlanBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.AllocationMetric) structs.Allocation {
 	return structs.Allocation{
 		Namespace:     b.job.Namespace,
 		EvalID:        b.eval.ID,
@@ -203,13 +149,13 @@ func (b *planBuilder) allocPrototype(tg *structs.TaskGroup, metric *structs.Allo
 		Metrics:       metric,
 		DesiredStatus: structs.AllocDesiredStatusRun,
 		ClientStatus:  structs.AllocClientStatusPending,
-		DeploymentID:  b.deploymentIDFor(tg),
+		DeploymentID:  deploymentIDFor(b.deployment, tg),
 	}
 }
 
 // place adds one new allocation, a (a copy of the group's prototype), when
 // it fits on its node.
-func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, base metricBase) error {
+func (b *systemPlanBuilder) place(g *SystemGroupResult, p SystemPlacement, a *structs.Allocation, base metricBase) error {
 	others, err := b.othersOn(p.Node.ID, p.Previous)
 	if err != nil {
 		return err
@@ -236,7 +182,7 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 	}
 	a.ID = b.newID()
 	if p.Canary {
-		b.markCanary(g, a)
+		markCanary(a, b.deployment, g.Name)
 	}
 	if p.Previous != nil {
 		a.PreviousAllocation = p.Previous.ID
@@ -258,23 +204,11 @@ func (b *planBuilder) place(g *GroupResult, p Placement, a *structs.Allocation, 
 	return nil
 }
 
-// markCanary flags a as a canary and lists it in the group's
-// PlacedCanaries.
-func (b *planBuilder) markCanary(g *GroupResult, a *structs.Allocation) {
-	a.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
-	if b.deployment == nil {
-		return
-	}
-	if st := b.deployment.TaskGroups[g.Name]; st != nil {
-		st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
-	}
-}
-
 // othersOn returns the live allocations node nodeID would run if the plan
 // so far committed, without exclude (or nil). The slice is owned by the
 // builder and valid until the next call; callers append to a clipped
 // copy.
-func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
+func (b *systemPlanBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*structs.Allocation, error) {
 	cur, ok := b.proposed[nodeID] // nil map while no group remembered
 	if !ok {
 		stored, err := b.state.AllocsByNode(nil, nodeID)
@@ -306,7 +240,7 @@ func (b *planBuilder) othersOn(nodeID string, exclude *structs.Allocation) ([]*s
 // node, plus the plan's allocations there, without exclude (or nil). With
 // buf (not nil) it always appends to buf; without, it may return the
 // plan's own list of the node.
-func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation, buf []*structs.Allocation) []*structs.Allocation {
+func (b *systemPlanBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation, exclude *structs.Allocation, buf []*structs.Allocation) []*structs.Allocation {
 	var updates, stops []*structs.Allocation
 	if b.planned {
 		updates = b.plan.NodeAllocation[nodeID]
@@ -340,7 +274,7 @@ func (b *planBuilder) liveAfterPlan(nodeID string, stored []*structs.Allocation,
 }
 
 // fail records a placement of g on node that did not fit.
-func (b *planBuilder) fail(g *GroupResult, node *structs.Node, dim string, base metricBase) {
+func (b *systemPlanBuilder) fail(g *SystemGroupResult, node *structs.Node, dim string, base metricBase) {
 	b.failures[g.Name]++
 	if b.out.failed == nil {
 		b.out.failed = map[string]*structs.AllocationMetric{}
@@ -363,7 +297,7 @@ func (b *planBuilder) fail(g *GroupResult, node *structs.Node, dim string, base 
 // finishDeployment subtracts failed placements from the deployment's counts
 // and keeps the deployment in the plan only when it is new and joined, or
 // its counts changed.
-func (b *planBuilder) finishDeployment() {
+func (b *systemPlanBuilder) finishDeployment() {
 	for _, g := range b.result.Groups {
 		if g.Group != nil {
 			b.out.queued[g.Name] = b.failures[g.Name]
@@ -387,20 +321,4 @@ func (b *planBuilder) finishDeployment() {
 		b.plan.Deployment = d
 	}
 	b.out.deploymentID = d.ID
-}
-
-// countsChanged reports whether the scheduler-owned fields of d (counts,
-// canaries, description) differ from old's.
-func countsChanged(old, d *structs.Deployment) bool {
-	if old.StatusDescription != d.StatusDescription {
-		return true
-	}
-	for name, st := range d.TaskGroups {
-		o := old.TaskGroups[name]
-		if o == nil || o.DesiredTotal != st.DesiredTotal || o.PlacedAllocs != st.PlacedAllocs ||
-			o.DesiredCanaries != st.DesiredCanaries || !slices.Equal(o.PlacedCanaries, st.PlacedCanaries) {
-			return true
-		}
-	}
-	return false
 }

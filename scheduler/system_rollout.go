@@ -43,7 +43,7 @@ type groupProgress struct {
 // gateGroups gates every group that uses deployment d and creates the
 // missing group states. It returns the earliest time a group held back by
 // its stagger may start its next wave, or zero.
-func (r *reconciler) gateGroups(d *structs.Deployment, allocs map[string][]*structs.Allocation) time.Time {
+func (r *systemReconciler) gateGroups(d *structs.Deployment, allocs map[string][]*structs.Allocation) time.Time {
 	var followup time.Time
 	for _, g := range r.groups {
 		if !g.usesDeployment() {
@@ -62,9 +62,9 @@ func (r *reconciler) gateGroups(d *structs.Deployment, allocs map[string][]*stru
 	return followup
 }
 
-// gateGroup gates g (see rollout.go) and updates DesiredCanaries and
+// gateGroup gates g (see system_rollout.go) and updates DesiredCanaries and
 // PlacedCanaries of st. allocs are g's allocations of d.
-func (r *reconciler) gateGroup(g *GroupResult, d *structs.Deployment, st *structs.DeploymentState, allocs []*structs.Allocation) time.Time {
+func (r *systemReconciler) gateGroup(g *SystemGroupResult, d *structs.Deployment, st *structs.DeploymentState, allocs []*structs.Allocation) time.Time {
 	p := progressOf(g, d, st, allocs)
 	if !st.Promoted {
 		// Invariants: promotion is one-way and freezes DesiredCanaries.
@@ -87,7 +87,7 @@ func (r *reconciler) gateGroup(g *GroupResult, d *structs.Deployment, st *struct
 
 // progressOf reads g's allocations of d. A deployment still to be created
 // (no ID) has none.
-func progressOf(g *GroupResult, d *structs.Deployment, st *structs.DeploymentState, allocs []*structs.Allocation) groupProgress {
+func progressOf(g *SystemGroupResult, d *structs.Deployment, st *structs.DeploymentState, allocs []*structs.Allocation) groupProgress {
 	p := groupProgress{retries: map[string]bool{}}
 	if d.ID == "" {
 		return p
@@ -148,7 +148,7 @@ func isCanary(a *structs.Allocation) bool {
 // canaries, nor does a rollout back to a stable spec (RevertsToStable). The percentage is validated to 0..100 when the job is
 // registered; it is clamped here so that a job stored without validation
 // cannot ask for more canaries than there are nodes.
-func (r *reconciler) desiredCanaries(g *GroupResult, p groupProgress) int {
+func (r *systemReconciler) desiredCanaries(g *SystemGroupResult, p groupProgress) int {
 	u := g.Group.Update
 	pct := min(max(u.Canary, 0), 100)
 	if pct == 0 || r.job.Version == 0 || r.in.RevertsToStable {
@@ -165,7 +165,7 @@ func (r *reconciler) desiredCanaries(g *GroupResult, p groupProgress) int {
 }
 
 // budget is how many limited placements g may start now.
-func budget(g *GroupResult, p groupProgress) int {
+func budget(g *SystemGroupResult, p groupProgress) int {
 	return max(0, g.Group.Update.MaxParallel-p.inFlight)
 }
 
@@ -175,7 +175,7 @@ func budget(g *GroupResult, p groupProgress) int {
 // Assumptions: a wave starts when its allocations are created, so the
 // newest CreateTime of the deployment's allocations is the start of the
 // last wave; fresh placements move it too.
-func (r *reconciler) staggerHolds(g *GroupResult, p groupProgress) (bool, time.Time) {
+func (r *systemReconciler) staggerHolds(g *SystemGroupResult, p groupProgress) (bool, time.Time) {
 	s := g.Group.Update.Stagger
 	if s <= 0 || p.lastWave == 0 {
 		return false, time.Time{}
@@ -191,7 +191,7 @@ func (r *reconciler) staggerHolds(g *GroupResult, p groupProgress) (bool, time.T
 // nodes: fresh placements (nodes that joined), other destructive updates,
 // retries of non-canaries and in-place updates wait for promotion. Live
 // canaries + new canaries ≤ DesiredCanaries ≤ max_parallel.
-func (r *reconciler) gateCanaries(g *GroupResult, st *structs.DeploymentState, p groupProgress) time.Time {
+func (r *systemReconciler) gateCanaries(g *SystemGroupResult, st *structs.DeploymentState, p groupProgress) time.Time {
 	var followup time.Time
 	n := min(st.DesiredCanaries-p.liveCanaries, budget(g, p))
 	if n > 0 {
@@ -200,10 +200,10 @@ func (r *reconciler) gateCanaries(g *GroupResult, st *structs.DeploymentState, p
 		}
 	}
 	chosen := r.pickCanaries(g, p, n)
-	g.Place = g.filterPlacements(g.Place, func(pl Placement) (bool, bool) {
+	g.Place = g.filterPlacements(g.Place, func(pl SystemPlacement) (bool, bool) {
 		return chosen[pl.Node.ID], true
 	})
-	g.DestructiveUpdate = g.filterPlacements(g.DestructiveUpdate, func(pl Placement) (bool, bool) {
+	g.DestructiveUpdate = g.filterPlacements(g.DestructiveUpdate, func(pl SystemPlacement) (bool, bool) {
 		return chosen[pl.Node.ID], true
 	})
 	g.holdInplace()
@@ -216,7 +216,7 @@ func (r *reconciler) gateCanaries(g *GroupResult, st *structs.DeploymentState, p
 //
 // Assumptions: operators watch the nodes that canaried the last version;
 // reusing them keeps the blast radius on the same machines.
-func (r *reconciler) pickCanaries(g *GroupResult, p groupProgress, n int) map[string]bool {
+func (r *systemReconciler) pickCanaries(g *SystemGroupResult, p groupProgress, n int) map[string]bool {
 	chosen := map[string]bool{}
 	if n <= 0 {
 		return chosen
@@ -248,7 +248,7 @@ func (r *reconciler) pickCanaries(g *GroupResult, p groupProgress, n int) map[st
 // canaryNodes returns the nodes where group ran a canary: allocations of
 // the job flagged canary, and those the input deployment (of any version)
 // lists as placed canaries.
-func (r *reconciler) canaryNodes(group string) map[string]bool {
+func (r *systemReconciler) canaryNodes(group string) map[string]bool {
 	listed := map[string]bool{}
 	if d := r.in.Deployment; d != nil && d.TaskGroups[group] != nil {
 		for _, id := range d.TaskGroups[group].PlacedCanaries {
@@ -270,7 +270,7 @@ func (r *reconciler) canaryNodes(group string) map[string]bool {
 //
 // Invariants: allocations in flight + limited placements ≤ max_parallel;
 // nothing limited starts within stagger of the last wave.
-func (r *reconciler) gateWaves(g *GroupResult, p groupProgress) time.Time {
+func (r *systemReconciler) gateWaves(g *SystemGroupResult, p groupProgress) time.Time {
 	var followup time.Time
 	n := budget(g, p)
 	limited := len(g.DestructiveUpdate)
@@ -284,14 +284,14 @@ func (r *reconciler) gateWaves(g *GroupResult, p groupProgress) time.Time {
 			n, followup = 0, next
 		}
 	}
-	g.Place = g.filterPlacements(g.Place, func(pl Placement) (bool, bool) {
+	g.Place = g.filterPlacements(g.Place, func(pl SystemPlacement) (bool, bool) {
 		if _, retry := p.retries[pl.Node.ID]; !retry {
 			return true, false
 		}
 		n--
 		return n >= 0, false
 	})
-	g.DestructiveUpdate = g.filterPlacements(g.DestructiveUpdate, func(Placement) (bool, bool) {
+	g.DestructiveUpdate = g.filterPlacements(g.DestructiveUpdate, func(SystemPlacement) (bool, bool) {
 		n--
 		return n >= 0, false
 	})
@@ -301,7 +301,7 @@ func (r *reconciler) gateWaves(g *GroupResult, p groupProgress) time.Time {
 // filterPlacements returns the placements of ps that decide (called in
 // order) lets go ahead, marked canary as it says; the others are deferred
 // and their Previous allocations kept.
-func (g *GroupResult) filterPlacements(ps []Placement, decide func(Placement) (ok, canary bool)) []Placement {
+func (g *SystemGroupResult) filterPlacements(ps []SystemPlacement, decide func(SystemPlacement) (ok, canary bool)) []SystemPlacement {
 	out := ps[:0] // in place: out never overtakes the element read
 	for _, pl := range ps {
 		ok, canary := decide(pl)
@@ -316,7 +316,7 @@ func (g *GroupResult) filterPlacements(ps []Placement, decide func(Placement) (o
 }
 
 // holdAll defers every placement and keeps every allocation to update.
-func (g *GroupResult) holdAll() {
+func (g *SystemGroupResult) holdAll() {
 	for _, pl := range g.Place {
 		g.deferPlacement(pl)
 	}
@@ -329,18 +329,18 @@ func (g *GroupResult) holdAll() {
 
 // holdInplace keeps the allocations that an in-place update would move to
 // the version as they are.
-func (g *GroupResult) holdInplace() {
+func (g *SystemGroupResult) holdInplace() {
 	g.Ignore = append(g.Ignore, g.InplaceUpdate...)
 	g.InplaceUpdate = nil
 }
 
-func (g *GroupResult) deferPlacement(pl Placement) {
+func (g *SystemGroupResult) deferPlacement(pl SystemPlacement) {
 	g.Deferred = append(g.Deferred, pl)
 	if pl.Previous != nil {
 		g.Ignore = append(g.Ignore, pl.Previous)
 	}
 }
 
-func (g *GroupResult) usesDeployment() bool {
+func (g *SystemGroupResult) usesDeployment() bool {
 	return g.Group != nil && g.Group.UsesDeployment()
 }

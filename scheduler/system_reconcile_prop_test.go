@@ -16,12 +16,12 @@ import (
 // in-place and constraint changes), live or stopped or purged, allocations
 // of any version, group, node (also missing ones) and status, and maybe a
 // deployment.
-func genInput(t *rapid.T) ReconcileInput {
+func genInput(t *rapid.T) SystemReconcileInput {
 	versions := genVersions(t)
 	job := versions[len(versions)-1]
 	nodes := genNodes(t)
 	allocs := genAllocs(t, versions, nodes)
-	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Now: time.Unix(1000, 0)}
+	in := SystemReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Now: time.Unix(1000, 0)}
 	switch rapid.SampledFrom([]string{"live", "stopped", "purged"}).Draw(t, "job state") {
 	case "stopped":
 		c := job.Copy()
@@ -158,7 +158,7 @@ func genAllocs(t *rapid.T, versions []*structs.Job, nodes []*structs.Node) []*st
 func TestReconcileProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
-		res := Reconcile(in)
+		res := ReconcileSystem(in)
 		checkPartition(t, in, res)
 		checkAtMostOnePerNode(t, in, res)
 		checkPlacementTargets(t, in, res)
@@ -180,14 +180,14 @@ func TestReconcileProperties(t *testing.T) {
 func TestReconcileDeterministic(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
-		first := Reconcile(in)
+		first := ReconcileSystem(in)
 		again := in
 		again.Nodes = rapid.Permutation(in.Nodes).Draw(t, "nodes order")
 		again.Allocs = rapid.Permutation(in.Allocs).Draw(t, "allocs order")
 		if in.Job != nil {
 			again.Feasible = NewFeasibleFunc(in.Job)
 		}
-		if second := Reconcile(again); !reflect.DeepEqual(first, second) {
+		if second := ReconcileSystem(again); !reflect.DeepEqual(first, second) {
 			t.Fatalf("same input, different output:\n%+v\n%+v", first, second)
 		}
 	})
@@ -195,7 +195,7 @@ func TestReconcileDeterministic(t *testing.T) {
 
 // checkPartition: every live allocation is decided exactly once, and no
 // decision but Ignore names a terminal allocation.
-func checkPartition(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+func checkPartition(t *rapid.T, in SystemReconcileInput, res SystemReconcileResult) {
 	seen := map[string]string{}
 	mark := func(bucket string, a *structs.Allocation, mayBeTerminal bool) {
 		if a.Terminal() && !mayBeTerminal {
@@ -232,7 +232,7 @@ func checkPartition(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 
 // checkAtMostOnePerNode applies the result and counts live allocations per
 // group and node.
-func checkAtMostOnePerNode(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+func checkAtMostOnePerNode(t *rapid.T, in SystemReconcileInput, res SystemReconcileResult) {
 	gone := map[string]bool{}
 	for _, g := range res.Groups {
 		for _, s := range g.Stop {
@@ -252,7 +252,7 @@ func checkAtMostOnePerNode(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 		}
 	}
 	for _, g := range res.Groups {
-		for _, p := range append(append([]Placement(nil), g.Place...), g.DestructiveUpdate...) {
+		for _, p := range append(append([]SystemPlacement(nil), g.Place...), g.DestructiveUpdate...) {
 			count[nodeGroup{node: p.Node.ID, group: g.Name}]++
 		}
 	}
@@ -265,9 +265,9 @@ func checkAtMostOnePerNode(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 
 // checkPlacementTargets: new allocations go only to ready, eligible,
 // undrained, in-scope, feasible nodes of a live job.
-func checkPlacementTargets(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+func checkPlacementTargets(t *rapid.T, in SystemReconcileInput, res SystemReconcileResult) {
 	for _, g := range res.Groups {
-		for _, p := range append(append([]Placement(nil), g.Place...), g.DestructiveUpdate...) {
+		for _, p := range append(append([]SystemPlacement(nil), g.Place...), g.DestructiveUpdate...) {
 			n := p.Node
 			switch {
 			case in.Job.Stopped() || g.Group == nil:
@@ -285,7 +285,7 @@ func checkPlacementTargets(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 }
 
 // checkCounts: DesiredTGUpdates match the sets.
-func checkCounts(t *rapid.T, res ReconcileResult) {
+func checkCounts(t *rapid.T, res SystemReconcileResult) {
 	for _, g := range res.Groups {
 		d := res.DesiredTGUpdates[g.Name]
 		want := structs.DesiredUpdates{Place: uint64(len(g.Place)), InPlaceUpdate: uint64(len(g.InplaceUpdate)),
@@ -297,7 +297,7 @@ func checkCounts(t *rapid.T, res ReconcileResult) {
 	}
 }
 
-func countCanaries(ps []Placement) int {
+func countCanaries(ps []SystemPlacement) int {
 	n := 0
 	for _, p := range ps {
 		if p.Canary {
@@ -312,7 +312,7 @@ func countCanaries(ps []Placement) int {
 // otherwise limited work fits in max_parallel minus the allocations in
 // flight, and canaries never exceed the rounded-up percentage of the
 // nodes to update nor max_parallel.
-func checkGating(t *rapid.T, in ReconcileInput, res ReconcileResult) {
+func checkGating(t *rapid.T, in SystemReconcileInput, res SystemReconcileResult) {
 	cur := in.Deployment
 	if in.Job.Stopped() || cur == nil || cur.JobVersion != in.Job.Version || cur.JobCreateIndex != in.Job.CreateIndex {
 		return
@@ -336,7 +336,7 @@ func checkGating(t *rapid.T, in ReconcileInput, res ReconcileResult) {
 }
 
 // checkBudget checks the max_parallel and canary bounds of g.
-func checkBudget(t *rapid.T, in ReconcileInput, g *GroupResult, id string, st *structs.DeploymentState) {
+func checkBudget(t *rapid.T, in SystemReconcileInput, g *SystemGroupResult, id string, st *structs.DeploymentState) {
 	u := g.Group.Update
 	retryNodes := map[string]bool{}
 	if id == "" {

@@ -21,7 +21,7 @@ func TestPlacementNamesLingeringAllocation(t *testing.T) {
 
 	res := f.reconcile()
 	g := groupNamed(res, "tg1")
-	byNode := map[string]Placement{}
+	byNode := map[string]SystemPlacement{}
 	for _, p := range g.Place {
 		byNode[p.Node.ID] = p
 	}

@@ -18,10 +18,10 @@ type groupWant struct {
 }
 
 // assertGroup compares a group's sets with want, naming the set that differs.
-func assertGroup(t *testing.T, want groupWant, got *GroupResult) {
+func assertGroup(t *testing.T, want groupWant, got *SystemGroupResult) {
 	t.Helper()
 	require.NotNil(t, got, "group missing from result")
-	placements := func(ps []Placement) []string {
+	placements := func(ps []SystemPlacement) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Node.Name)
@@ -65,7 +65,7 @@ func assertGroup(t *testing.T, want groupWant, got *GroupResult) {
 	require.Equal(t, uint64(len(want.stop)+len(want.lost)), d.Stop, "DesiredTGUpdates.Stop")
 }
 
-func groupNamed(res ReconcileResult, name string) *GroupResult {
+func groupNamed(res SystemReconcileResult, name string) *SystemGroupResult {
 	for _, g := range res.Groups {
 		if g.Name == name {
 			return g
@@ -74,13 +74,13 @@ func groupNamed(res ReconcileResult, name string) *GroupResult {
 	return nil
 }
 
-// reconcile runs Reconcile with the job's real feasibility checks.
-func reconcile(job *structs.Job, nodes []*structs.Node, allocs []*structs.Allocation, d *structs.Deployment) ReconcileResult {
-	in := ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: time.Unix(1000, 0)}
+// reconcile runs ReconcileSystem with the job's real feasibility checks.
+func reconcile(job *structs.Job, nodes []*structs.Node, allocs []*structs.Allocation, d *structs.Deployment) SystemReconcileResult {
+	in := SystemReconcileInput{Job: job, Nodes: nodes, Allocs: allocs, Deployment: d, Now: time.Unix(1000, 0)}
 	if job != nil {
 		in.Feasible = NewFeasibleFunc(job)
 	}
-	return Reconcile(in)
+	return ReconcileSystem(in)
 }
 
 func TestReconcile(t *testing.T) {
@@ -95,6 +95,10 @@ func TestReconcile(t *testing.T) {
 	sysbatch := testJob("batch")
 	sysbatch.Type = structs.JobTypeSysBatch
 	sysbatchV1 := nextVersion(sysbatch, destructiveChange)
+	sysbatchPurged, sysbatchAgain := sysbatch.Copy(), sysbatch.Copy() // the same ID, purged and registered again
+	sysbatchPurged.CreateIndex, sysbatchAgain.CreateIndex = 10, 50
+	sysbatchPurgedV2 := sysbatchPurged.Copy()
+	sysbatchPurgedV2.Version = 2
 	globJob := v0.Copy()
 	globJob.Datacenters = []string{"us-*"}
 	gpuJob, allPoolJob := v0.Copy(), v0.Copy()
@@ -251,6 +255,28 @@ func TestReconcile(t *testing.T) {
 				withClientStatus(testAlloc("2", sysbatch, "b"), structs.AllocClientStatusFailed),
 			},
 			want: groupWant{place: []string{"a", "b"}},
+		},
+		{
+			name:  "sysbatch: a purged job registered again runs again where its predecessor finished",
+			job:   sysbatchAgain,
+			nodes: []*structs.Node{testNode("a"), testNode("b"), testNode("c"), testNode("d")},
+			allocs: []*structs.Allocation{
+				withClientStatus(testAlloc("1", sysbatchPurged, "a"), structs.AllocClientStatusComplete),
+				withClientStatus(testAlloc("2", sysbatchPurged, "b"), structs.AllocClientStatusFailed),
+				withClientStatus(withDesiredStop(testAlloc("3", sysbatchPurged, "c")), structs.AllocClientStatusComplete), // stopped by the purge
+				withClientStatus(testAlloc("4", sysbatchPurgedV2, "d"), structs.AllocClientStatusComplete),                // a later version of the purged job
+			},
+			want: groupWant{place: []string{"a", "b", "c", "d"}},
+		},
+		{
+			name:  "sysbatch: the same incarnation and version does not run again",
+			job:   sysbatchAgain,
+			nodes: []*structs.Node{testNode("a"), testNode("b")},
+			allocs: []*structs.Allocation{
+				withClientStatus(testAlloc("1", sysbatchPurged, "a"), structs.AllocClientStatusComplete),
+				withClientStatus(testAlloc("2", sysbatchAgain, "b"), structs.AllocClientStatusComplete),
+			},
+			want: groupWant{place: []string{"a"}, ignore: []string{"b"}},
 		},
 		{
 			name:   "datacenter glob",

@@ -137,9 +137,9 @@ func (f *fleet) cur(group string, h allocHealth, canary bool, nodes ...int) []*s
 
 func boolPtr(b bool) *bool { return &b }
 
-// reconcile runs Reconcile for v1 (or job when given) at f.now with the
+// reconcile runs ReconcileSystem for v1 (or job when given) at f.now with the
 // latest deployment: d, else prev.
-func (f *fleet) reconcile(job ...*structs.Job) ReconcileResult {
+func (f *fleet) reconcile(job ...*structs.Job) SystemReconcileResult {
 	j := f.v1
 	if len(job) > 0 {
 		j = job[0]
@@ -148,7 +148,7 @@ func (f *fleet) reconcile(job ...*structs.Job) ReconcileResult {
 	if d == nil {
 		d = f.prev
 	}
-	return Reconcile(ReconcileInput{Job: j, Nodes: f.nodes, Allocs: f.allocs, Deployment: d,
+	return ReconcileSystem(SystemReconcileInput{Job: j, Nodes: f.nodes, Allocs: f.allocs, Deployment: d,
 		Now: f.now, Feasible: NewFeasibleFunc(j)})
 }
 
@@ -160,7 +160,7 @@ func (f *fleet) reconcile(job ...*structs.Job) ReconcileResult {
 // plus this decision's) and DesiredCanaries. The part after "|" reads
 // "untracked" when the deployment has no state for the group and "none"
 // without deployment.
-func gateSummary(res ReconcileResult, group string) string {
+func gateSummary(res SystemReconcileResult, group string) string {
 	g := groupNamed(res, group)
 	if g == nil {
 		return "missing"
@@ -180,7 +180,7 @@ func gateSummary(res ReconcileResult, group string) string {
 }
 
 // nodesOf returns the node names of placements, marked "*" when canary.
-func nodesOf(ps []Placement) []string {
+func nodesOf(ps []SystemPlacement) []string {
 	out := []string{}
 	for _, p := range ps {
 		name := p.Node.Name

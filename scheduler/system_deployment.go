@@ -7,8 +7,8 @@ import (
 )
 
 // deployment decides the deployment of the job's version, gates the work
-// of the groups that use it (rollout.go), and decides the status updates of
-// other deployments. It runs after every group was visited. It returns the
+// of the groups that use it (system_rollout.go), and decides the status
+// updates of other deployments. It runs after every group was visited. It returns the
 // deployment (or nil), the status updates, and when a group held back by
 // its stagger may start its next wave (zero when none is).
 //
@@ -27,18 +27,11 @@ import (
 //     deployment groups place, replace and update nothing;
 //   - otherwise one is created when a deployment group places, replaces or
 //     updates in place at least one allocation.
-func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentStatusUpdate, time.Time) {
+func (r *systemReconciler) deployment() (*structs.Deployment, []*structs.DeploymentStatusUpdate, time.Time) {
 	cur := r.in.Deployment
+	matches, updates := retireDeployment(cur, r.job)
 	if r.job == nil {
-		if cur != nil && cur.Active() {
-			return nil, []*structs.DeploymentStatusUpdate{cancel(cur, structs.DeploymentStatusDescriptionStoppedJob)}, time.Time{}
-		}
-		return nil, nil, time.Time{}
-	}
-	var updates []*structs.DeploymentStatusUpdate
-	matches := cur != nil && cur.JobVersion == r.job.Version && cur.JobCreateIndex == r.job.CreateIndex
-	if cur != nil && !matches && cur.Active() {
-		updates = append(updates, cancel(cur, structs.DeploymentStatusDescriptionNewerJob))
+		return nil, updates, time.Time{}
 	}
 	if r.sysbatch || !r.usesDeployment() {
 		return nil, updates, time.Time{}
@@ -69,7 +62,7 @@ func (r *reconciler) deployment() (*structs.Deployment, []*structs.DeploymentSta
 
 // allocsOfDeployment returns the allocations of deployment id by group; a
 // deployment still to be created (id "") has none.
-func (r *reconciler) allocsOfDeployment(id string) map[string][]*structs.Allocation {
+func (r *systemReconciler) allocsOfDeployment(id string) map[string][]*structs.Allocation {
 	out := map[string][]*structs.Allocation{}
 	if id == "" {
 		return out
@@ -86,7 +79,7 @@ func (r *reconciler) allocsOfDeployment(id string) map[string][]*structs.Allocat
 // after gating. PlacedAllocs counts the allocations that ever joined d
 // (stored ones, whatever their status, plus this decision's), so
 // re-planning after a partial commit does not count twice.
-func (r *reconciler) countDeployment(d *structs.Deployment, byGroup map[string][]*structs.Allocation) {
+func (r *systemReconciler) countDeployment(d *structs.Deployment, byGroup map[string][]*structs.Allocation) {
 	for _, g := range r.groups {
 		if !g.usesDeployment() {
 			continue
@@ -124,7 +117,7 @@ func describe(d *structs.Deployment) {
 }
 
 // holdDeploymentGroups defers all work of the groups that use deployments.
-func (r *reconciler) holdDeploymentGroups() {
+func (r *systemReconciler) holdDeploymentGroups() {
 	for _, g := range r.groups {
 		if g.usesDeployment() {
 			g.holdAll()
@@ -133,11 +126,11 @@ func (r *reconciler) holdDeploymentGroups() {
 }
 
 // joins counts the allocations of g that join the deployment.
-func (g *GroupResult) joins() int {
+func (g *SystemGroupResult) joins() int {
 	return len(g.Place) + len(g.DestructiveUpdate) + len(g.InplaceUpdate)
 }
 
-func (r *reconciler) usesDeployment() bool {
+func (r *systemReconciler) usesDeployment() bool {
 	for _, g := range r.groups {
 		if g.usesDeployment() {
 			return true
@@ -148,62 +141,11 @@ func (r *reconciler) usesDeployment() bool {
 
 // hasDeploymentWork reports whether a deployment group has anything to
 // place or update, before gating.
-func (r *reconciler) hasDeploymentWork() bool {
+func (r *systemReconciler) hasDeploymentWork() bool {
 	for _, g := range r.groups {
 		if g.usesDeployment() && g.joins() > 0 {
 			return true
 		}
 	}
 	return false
-}
-
-// newDeployment returns a running deployment of job without an ID.
-func newDeployment(job *structs.Job) *structs.Deployment {
-	return &structs.Deployment{
-		Namespace:          job.Namespace,
-		JobID:              job.ID,
-		JobVersion:         job.Version,
-		JobModifyIndex:     job.JobModifyIndex,
-		JobSpecModifyIndex: job.JobModifyIndex,
-		JobCreateIndex:     job.CreateIndex,
-		TaskGroups:         map[string]*structs.DeploymentState{},
-		Status:             structs.DeploymentStatusRunning,
-		StatusDescription:  structs.DeploymentStatusDescriptionRunning,
-	}
-}
-
-// newDeploymentState copies tg's update block into a group state.
-// RequireProgressBy is now + ProgressDeadline; a zero deadline (none) leaves
-// it zero.
-func newDeploymentState(tg *structs.TaskGroup, now time.Time) *structs.DeploymentState {
-	st := &structs.DeploymentState{
-		AutoRevert:       tg.Update.AutoRevert,
-		AutoPromote:      tg.Update.AutoPromote,
-		ProgressDeadline: tg.Update.ProgressDeadline,
-	}
-	if st.ProgressDeadline > 0 {
-		st.RequireProgressBy = now.Add(st.ProgressDeadline)
-	}
-	return st
-}
-
-// copyDeployment is d.Copy() that tolerates nil group states (dropped:
-// gating recreates them) instead of panicking.
-func copyDeployment(d *structs.Deployment) *structs.Deployment {
-	c := *d
-	c.TaskGroups = make(map[string]*structs.DeploymentState, len(d.TaskGroups))
-	for k, v := range d.TaskGroups {
-		if v != nil {
-			c.TaskGroups[k] = v
-		}
-	}
-	return c.Copy()
-}
-
-func cancel(d *structs.Deployment, desc string) *structs.DeploymentStatusUpdate {
-	return &structs.DeploymentStatusUpdate{
-		DeploymentID:      d.ID,
-		Status:            structs.DeploymentStatusCancelled,
-		StatusDescription: desc,
-	}
 }

@@ -21,7 +21,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 		setup    func(f *fleet)
 		u1, u2   *structs.UpdateStrategy
 		tg1, tg2 string // gateSummary
-		check    func(t *testing.T, f *fleet, res ReconcileResult)
+		check    func(t *testing.T, f *fleet, res SystemReconcileResult)
 	}{
 		{
 			name: "no update blocks: everything at once, no deployment",
@@ -38,7 +38,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=2 canary=0 inplace=0 deferred=8 stop=0 | total=10 placed=2 canaries=0/0",
 			tg2: "place=0 destructive=10 canary=0 inplace=0 deferred=0 stop=0 | untracked",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, []string{"n00", "n01"}, nodesOf(groupNamed(res, "tg1").DestructiveUpdate), "node order")
 				require.Empty(t, res.DeploymentUpdates, "a successful deployment is not cancelled")
 			},
@@ -67,7 +67,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=2 canary=0 inplace=0 deferred=6 stop=0 | total=10 placed=2 canaries=0/0",
 			tg2: "place=0 destructive=3 canary=0 inplace=0 deferred=4 stop=0 | total=10 placed=3 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Empty(t, res.Deployment.ID, "created")
 			},
 		},
@@ -118,7 +118,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=2 canary=2 inplace=0 deferred=8 stop=0 | total=10 placed=2 canaries=2/2",
 			tg2: "place=2 destructive=5 canary=0 inplace=0 deferred=3 stop=0 | total=10 placed=7 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, []string{"n00*", "n01*"}, nodesOf(groupNamed(res, "tg1").DestructiveUpdate))
 				require.Equal(t, structs.DeploymentStatusDescriptionRunningNeedsPromotion, res.Deployment.StatusDescription,
 					"set on the first plan")
@@ -136,7 +136,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=1 destructive=1 canary=2 inplace=0 deferred=7 stop=0 | total=10 placed=4 canaries=4/3",
 			tg2: "place=0 destructive=5 canary=0 inplace=0 deferred=5 stop=0 | total=10 placed=5 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				g := groupNamed(res, "tg1")
 				require.Equal(t, []string{"n01*"}, nodesOf(g.Place), "the failed canary's node")
 				require.Equal(t, []string{"n03*"}, nodesOf(g.DestructiveUpdate))
@@ -169,7 +169,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=7 stop=0 | total=10 placed=3 canaries=3/3",
 			tg2: "place=0 destructive=0 canary=0 inplace=0 deferred=7 stop=0 | total=10 placed=3 canaries=3/3",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, structs.DeploymentStatusDescriptionRunningNeedsPromotion, res.Deployment.StatusDescription,
 					"one group needs a manual promotion")
 			},
@@ -187,7 +187,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=2 canary=0 inplace=0 deferred=5 stop=0 | total=10 placed=5 canaries=2/2",
 			tg2: "place=0 destructive=5 canary=0 inplace=0 deferred=5 stop=0 | total=10 placed=5 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, structs.DeploymentStatusDescriptionRunning, res.Deployment.StatusDescription)
 			},
 		},
@@ -250,7 +250,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=9 stop=0 | total=10 placed=2 canaries=0/0",
 			tg2: "place=0 destructive=0 canary=0 inplace=0 deferred=10 stop=0 | total=10 placed=0 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, structs.DeploymentStatusPaused, res.Deployment.Status)
 				require.Equal(t, structs.DeploymentStatusDescriptionPaused, res.Deployment.StatusDescription)
 			},
@@ -268,7 +268,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=10 stop=0 | none",
 			tg2: "place=1 destructive=10 canary=0 inplace=0 deferred=0 stop=0 | none",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Empty(t, res.DeploymentUpdates)
 			},
 		},
@@ -296,7 +296,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=0 canary=0 inplace=0 deferred=10 stop=0 | total=12 placed=2 canaries=2/2",
 			tg2: "place=2 destructive=2 canary=0 inplace=0 deferred=6 stop=0 | total=12 placed=6 canaries=0/0",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, []string{"n10", "n11"}, nodesOf(groupNamed(res, "tg2").Place), "not canarying: joins are placed")
 			},
 		},
@@ -337,7 +337,7 @@ func TestRollout_UpdateBlock(t *testing.T) {
 			},
 			tg1: "place=0 destructive=2 canary=2 inplace=0 deferred=8 stop=0 | total=10 placed=2 canaries=2/2",
 			tg2: "place=10 destructive=0 canary=0 inplace=0 deferred=0 stop=0 | untracked",
-			check: func(t *testing.T, f *fleet, res ReconcileResult) {
+			check: func(t *testing.T, f *fleet, res SystemReconcileResult) {
 				require.Equal(t, []string{"n04*", "n07*"}, nodesOf(groupNamed(res, "tg1").DestructiveUpdate))
 			},
 		},
@@ -506,13 +506,13 @@ func TestRollout_RevertToStableSpecSkipsCanaries(t *testing.T) {
 	f.old("tg1", span(0, 4)...)
 	revert := f.v1.Copy()
 	revert.Version, revert.JobModifyIndex = 5, 50
-	in := ReconcileInput{Job: revert, Nodes: f.nodes, Allocs: f.allocs, Deployment: f.d, Now: f.now, Feasible: NewFeasibleFunc(revert)}
+	in := SystemReconcileInput{Job: revert, Nodes: f.nodes, Allocs: f.allocs, Deployment: f.d, Now: f.now, Feasible: NewFeasibleFunc(revert)}
 
-	withCanaries := Reconcile(in)
+	withCanaries := ReconcileSystem(in)
 	require.Equal(t, uint64(2), withCanaries.DesiredTGUpdates["tg1"].Canary, "an ordinary new version canaries 50%")
 
 	in.RevertsToStable = true
-	res := Reconcile(in)
+	res := ReconcileSystem(in)
 	require.Equal(t, "place=0 destructive=2 canary=0 inplace=0 deferred=2 stop=0 | total=4 placed=2 canaries=0/0", gateSummary(res, "tg1"))
 	require.Equal(t, structs.DeploymentStatusDescriptionRunning, res.Deployment.StatusDescription)
 }

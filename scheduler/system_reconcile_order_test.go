@@ -31,7 +31,7 @@ func TestEachNodeOrder(t *testing.T) {
 		"duplicate": {b, d, d2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newReconciler(ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
+			r := newSystemReconciler(SystemReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
 			var got []visit
 			r.eachNode(func(id string, node *structs.Node, class nodeClass) int {
 				got = append(got, visit{id, node})
@@ -61,7 +61,7 @@ func TestReconcilePlaceSizedForCandidates(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	allocs := []*structs.Allocation{testAlloc("1", job, "n000")}
-	res := Reconcile(ReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
+	res := ReconcileSystem(SystemReconcileInput{Job: job, Nodes: nodes, Allocs: allocs})
 	g := res.Groups[0]
 	require.Len(t, g.Place, 9)
 	require.Equal(t, 10, cap(g.Place))

@@ -8,23 +8,9 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// Stop descriptions, in Nomad's wording (users grep them).
-const (
-	// DescNotNeeded: the job was stopped or purged, the group removed, or the
-	// node left the job's datacenters, pool or constraints.
-	DescNotNeeded = "alloc not needed due to job update"
-	// DescUpdating: a destructive update replaces the allocation.
-	DescUpdating = "alloc is being updated due to job update"
-	// DescMigrating: the node is draining. System allocations are not
-	// replaced elsewhere; Nomad uses this wording for drained allocations.
-	DescMigrating = "alloc is being migrated"
-	// DescLost: the node is down or gone; the allocation is also marked lost.
-	DescLost = "alloc is lost since its node is down"
-)
-
-// ReconcileInput is everything the node reconciler decides from. The
-// reconciler reads it and never modifies or retains it.
-type ReconcileInput struct {
+// SystemReconcileInput is everything the system (node) reconciler decides
+// from. The reconciler reads it and never modifies or retains it.
+type SystemReconcileInput struct {
 	// Job is the job's current version, or nil when the job was purged. A
 	// stopped job (Job.Stop) is treated like a purged one.
 	Job *structs.Job
@@ -46,12 +32,13 @@ type ReconcileInput struct {
 	RevertsToStable bool
 }
 
-// ReconcileResult is the reconciler's decision. Every set is sorted by node
-// ID, then allocation ID, so equal inputs give equal results.
-type ReconcileResult struct {
+// SystemReconcileResult is the system reconciler's decision. Every set is
+// sorted by node ID, then allocation ID, so equal inputs give equal
+// results.
+type SystemReconcileResult struct {
 	// Groups holds one entry per task group of the job or of a live
 	// allocation, sorted by name.
-	Groups []*GroupResult
+	Groups []*SystemGroupResult
 	// DesiredTGUpdates counts the decisions per group.
 	DesiredTGUpdates map[string]*structs.DesiredUpdates
 	// Deployment is the deployment of Job's version that placements and
@@ -71,7 +58,7 @@ type ReconcileResult struct {
 	FollowupAt time.Time
 }
 
-// GroupResult is the decision for one task group, as named sets.
+// SystemGroupResult is the decision for one task group, as named sets.
 //
 // Invariants: every live allocation of the group is in exactly one of
 // InplaceUpdate, DestructiveUpdate (as Previous), Stop, Lost and Ignore;
@@ -79,25 +66,25 @@ type ReconcileResult struct {
 // from running again. A node appears at most once across Place,
 // DestructiveUpdate and Deferred, and never with a kept allocation except
 // as the Previous of a deferred replacement.
-type GroupResult struct {
+type SystemGroupResult struct {
 	Name string
 	// Group is the job's group, or nil when the job is stopped or purged or
 	// no longer has a group of this name.
 	Group *structs.TaskGroup
 	// Place lists nodes that get a new allocation (Previous is nil).
-	Place []Placement
+	Place []SystemPlacement
 	// InplaceUpdate lists allocations to update to Job's version where they
 	// run, keeping their ID.
 	InplaceUpdate []*structs.Allocation
 	// DestructiveUpdate lists replacements: Previous stops and a new
 	// allocation is placed on the same node.
-	DestructiveUpdate []Placement
+	DestructiveUpdate []SystemPlacement
 	// Deferred lists placements and replacements the group's deployment
 	// holds back for now (max_parallel, stagger, canaries awaiting
 	// promotion, paused, failed or cancelled); the Previous allocation of
 	// a deferred replacement is in Ignore. In-place updates held back are
 	// only in Ignore.
-	Deferred []Placement
+	Deferred []SystemPlacement
 	// Stop lists allocations to stop, with why.
 	Stop []AllocStop
 	// Lost lists live allocations on down or missing nodes, to stop and
@@ -107,7 +94,7 @@ type GroupResult struct {
 	Ignore []*structs.Allocation
 	// Filtered lists ready candidate nodes that Feasible rejected. They
 	// are not placement failures.
-	Filtered []NodeFilter
+	Filtered []SystemNodeFilter
 	// NodesEvaluated counts the ready candidate nodes judged by Feasible.
 	NodesEvaluated int
 	// DesiredTotal counts the nodes that run Job's version of the group
@@ -115,10 +102,10 @@ type GroupResult struct {
 	DesiredTotal int
 }
 
-// Placement is one new allocation of a group on Node. Previous is the
+// SystemPlacement is one new allocation of a group on Node. Previous is the
 // allocation it replaces (destructive update), or nil. Canary marks a
 // canary of the deployment.
-type Placement struct {
+type SystemPlacement struct {
 	Node     *structs.Node
 	Previous *structs.Allocation
 	Canary   bool
@@ -130,14 +117,8 @@ type Placement struct {
 	Lingering *structs.Allocation
 }
 
-// AllocStop is an allocation to stop and the description it gets.
-type AllocStop struct {
-	Alloc  *structs.Allocation
-	Reason string
-}
-
-// NodeFilter is a node Feasible rejected and the reason it gave.
-type NodeFilter struct {
+// SystemNodeFilter is a node Feasible rejected and the reason it gave.
+type SystemNodeFilter struct {
 	Node   *structs.Node
 	Reason string
 }
@@ -156,20 +137,21 @@ const (
 	nodeReady                         // a placement candidate
 )
 
-// reconciler holds the indexes of one Reconcile call.
-type reconciler struct {
-	in       ReconcileInput
+// systemReconciler holds the indexes of one ReconcileSystem call.
+type systemReconciler struct {
+	in       SystemReconcileInput
 	job      *structs.Job // nil when stopped or purged
 	sysbatch bool
-	groups   []*GroupResult                      // sorted by name
+	groups   []*SystemGroupResult                // sorted by name
 	allocs   map[nodeGroup][]*structs.Allocation // by node ID and group
 	dcMatch  map[string]bool                     // datacenter → matches the job
 	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
 	live     map[string]int                      // live allocations per group
 }
 
-// Reconcile decides, for every task group of in.Job and every node, whether
-// to place, update, stop or keep allocations. It is a pure function of in.
+// ReconcileSystem decides, for every task group of in.Job and every node,
+// whether to place, update, stop or keep allocations. It is a pure
+// function of in.
 //
 // Rules, per group and node (one allocation per group per node):
 //   - node missing or down: live allocations are lost;
@@ -190,13 +172,13 @@ type reconciler struct {
 // Extra live allocations of a group on one node stop (the newest of the
 // current version is kept). Terminal allocations are otherwise ignored.
 //
-// Then the groups that use a deployment are gated (deployment.go,
-// rollout.go): fresh placements, in-place updates, and destructive
+// Then the groups that use a deployment are gated (system_deployment.go,
+// system_rollout.go): fresh placements, in-place updates, and destructive
 // updates up to max_parallel minus the allocations not yet healthy, as
 // canaries first when the update block asks for them; nothing while the
 // deployment is paused, failed or cancelled.
-func Reconcile(in ReconcileInput) ReconcileResult {
-	r := newReconciler(in)
+func ReconcileSystem(in SystemReconcileInput) SystemReconcileResult {
+	r := newSystemReconciler(in)
 	r.eachNode(func(id string, node *structs.Node, class nodeClass) int {
 		found := 0
 		for _, g := range r.groups {
@@ -211,8 +193,8 @@ func Reconcile(in ReconcileInput) ReconcileResult {
 	return r.result()
 }
 
-func newReconciler(in ReconcileInput) *reconciler {
-	r := &reconciler{
+func newSystemReconciler(in SystemReconcileInput) *systemReconciler {
+	r := &systemReconciler{
 		in:      in,
 		allocs:  make(map[nodeGroup][]*structs.Allocation, len(in.Allocs)),
 		dcMatch: map[string]bool{},
@@ -250,10 +232,10 @@ func newReconciler(in ReconcileInput) *reconciler {
 		}
 	}
 	for name, tg := range names {
-		r.groups = append(r.groups, &GroupResult{Name: name, Group: tg})
+		r.groups = append(r.groups, &SystemGroupResult{Name: name, Group: tg})
 	}
 	r.live = live
-	slices.SortFunc(r.groups, func(a, b *GroupResult) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.groups, func(a, b *SystemGroupResult) int { return cmp.Compare(a.Name, b.Name) })
 	return r
 }
 
@@ -266,7 +248,7 @@ func newReconciler(in ReconcileInput) *reconciler {
 //
 // Invariants: a missing node only adds to its groups' Lost sets, which
 // result sorts by node, so visiting missing nodes last decides the same.
-func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass) int) {
+func (r *systemReconciler) eachNode(fn func(id string, node *structs.Node, class nodeClass) int) {
 	nodes := r.in.Nodes
 	// The state store gives nodes sorted by ID: then the order is theirs,
 	// without a map of every node.
@@ -318,11 +300,11 @@ func (r *reconciler) eachNode(fn func(id string, node *structs.Node, class nodeC
 // sizePlace sizes the placements of the job's groups once instead of
 // growing them over every node: only a ready node in the job's scope
 // without a live allocation of the group gets one.
-func (r *reconciler) sizePlace(ready int) {
+func (r *systemReconciler) sizePlace(ready int) {
 	for _, g := range r.groups {
 		if g.Group != nil && g.Place == nil {
 			if n := min(ready, len(r.in.Nodes)-r.live[g.Name]); n > 0 {
-				g.Place = make([]Placement, 0, n)
+				g.Place = make([]SystemPlacement, 0, n)
 			}
 		}
 	}
@@ -339,7 +321,7 @@ func hasAdjacentDup(nodes []*structs.Node) bool {
 }
 
 // classify says what node (nil when missing) means for the job.
-func (r *reconciler) classify(node *structs.Node) nodeClass {
+func (r *systemReconciler) classify(node *structs.Node) nodeClass {
 	switch {
 	case node == nil || node.Status == structs.NodeStatusDown:
 		return nodeGone
@@ -356,7 +338,7 @@ func (r *reconciler) classify(node *structs.Node) nodeClass {
 }
 
 // inJobScope reports whether node is in the job's datacenters and pool.
-func (r *reconciler) inJobScope(node *structs.Node) bool {
+func (r *systemReconciler) inJobScope(node *structs.Node) bool {
 	if !PoolMatches(r.job.NodePool, node.NodePool) {
 		return false
 	}
@@ -370,7 +352,7 @@ func (r *reconciler) inJobScope(node *structs.Node) bool {
 
 // visit decides for group g on one node (nil when missing) given the
 // group's allocations there.
-func (r *reconciler) visit(g *GroupResult, node *structs.Node, class nodeClass, allocs []*structs.Allocation) {
+func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class nodeClass, allocs []*structs.Allocation) {
 	live, done := splitTerminal(allocs)
 	switch {
 	case class == nodeGone:
@@ -399,7 +381,7 @@ func (r *reconciler) visit(g *GroupResult, node *structs.Node, class nodeClass, 
 // changes nothing the node must provide, so it is allowed when the node
 // still meets the group's constraints; a destructive one would be a new
 // placement and waits until the node is eligible again.
-func (r *reconciler) visitNotReady(g *GroupResult, node *structs.Node, live []*structs.Allocation) {
+func (r *systemReconciler) visitNotReady(g *SystemGroupResult, node *structs.Node, live []*structs.Allocation) {
 	keep := r.keepOne(g, live)
 	switch {
 	case keep == nil:
@@ -414,11 +396,11 @@ func (r *reconciler) visitNotReady(g *GroupResult, node *structs.Node, live []*s
 }
 
 // visitReady handles a ready, eligible node in the job's scope.
-func (r *reconciler) visitReady(g *GroupResult, node *structs.Node, live, done []*structs.Allocation) {
+func (r *systemReconciler) visitReady(g *SystemGroupResult, node *structs.Node, live, done []*structs.Allocation) {
 	g.NodesEvaluated++
 	if ok, reason := r.feasibleWhy(node, g.Group); !ok {
 		// Invariants: an infeasible node runs nothing of the group.
-		g.Filtered = append(g.Filtered, NodeFilter{Node: node, Reason: reason})
+		g.Filtered = append(g.Filtered, SystemNodeFilter{Node: node, Reason: reason})
 		g.stopAll(live, DescNotNeeded)
 		return
 	}
@@ -430,21 +412,21 @@ func (r *reconciler) visitReady(g *GroupResult, node *structs.Node, live, done [
 		if prev := r.finishedHere(done); prev != nil {
 			g.Ignore = append(g.Ignore, prev)
 		} else {
-			g.Place = append(g.Place, Placement{Node: node, Lingering: lingering(done)})
+			g.Place = append(g.Place, SystemPlacement{Node: node, Lingering: lingering(done)})
 		}
 	case r.isCurrent(keep):
 		g.Ignore = append(g.Ignore, keep)
 	case r.inPlaceUpdatable(keep, g.Group):
 		g.InplaceUpdate = append(g.InplaceUpdate, keep)
 	default:
-		g.DestructiveUpdate = append(g.DestructiveUpdate, Placement{Node: node, Previous: keep})
+		g.DestructiveUpdate = append(g.DestructiveUpdate, SystemPlacement{Node: node, Previous: keep})
 	}
 	g.DesiredTotal++
 }
 
 // keepOne returns the live allocation to keep and stops the others: the
 // current version first, then the newest, then the lowest ID.
-func (r *reconciler) keepOne(g *GroupResult, live []*structs.Allocation) *structs.Allocation {
+func (r *systemReconciler) keepOne(g *SystemGroupResult, live []*structs.Allocation) *structs.Allocation {
 	switch len(live) {
 	case 0:
 		return nil
@@ -471,7 +453,7 @@ func (r *reconciler) keepOne(g *GroupResult, live []*structs.Allocation) *struct
 // finishedHere returns, for sysbatch, an allocation of the current version
 // that the client finished (complete or failed), or nil. Allocations the
 // server stopped or lost before they finished do not count: they run again.
-func (r *reconciler) finishedHere(done []*structs.Allocation) *structs.Allocation {
+func (r *systemReconciler) finishedHere(done []*structs.Allocation) *structs.Allocation {
 	if !r.sysbatch {
 		return nil
 	}
@@ -486,16 +468,16 @@ func (r *reconciler) finishedHere(done []*structs.Allocation) *structs.Allocatio
 
 // isCurrent reports whether a runs the job's current version. A job purged
 // and registered again restarts at version 0 with a new CreateIndex.
-func (r *reconciler) isCurrent(a *structs.Allocation) bool {
+func (r *systemReconciler) isCurrent(a *structs.Allocation) bool {
 	return a.JobVersion == r.job.Version && (a.Job == nil || a.Job.CreateIndex == r.job.CreateIndex)
 }
 
-func (r *reconciler) feasible(node *structs.Node, tg *structs.TaskGroup) bool {
+func (r *systemReconciler) feasible(node *structs.Node, tg *structs.TaskGroup) bool {
 	ok, _ := r.feasibleWhy(node, tg)
 	return ok
 }
 
-func (r *reconciler) feasibleWhy(node *structs.Node, tg *structs.TaskGroup) (bool, string) {
+func (r *systemReconciler) feasibleWhy(node *structs.Node, tg *structs.TaskGroup) (bool, string) {
 	if r.in.Feasible == nil {
 		return true, ""
 	}
@@ -508,7 +490,7 @@ func (r *reconciler) feasibleWhy(node *structs.Node, tg *structs.TaskGroup) (boo
 //
 // Assumptions: an allocation whose job version is unknown (Job nil) or
 // whose version lacks the group is replaced.
-func (r *reconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
+func (r *systemReconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGroup) bool {
 	if a.Job == nil {
 		return false
 	}
@@ -524,7 +506,7 @@ func (r *reconciler) inPlaceUpdatable(a *structs.Allocation, tg *structs.TaskGro
 	return ok
 }
 
-func (g *GroupResult) stopAll(allocs []*structs.Allocation, reason string) {
+func (g *SystemGroupResult) stopAll(allocs []*structs.Allocation, reason string) {
 	for _, a := range allocs {
 		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: reason})
 	}
@@ -558,8 +540,8 @@ func splitTerminal(allocs []*structs.Allocation) (live, done []*structs.Allocati
 }
 
 // result gates the deployment groups, sorts every set and adds counts.
-func (r *reconciler) result() ReconcileResult {
-	res := ReconcileResult{Groups: r.groups, DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+func (r *systemReconciler) result() SystemReconcileResult {
+	res := SystemReconcileResult{Groups: r.groups, DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
 	for _, g := range r.groups {
 		g.sort() // gating picks in node order
 	}
@@ -572,11 +554,11 @@ func (r *reconciler) result() ReconcileResult {
 }
 
 // sort orders every set by node ID, then allocation ID.
-func (g *GroupResult) sort() {
+func (g *SystemGroupResult) sort() {
 	byAlloc := func(a, b *structs.Allocation) int {
 		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.ID, b.ID))
 	}
-	byNode := func(a, b Placement) int { return cmp.Compare(a.Node.ID, b.Node.ID) }
+	byNode := func(a, b SystemPlacement) int { return cmp.Compare(a.Node.ID, b.Node.ID) }
 	slices.SortFunc(g.Place, byNode)
 	slices.SortFunc(g.DestructiveUpdate, byNode)
 	slices.SortFunc(g.Deferred, byNode)
@@ -584,15 +566,15 @@ func (g *GroupResult) sort() {
 	slices.SortFunc(g.Lost, byAlloc)
 	slices.SortFunc(g.Ignore, byAlloc)
 	slices.SortFunc(g.Stop, func(a, b AllocStop) int { return byAlloc(a.Alloc, b.Alloc) })
-	slices.SortFunc(g.Filtered, func(a, b NodeFilter) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
+	slices.SortFunc(g.Filtered, func(a, b SystemNodeFilter) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
 }
 
 // desiredUpdates counts the group's decisions; lost allocations count as
 // stops, deferred replacements as ignored (their Previous is in Ignore),
 // and Canary counts the canaries among Place and DestructiveUpdate.
-func (g *GroupResult) desiredUpdates() *structs.DesiredUpdates {
+func (g *SystemGroupResult) desiredUpdates() *structs.DesiredUpdates {
 	canaries := 0
-	for _, set := range [][]Placement{g.Place, g.DestructiveUpdate} {
+	for _, set := range [][]SystemPlacement{g.Place, g.DestructiveUpdate} {
 		for _, p := range set {
 			if p.Canary {
 				canaries++

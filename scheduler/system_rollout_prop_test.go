@@ -15,7 +15,7 @@ import (
 // ready nodes, every one running some version of group "web" (or nothing)
 // with any health, canary flag and age, and mostly a deployment of the
 // current version in any status.
-func genRolloutInput(t *rapid.T) ReconcileInput {
+func genRolloutInput(t *rapid.T) SystemReconcileInput {
 	v0 := testJob("web")
 	v0.CreateIndex = 10
 	v0.TaskGroups[0].Update = update(rapid.IntRange(1, 4).Draw(t, "max_parallel"),
@@ -26,7 +26,7 @@ func genRolloutInput(t *rapid.T) ReconcileInput {
 		versions = append(versions, nextVersion(versions[len(versions)-1], destructiveChange))
 	}
 	job := versions[len(versions)-1]
-	in := ReconcileInput{Job: job, Now: time.Unix(1000, 0), Feasible: NewFeasibleFunc(job)}
+	in := SystemReconcileInput{Job: job, Now: time.Unix(1000, 0), Feasible: NewFeasibleFunc(job)}
 	in.Deployment = &structs.Deployment{ID: "d", Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
 		JobCreateIndex: job.CreateIndex,
 		Status: rapid.SampledFrom([]string{structs.DeploymentStatusRunning, structs.DeploymentStatusRunning,
@@ -77,7 +77,7 @@ func genRolloutAlloc(t *rapid.T, versions []*structs.Job, nodeID string, seq int
 func TestRolloutGatingProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genRolloutInput(t)
-		res := Reconcile(in)
+		res := ReconcileSystem(in)
 		checkPartition(t, in, res)
 		checkAtMostOnePerNode(t, in, res)
 		checkCounts(t, res)
