@@ -218,6 +218,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	for _, a := range tg.Affinities {
 		p.addAllWith("affinity: ", describeAffinity(a), a.validate())
 	}
+	tg.undoneGroup(&p)
 	groupLabels := validatePorts(&p, "network: ", tg.Networks)
 	for i, s := range tg.Services {
 		p.addAll(servicePrefix(s, i), s.validate(groupLabels))
@@ -315,6 +316,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 		p = append(p, t.DispatchPayload.validate()...)
 	}
 	t.validateIdentities(&p)
+	t.undoneTask(&p)
 	p = append(p, t.validateDriverConfig()...)
 	return p
 }
@@ -681,6 +683,7 @@ func (c *ServiceCheck) validate(labels map[string]bool) []string {
 	if msg := portLabelProblem(c.PortLabel, labels); msg != "" {
 		p.addf("%s", msg)
 	}
+	c.undoneCheck(&p)
 	return p
 }
 
