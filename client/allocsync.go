@@ -274,6 +274,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		Logger:       c.logger.Named("alloc_runner"),
 		StateUpdater: c.runnerUpdated,
 		Now:          c.cfg.Now,
+		HostEnv:      c.cfg.HostEnv,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

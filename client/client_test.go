@@ -138,7 +138,8 @@ func TestRegister_SendsNode(t *testing.T) {
 	require.Equal(t, "8241741824", a["memory.totalbytes"])
 	require.NotEmpty(t, a["unique.hostname"])
 	require.Equal(t, "127.0.0.1", a["unique.network.ip-address"])
-	require.Equal(t, version.Version, a["nomad.version"])
+	require.Equal(t, version.NomadAPIVersion, a["nomad.version"])
+	require.Equal(t, version.Version, a["drover.version"])
 	require.Equal(t, "1", a["driver.mock"])
 
 	require.Contains(t, n.Drivers, "mock")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/client/allocrunner/taskenv"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -26,8 +27,13 @@ type Config struct {
 
 	Meta map[string]string
 	// Options are client options: "reserved.cpu" (MHz) and
-	// "reserved.memory" (MB) reserve resources for the host.
+	// "reserved.memory" (MB) reserve resources for the host; "env.denylist"
+	// (comma-separated names) replaces taskenv.DefaultEnvDenylist.
 	Options map[string]string
+	// HostEnv is what raw_exec and exec tasks inherit of the client's
+	// environment; nil means the agent's own (os.Environ) less the
+	// env.denylist of Options, as Nomad does.
+	HostEnv map[string]string
 
 	// DataDir holds the client's state: <DataDir>/client/state.db (bbolt)
 	// and the allocation directories under <DataDir>/alloc. Required.
@@ -172,6 +178,11 @@ func (c *Config) normalize() (*Config, error) {
 	}
 	if n.Logger == nil {
 		n.Logger = hclog.NewNullLogger()
+	}
+	if n.HostEnv == nil {
+		n.HostEnv = taskenv.HostEnv(os.Environ(), taskenv.EnvDenylist(n.Options))
+	} else {
+		n.HostEnv = maps.Clone(n.HostEnv)
 	}
 	if n.Now == nil {
 		n.Now = time.Now

@@ -163,6 +163,14 @@ type Preparer interface {
 	PrepareTask(ctx context.Context, cfg *TaskConfig, progress func(PrepareProgress)) error
 }
 
+// HostEnvInheritor is implemented by drivers whose tasks run on the host's
+// filesystem or a chroot built from it (raw_exec, exec) rather than in an
+// image. As in Nomad, their tasks start from the client's environment less
+// its env.denylist; tasks of other drivers (docker) get only their own.
+type HostEnvInheritor interface {
+	InheritsHostEnv() bool
+}
+
 // PrepareProgress reports the progress of a PrepareTask call.
 type PrepareProgress struct {
 	Message    string

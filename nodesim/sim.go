@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/drivers/mock"
+	"github.com/drover-project/drover/version"
 )
 
 // Config describes the simulated fleet.
@@ -130,6 +131,7 @@ func (s *Sim) nodeAPI(id, name string) *api.Node {
 		"kernel.name": "linux", "os.name": "simulated", "cpu.arch": runtime.GOARCH,
 		"unique.hostname": name, "unique.network.ip-address": "127.0.0.1",
 		"driver." + mock.Name: "1", "nodesim": "1",
+		"nomad.version": version.NomadAPIVersion, "drover.version": version.Version,
 		"cpu.numcores": "4", "memory.totalbytes": fmt.Sprint(int64(s.cfg.MemoryMB) << 20),
 	}
 	maps.Copy(attrs, s.cfg.Attributes)

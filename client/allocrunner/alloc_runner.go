@@ -130,6 +130,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			Now:            ar.now,
 			PrepareTimeout: ar.prepareTimeout,
 			OnStateChange:  ar.taskStateChanged,
+			HostEnv:        cfg.HostEnv,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)

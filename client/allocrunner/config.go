@@ -41,6 +41,9 @@ type Config struct {
 	// alloc), lets the runner stop/wait for it; nil otherwise.
 	PrevAlloc PrevAllocController
 	Now       func() time.Time // default time.Now
+	// HostEnv is the client's environment less env.denylist, handed to the
+	// tasks of drivers that inherit it (raw_exec, exec).
+	HostEnv map[string]string
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

@@ -36,6 +36,7 @@ const (
 	AttrStorageFree    = "unique.storage.bytesfree"
 	AttrStorageVolume  = "unique.storage.volume"
 	AttrNomadVersion   = "nomad.version"
+	AttrDroverVersion  = "drover.version"
 	AttrDriverPrefix   = "driver."
 	loopbackIPAddress  = "127.0.0.1"
 	bytesPerMegabyte   = 1024 * 1024
@@ -65,9 +66,10 @@ func Host(cfg HostConfig) (*HostInfo, error) {
 		root = "/"
 	}
 	h := &HostInfo{Attributes: map[string]string{
-		AttrKernelName:   runtime.GOOS,
-		AttrCPUArch:      runtime.GOARCH,
-		AttrNomadVersion: version.Version,
+		AttrKernelName:    runtime.GOOS,
+		AttrCPUArch:       runtime.GOARCH,
+		AttrNomadVersion:  version.NomadAPIVersion,
+		AttrDroverVersion: version.Version,
 	}}
 	var errs []error
 	add := func(err error) {

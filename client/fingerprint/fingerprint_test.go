@@ -90,7 +90,8 @@ func TestHost_FromFixture(t *testing.T) {
 	require.Equal(t, "8241741824", a["memory.totalbytes"])
 	require.NotEmpty(t, a["unique.hostname"])
 	require.Equal(t, "127.0.0.1", a["unique.network.ip-address"])
-	require.Equal(t, version.Version, a["nomad.version"])
+	require.Equal(t, "2.0.5", a["nomad.version"], "the Nomad release whose API Drover implements")
+	require.Equal(t, version.Version, a["drover.version"])
 	require.Equal(t, dir, a["unique.storage.volume"])
 }
 

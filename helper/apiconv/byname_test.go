@@ -255,7 +255,17 @@ func TestToAPI_EveryFieldSurvives(t *testing.T) {
 // structs → api → structs unchanged, through api.Job.Canonicalize.
 func TestJobRoundTrip_EveryField(t *testing.T) {
 	j := filled[structs.Job]()
-	j.PayloadEncoding = "" // see TestJobToAPI_DecodesPayload
+	j.PayloadEncoding = ""            // see TestJobToAPI_DecodesPayload
+	for _, tg := range j.TaskGroups { // a provider Drover lacks is refused
+		for _, s := range tg.Services {
+			s.Provider = ServiceProviderNomad
+		}
+		for _, t := range tg.Tasks {
+			for _, s := range t.Services {
+				s.Provider = ServiceProviderNomad
+			}
+		}
+	}
 	back, _, err := JobFromAPI(JobToAPI(j))
 	require.NoError(t, err)
 	assert.Equal(t, j, back)

@@ -13,19 +13,18 @@ import (
 // TestJobFromAPI_Identities: identity blocks convert into structs (the
 // unnamed one becomes the default identity with Nomad's audience), fields
 // Drover does not keep are warned about, and the round trip to api keeps
-// them.
+// them. extra_claims, which Drover does not sign yet, is refused.
 func TestJobFromAPI_Identities(t *testing.T) {
 	j := apiSystemJob(t)
 	task := j.TaskGroups[0].Tasks[0]
 	task.Identities = []*api.WorkloadIdentity{
 		{Env: true, File: true},
-		{Name: "vault", Audience: []string{"vault.io"}, File: true, TTL: time.Hour, ChangeMode: "signal", ChangeSignal: "SIGHUP",
-			ExtraClaims: []string{"x"}},
+		{Name: "vault", Audience: []string{"vault.io"}, File: true, TTL: time.Hour, ChangeMode: "signal", ChangeSignal: "SIGHUP"},
 	}
 	job, warnings, err := JobFromAPI(j)
 	require.NoError(t, err)
 	require.NoError(t, job.Validate())
-	require.Contains(t, warnings, `group "proxy": task "envoy": extra_claims is not supported by Drover and was ignored`)
+	require.Empty(t, warnings)
 	st := job.TaskGroups[0].Tasks[0]
 	require.Equal(t, &structs.WorkloadIdentity{Name: "default", Audience: []string{"nomadproject.io"}, Env: true, File: true}, st.Identity)
 	require.Equal(t, []*structs.WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}, File: true, TTL: time.Hour,
@@ -47,4 +46,11 @@ func TestJobFromAPI_IdentityInvalid(t *testing.T) {
 	require.NoError(t, err)
 	err = job.Validate()
 	require.ErrorContains(t, err, `task "envoy": identity: change_mode must be one of noop, restart or signal, got "explode"`)
+}
+
+func TestJobFromAPI_ExtraClaimsRefused(t *testing.T) {
+	j := apiSystemJob(t)
+	j.TaskGroups[0].Tasks[0].Identities = []*api.WorkloadIdentity{{Name: "vault", Audience: []string{"vault.io"}, ExtraClaims: []string{"x"}}}
+	_, _, err := JobFromAPI(j)
+	require.ErrorContains(t, err, `group "proxy": task "envoy": extra_claims: extra claims are not signed into Drover's workload identities yet`)
 }

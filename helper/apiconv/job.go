@@ -24,13 +24,16 @@ const ServiceProviderNomad = "nomad"
 // fields the client sent (Version, Status, indexes, ...) are copied as they
 // are; the register endpoint overwrites them.
 //
-// warnings lists api fields that were set but that Drover does not keep, one
-// sentence each, such as
+// Nothing is accepted and then not done: an api field that was set but
+// has no counterpart in structs (a block Drover does not carry out) makes
+// the error a *structs.ValidationError naming each such block and why, e.g.
 //
-//	group "web": task "x": template blocks are not supported by Drover and were ignored
+//	group "web": task "x": template: templates are not rendered by Drover yet
 //
-// The error reports input that cannot be converted at all (null groups or
-// tasks); the result still has to pass Validate.
+// and nothing is converted. warnings lists only what changes nothing at run
+// time (inertAPIFields, e.g. the ui block). The error also reports input
+// that cannot be converted at all (null groups or tasks); the result still
+// has to pass Validate.
 func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	if j == nil {
 		return nil, nil, errors.New("missing job")
@@ -38,8 +41,12 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	if err := checkNulls(j); err != nil {
 		return nil, nil, err
 	}
-	warnings = unsupportedFields(j)
-	warnings = append(warnings, defaultServiceProviders(j)...)
+	refused, warnings := unsupportedFields(j)
+	refused = append(refused, refusedServiceProviders(j)...)
+	if len(refused) > 0 {
+		return nil, nil, &structs.ValidationError{Problems: refused}
+	}
+	defaultServiceProviders(j)
 
 	defer func() {
 		if r := recover(); r != nil {
@@ -108,31 +115,43 @@ func checkNulls(j *api.Job) error {
 	return nil
 }
 
-// defaultServiceProviders sets the provider of services that name none to
-// "nomad" and warns about services that ask for Consul.
-func defaultServiceProviders(j *api.Job) []string {
-	var warnings []string
-	visit := func(prefix string, services []*api.Service) {
-		for _, s := range services {
-			switch s.Provider {
-			case "":
-				s.Provider = ServiceProviderNomad
-			case ServiceProviderNomad:
-			default:
-				warnings = append(warnings, fmt.Sprintf(
-					"%sservice %q: provider %q is not supported by Drover: the service is not registered and its checks do not count towards deployment health",
-					prefix, s.Name, s.Provider))
+// visitServices calls visit for every service of j with its message
+// prefix (group "g": [task "t": ]).
+func visitServices(j *api.Job, visit func(prefix string, s *api.Service)) {
+	for _, tg := range j.TaskGroups {
+		gp := fmt.Sprintf("group %q: ", deref(tg.Name))
+		for _, s := range tg.Services {
+			visit(gp, s)
+		}
+		for _, t := range tg.Tasks {
+			for _, s := range t.Services {
+				visit(fmt.Sprintf("%stask %q: ", gp, t.Name), s)
 			}
 		}
 	}
-	for _, tg := range j.TaskGroups {
-		gp := fmt.Sprintf("group %q: ", deref(tg.Name))
-		visit(gp, tg.Services)
-		for _, t := range tg.Tasks {
-			visit(fmt.Sprintf("%stask %q: ", gp, t.Name), t.Services)
+}
+
+// refusedServiceProviders refuses services of a provider Drover does not
+// have (Consul): they would be neither registered nor checked.
+func refusedServiceProviders(j *api.Job) []string {
+	var out []string
+	visitServices(j, func(prefix string, s *api.Service) {
+		if s.Provider != "" && s.Provider != ServiceProviderNomad {
+			out = append(out, fmt.Sprintf("%sservice %q: provider %q: this cluster has no Consul integration; use provider = %q",
+				prefix, s.Name, s.Provider, ServiceProviderNomad))
 		}
-	}
-	return warnings
+	})
+	return out
+}
+
+// defaultServiceProviders sets the provider of services that name none to
+// "nomad", Drover's own.
+func defaultServiceProviders(j *api.Job) {
+	visitServices(j, func(_ string, s *api.Service) {
+		if s.Provider == "" {
+			s.Provider = ServiceProviderNomad
+		}
+	})
 }
 
 // ignoredAPIFields are api fields that Drover drops without a warning:
@@ -142,17 +161,91 @@ var ignoredAPIFields = map[string]bool{
 	"Job.Reschedule": true, "Job.Migrate": true,
 	"Job.ConsulNamespace": true, "Job.VaultNamespace": true, "Job.NomadTokenID": true,
 	"LogConfig.Enabled": true,
+	// Set by the server on a stored scaling policy; a job read back and
+	// submitted again carries them.
+	"ScalingPolicy.ID": true, "ScalingPolicy.Namespace": true, "ScalingPolicy.Target": true,
+	"ScalingPolicy.CreateIndex": true, "ScalingPolicy.ModifyIndex": true,
+}
+
+// inertAPIFields are api fields Drover does not keep whose absence changes
+// nothing at run time: submitting them gets a warning, not a refusal.
+var inertAPIFields = map[string]string{
+	"Job.UI":                    "it is shown by Nomad's web UI only",
+	"ServiceCheck.Notes":        "notes are Consul metadata",
+	"Service.EnableTagOverride": "it is a Consul setting",
+	"Resources.IOPS":            "it is deprecated and has no effect in Nomad either",
+}
+
+// refusalReasons say why a set api field that Drover does not keep is
+// refused; fields not listed get "is not supported by Drover yet".
+var refusalReasons = map[string]string{
+	"Task.Templates":                      "templates are not rendered by Drover yet",
+	"Task.Artifacts":                      "artifacts are not fetched by Drover yet",
+	"Task.Vault":                          "this cluster has no Vault integration",
+	"Task.Consul":                         "this cluster has no Consul integration",
+	"TaskGroup.Consul":                    "this cluster has no Consul integration",
+	"Task.VolumeMounts":                   "volumes are not mounted by Drover yet",
+	"TaskGroup.Volumes":                   "host and CSI volumes are not supported by Drover yet",
+	"Task.CSIPluginConfig":                "CSI plugins are not supported by Drover",
+	"Task.Secrets":                        "secret providers are not supported by Drover yet",
+	"Task.Actions":                        "task actions are not supported by Drover yet",
+	"Task.Schedule":                       "task schedules are not supported by Drover",
+	"Task.ScalingPolicies":                "vertical scaling policies are not supported by Drover",
+	"Resources.Devices":                   "device plugins are not supported by Drover",
+	"Resources.NUMA":                      "NUMA-aware placement is not supported by Drover",
+	"Resources.SecretsMB":                 "sizing the secrets directory is not supported by Drover yet",
+	"NetworkResource.DNS":                 "DNS settings need bridge networking, which Drover does not have yet",
+	"NetworkResource.CNI":                 "CNI networks are not set up by Drover yet",
+	"Port.IgnoreCollision":                "Drover always checks static ports for collisions",
+	"TaskGroup.Disconnect":                "allocations of a disconnected node are marked lost and replaced at the heartbeat deadline",
+	"TaskGroup.MaxRunDuration":            "Drover does not stop allocations after a run time yet",
+	"TaskGroup.PreventRescheduleOnLost":   "lost allocations are always replaced by Drover",
+	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
+	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",
+	"Service.Identity":                    "service identities are for Consul: this cluster has no Consul integration",
+	"Service.CheckRestart":                "check_restart is not done by Drover yet",
+	"ServiceCheck.CheckRestart":           "check_restart is not done by Drover yet",
+	"ServiceCheck.Expose":                 "exposed checks need Consul Connect: this cluster has no Consul integration",
+	"ServiceCheck.GRPCService":            "gRPC checks need Consul: this cluster has no Consul integration",
+	"ServiceCheck.GRPCUseTLS":             "gRPC checks need Consul: this cluster has no Consul integration",
+	"WorkloadIdentity.ExtraClaims":        "extra claims are not signed into Drover's workload identities yet",
+	"WorkloadIdentity.ServiceName":        "service identities are for Consul: this cluster has no Consul integration",
+	"ServiceCheck.SuccessBeforePassing":   "checks pass or fail on each result in Drover",
+	"ServiceCheck.FailuresBeforeCritical": "checks pass or fail on each result in Drover",
+	"ServiceCheck.FailuresBeforeWarning":  "checks pass or fail on each result in Drover",
+	"ServiceCheck.TLSSkipVerify":          "checks always verify TLS in Drover",
+	"ServiceCheck.TLSServerName":          "checks use the address's own name for TLS in Drover",
 }
 
 // unsupportedFields walks a submitted job and describes every non-empty api
-// field that has no counterpart in structs, in field order.
-func unsupportedFields(j *api.Job) []string {
-	var out []string
-	walkUnsupported("", reflect.ValueOf(j).Elem(), reflect.TypeFor[structs.Job](), &out)
-	return out
+// field that has no counterpart in structs, in field order: refused (the
+// job is not accepted) or, for inertAPIFields, warned about.
+func unsupportedFields(j *api.Job) (refused, warnings []string) {
+	var found []foundField
+	walkUnsupported("", reflect.ValueOf(j).Elem(), reflect.TypeFor[structs.Job](), &found)
+	for _, f := range found {
+		name, _ := specName(f.field)
+		if why, inert := inertAPIFields[f.key]; inert {
+			warnings = append(warnings, fmt.Sprintf("%s%s is not kept by Drover: %s", f.prefix, name, why))
+			continue
+		}
+		why := refusalReasons[f.key]
+		if why == "" {
+			why = "it is not supported by Drover yet"
+		}
+		refused = append(refused, fmt.Sprintf("%s%s: %s", f.prefix, name, why))
+	}
+	return refused, warnings
 }
 
-func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]string) {
+// foundField is a set api field without a structs counterpart; key is
+// "<api type>.<field>".
+type foundField struct {
+	prefix, key string
+	field       reflect.StructField
+}
+
+func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]foundField) {
 	at := av.Type()
 	for i := range at.NumField() {
 		f := at.Field(i)
@@ -162,7 +255,7 @@ func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]st
 		}
 		sf, ok := st.FieldByName(f.Name)
 		if !ok {
-			*out = append(*out, unsupportedMessage(prefix, f))
+			*out = append(*out, foundField{prefix: prefix, key: at.Name() + "." + f.Name, field: f})
 			continue
 		}
 		walkNested(prefix, fv, sf.Type, out)
@@ -170,7 +263,7 @@ func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]st
 }
 
 // walkNested descends into a struct, pointer to struct or list of them.
-func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]string) {
+func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]foundField) {
 	for st.Kind() == reflect.Pointer {
 		st = st.Elem()
 	}
@@ -203,15 +296,6 @@ func elementPrefix(v reflect.Value) string {
 		return fmt.Sprintf("check %q: ", x.Name)
 	}
 	return ""
-}
-
-// unsupportedMessage describes an ignored field by its jobspec name.
-func unsupportedMessage(prefix string, f reflect.StructField) string {
-	name, block := specName(f)
-	if block {
-		return fmt.Sprintf("%s%s blocks are not supported by Drover and were ignored", prefix, name)
-	}
-	return fmt.Sprintf("%s%s is not supported by Drover and was ignored", prefix, name)
 }
 
 // specName returns the jobspec (HCL) name of an api field and whether it is

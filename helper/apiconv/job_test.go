@@ -216,7 +216,10 @@ func TestJobFromAPI_ServiceJobDefaults(t *testing.T) {
 	assert.Equal(t, 1, tg.Update.MaxParallel)
 }
 
-func TestJobFromAPI_Warnings(t *testing.T) {
+// TestJobFromAPI_RefusesWhatIsNotDone: every set block Drover does not
+// carry out is refused, naming the block and why, and nothing is
+// converted; what changes nothing at run time is only warned about.
+func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	j := apiSystemJob(t)
 	tg := j.TaskGroups[0]
 	task := tg.Tasks[0]
@@ -230,23 +233,38 @@ func TestJobFromAPI_Warnings(t *testing.T) {
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
 	j.Multiregion = &api.Multiregion{}
-	j.Reschedule = &api.ReschedulePolicy{Attempts: new(1)} // merged into groups: no warning
+	j.Reschedule = &api.ReschedulePolicy{Attempts: new(1)} // merged into groups: neither refused nor warned
 
+	job, warnings, err := JobFromAPI(j)
+	require.Nil(t, job)
+	require.Nil(t, warnings)
+	var verr *structs.ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.ErrorIs(t, err, structs.ErrBadRequest, "an HTTP 400")
+	assert.Equal(t, []string{
+		`group "proxy": task "x": device: device plugins are not supported by Drover`,
+		`group "proxy": task "x": artifact: artifacts are not fetched by Drover yet`,
+		`group "proxy": task "x": vault: this cluster has no Vault integration`,
+		`group "proxy": task "x": template: templates are not rendered by Drover yet`,
+		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,
+		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
+		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
+		"multiregion: multiregion deployments are not supported by Drover",
+		`group "proxy": service "legacy": provider "consul": this cluster has no Consul integration; use provider = "nomad"`,
+	}, verr.Problems)
+}
+
+func TestJobFromAPI_WarnsOnlyForWhatChangesNothing(t *testing.T) {
+	j := apiSystemJob(t)
+	j.UI = &api.JobUIConfig{Description: "the proxy"}
+	j.TaskGroups[0].Services[0].EnableTagOverride = true
 	job, warnings, err := JobFromAPI(j)
 	require.NoError(t, err)
 	require.NotNil(t, job)
 	assert.Equal(t, []string{
-		`group "proxy": task "x": device blocks are not supported by Drover and were ignored`,
-		`group "proxy": task "x": artifact blocks are not supported by Drover and were ignored`,
-		`group "proxy": task "x": vault blocks are not supported by Drover and were ignored`,
-		`group "proxy": task "x": template blocks are not supported by Drover and were ignored`,
-		`group "proxy": volume blocks are not supported by Drover and were ignored`,
-		`group "proxy": dns blocks are not supported by Drover and were ignored`,
-		`group "proxy": service "proxy": check "alive": grpc_service is not supported by Drover and was ignored`,
-		"multiregion blocks are not supported by Drover and were ignored",
-		`group "proxy": service "legacy": provider "consul" is not supported by Drover: the service is not registered and its checks do not count towards deployment health`,
+		`group "proxy": service "proxy": enable_tag_override is not kept by Drover: it is a Consul setting`,
+		"ui is not kept by Drover: it is shown by Nomad's web UI only",
 	}, warnings)
-	assert.Equal(t, 1, job.TaskGroups[0].ReschedulePolicy.Attempts)
 }
 
 func TestJobFromAPI_Nulls(t *testing.T) {

@@ -232,8 +232,8 @@ func (c *collector) collectEvals(th time.Duration, dead map[structs.NamespacedID
 }
 
 // allocCollectable: done (see done), unchanged for th, not part of an active
-// deployment, and not the record of done work of a live batch or sysbatch
-// job's current version.
+// deployment, not the record of done work of a live batch or sysbatch
+// job's current version, and not a failure still to be rescheduled.
 func (c *collector) allocCollectable(a *structs.Allocation, th time.Duration) bool {
 	if !c.done(a) || !c.older(a.ModifyTime, th) {
 		return false
@@ -245,7 +245,38 @@ func (c *collector) allocCollectable(a *structs.Allocation, th time.Duration) bo
 	if j != nil && !j.Stop && (j.Type == structs.JobTypeBatch || j.Type == structs.JobTypeSysBatch) && a.JobVersion == j.Version {
 		return false
 	}
-	return true
+	return !c.awaitsReschedule(a, j)
+}
+
+// awaitsReschedule reports whether a is a failed allocation of a live
+// service or batch job that the scheduler may still replace, as in Nomad: it carries the
+// reschedule history its replacement inherits, so collecting it would
+// reset the group's reschedule budget. That is a failure the server did not
+// stop, not yet replaced (no NextAllocation), whose group reschedules
+// (unlimited, or attempts > 0) and which is either unlimited, not yet
+// rescheduled at all, or rescheduled last within the policy's interval.
+func (c *collector) awaitsReschedule(a *structs.Allocation, j *structs.Job) bool {
+	if j == nil || j.Stop || j.Status == structs.JobStatusDead || (j.Type != structs.JobTypeService && j.Type != structs.JobTypeBatch) {
+		return false
+	}
+	if a.ClientStatus != structs.AllocClientStatusFailed || a.DesiredStatus == structs.AllocDesiredStatusStop || a.NextAllocation != "" {
+		return false
+	}
+	tg := j.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || tg.ReschedulePolicy == nil {
+		return false
+	}
+	p := tg.ReschedulePolicy
+	switch {
+	case p.Unlimited:
+		return true
+	case p.Attempts == 0:
+		return false
+	case a.RescheduleTracker == nil || len(a.RescheduleTracker.Events) == 0:
+		return true
+	}
+	last := a.RescheduleTracker.Events[len(a.RescheduleTracker.Events)-1]
+	return c.now-last.RescheduleTime <= int64(p.Interval)
 }
 
 // collectDeployments collects terminal deployments older than th, except

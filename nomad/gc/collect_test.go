@@ -26,6 +26,22 @@ func alloc(id, jobID, evalID, node string, version uint64, desired, client strin
 		DesiredStatus: desired, ClientStatus: client, ModifyTime: ago(changed)}
 }
 
+// withReschedule gives the job a group "g" with the reschedule policy p.
+func withReschedule(j *structs.Job, p *structs.ReschedulePolicy) *structs.Job {
+	j.TaskGroups = []*structs.TaskGroup{{Name: "g", ReschedulePolicy: p}}
+	return j
+}
+
+func withGroup(a *structs.Allocation) *structs.Allocation { a.TaskGroup = "g"; return a }
+
+func withNext(a *structs.Allocation) *structs.Allocation { a.NextAllocation = "next"; return a }
+
+// withEvents records one reschedule of a, the given time ago.
+func withEvents(a *structs.Allocation, last time.Duration) *structs.Allocation {
+	a.RescheduleTracker = &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{{RescheduleTime: ago(last)}}}
+	return a
+}
+
 func deployment(id, jobID string, version uint64, status string, changed time.Duration) *structs.Deployment {
 	return &structs.Deployment{ID: id, Namespace: "default", JobID: jobID, JobVersion: version, Status: status, ModifyTime: ago(changed)}
 }
@@ -153,6 +169,31 @@ func TestCollect(t *testing.T) {
 				},
 			},
 			want: structs.GCRequest{Evals: []string{"e2"}, Allocs: []string{"a2"}},
+		},
+		{
+			name: "failed allocations still to be rescheduled stay; replaced, stopped, exhausted or unrescheduled ones go",
+			in: Input{
+				Nodes: []*structs.Node{{ID: "n1", Status: structs.NodeStatusReady}},
+				Jobs: []*structs.Job{
+					withReschedule(job("svc", "service", 1, false, 5*h), &structs.ReschedulePolicy{Attempts: 2, Interval: 3 * h}),
+					withReschedule(job("inf", "service", 1, false, 5*h), &structs.ReschedulePolicy{Unlimited: true}),
+					withReschedule(job("off", "batch", 1, false, 5*h), &structs.ReschedulePolicy{Attempts: 0}),
+					withReschedule(job("gone", "service", 1, true, 5*h), &structs.ReschedulePolicy{Unlimited: true}),
+				},
+				Allocs: []*structs.Allocation{
+					withGroup(alloc("never", "svc", "x", "n1", 1, run, failed, 2*h)),                    // stays: not yet rescheduled
+					withEvents(withGroup(alloc("recent", "svc", "x", "n1", 1, run, failed, 2*h)), 2*h),  // stays: last reschedule within 3h
+					withEvents(withGroup(alloc("past", "svc", "x", "n1", 1, run, failed, 2*h)), 4*h),    // goes: interval passed
+					withNext(withGroup(alloc("replaced", "svc", "x", "n1", 1, run, failed, 2*h))),       // goes: history carried forward
+					withGroup(alloc("stopped", "svc", "x", "n1", 1, stop, failed, 2*h)),                 // goes: the server stopped it
+					withGroup(alloc("ok", "svc", "x", "n1", 1, run, complete, 2*h)),                     // goes: not a failure
+					withEvents(withGroup(alloc("forever", "inf", "x", "n1", 1, run, failed, 2*h)), 9*h), // stays: unlimited
+					withGroup(alloc("noresched", "off", "x", "n1", 0, run, failed, 2*h)),                // goes: rescheduling off
+					withGroup(alloc("stoppedjob", "gone", "x", "n1", 1, run, failed, 2*h)),              // goes: job stopped
+				},
+			},
+			want: structs.GCRequest{Allocs: []string{"noresched", "ok", "past", "replaced", "stopped", "stoppedjob"},
+				Jobs: []structs.GCJob{{Namespace: "default", ID: "gone", JobModifyIndex: 7}}},
 		},
 		{
 			name: "down nodes past node_gc_threshold without live allocations go",

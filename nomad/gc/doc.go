@@ -20,6 +20,11 @@
 //     rollout);
 //   - terminal allocations of the current version of a live batch or
 //     sysbatch job (they record that the work is done on their node);
+//   - a failed allocation of a live service or batch job that may still be
+//     rescheduled (not replaced yet, its group reschedules, and it is
+//     unlimited, never rescheduled, or rescheduled last within the policy's
+//     interval): it holds the reschedule history its replacement inherits,
+//     as in Nomad;
 //   - a job that is not stopped, or that still has a live allocation or a
 //     non-terminal evaluation;
 //   - a node that is not down, or that still has a live allocation.

@@ -69,9 +69,11 @@ func (p *problems) addAllWith(prefix, suffix string, ms []string) {
 // update block already merged into each group (api.Job.Canonicalize), so the
 // job-level one is checked only when no group carries an update block.
 //
-// Drivers must be ones Drover has (KnownDrivers); their configs are checked
-// only for the basic keys of raw_exec (command) and docker (image). Whether a
-// node has a driver healthy is the scheduler's concern.
+// Any driver name is accepted, as in Nomad: a driver no node has (Drover's
+// own are KnownDrivers) fails placement with "missing drivers", and a node
+// that gains the driver later places the blocked allocation. Configs are
+// checked here only for the basic keys of the known drivers (command,
+// image).
 func (j *Job) Validate() error {
 	if j == nil {
 		return &ValidationError{Problems: []string{"missing job"}}
@@ -216,6 +218,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	for _, a := range tg.Affinities {
 		p.addAllWith("affinity: ", describeAffinity(a), a.validate())
 	}
+	tg.undoneGroup(&p)
 	groupLabels := validatePorts(&p, "network: ", tg.Networks)
 	for i, s := range tg.Services {
 		p.addAll(servicePrefix(s, i), s.validate(groupLabels))
@@ -265,8 +268,6 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	var p problems
 	if t.Driver == "" {
 		p.addf("driver is required")
-	} else if !slices.Contains(KnownDrivers, t.Driver) {
-		p.addf("unknown driver %q: Drover has the %s drivers", t.Driver, strings.Join(KnownDrivers, ", "))
 	}
 	labels := groupLabels
 	if t.Resources == nil {
@@ -315,6 +316,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 		p = append(p, t.DispatchPayload.validate()...)
 	}
 	t.validateIdentities(&p)
+	t.undoneTask(&p)
 	p = append(p, t.validateDriverConfig()...)
 	return p
 }
@@ -681,6 +683,7 @@ func (c *ServiceCheck) validate(labels map[string]bool) []string {
 	if msg := portLabelProblem(c.PortLabel, labels); msg != "" {
 		p.addf("%s", msg)
 	}
+	c.undoneCheck(&p)
 	return p
 }
 

@@ -90,6 +90,10 @@ func TestValidate_ValidJobs(t *testing.T) {
 		{"no progress deadline", func(j *Job) { j.TaskGroups[0].Update.ProgressDeadline = 0 }},
 		{"cores instead of cpu", func(j *Job) { j.TaskGroups[0].Tasks[0].Resources = &Resources{Cores: 2, MemoryMB: 64} }},
 		{"mock driver", func(j *Job) { j.TaskGroups[0].Tasks[0].Driver = "mock" }},
+		{"a driver Drover lacks (placement reports it missing)", func(j *Job) {
+			j.TaskGroups[0].Tasks[0].Driver = "podman"
+			j.TaskGroups[0].Tasks[0].Config = map[string]any{"image": "docker.io/library/redis:7"}
+		}},
 		{"raw_exec with command", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"
 			j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/true"}
@@ -196,7 +200,6 @@ func TestValidate_Problems(t *testing.T) {
 			`task name "server" is used more than once`},
 		{"task name with slash", func(j *Job) { task(j).Name = "a/b" }, `task name "a/b" must not contain "/"`},
 		{"missing driver", func(j *Job) { task(j).Driver = "" }, `task "server": driver is required`},
-		{"unknown driver", func(j *Job) { task(j).Driver = "qemu" }, `task "server": unknown driver "qemu": Drover has the docker, exec, mock, mock_driver, raw_exec drivers`},
 		{"two leaders", func(j *Job) {
 			second := testJob().TaskGroups[0].Tasks[0]
 			second.Name = "sidecar"
@@ -211,6 +214,25 @@ func TestValidate_Problems(t *testing.T) {
 			"resources: memory_max (64 MB) must not be less than memory (128 MB)"},
 		{"kill_timeout negative", func(j *Job) { task(j).KillTimeout = -time.Second },
 			`task "server": kill_timeout must not be negative, got -1s`},
+		// Kept in the model but not carried out yet: refused, naming why.
+		{"lifecycle not done yet", func(j *Job) { task(j).Lifecycle = &TaskLifecycle{Hook: "prestart"} },
+			`task "server": lifecycle: hook "prestart" is not supported by Drover yet: every task of the group would start at once`},
+		{"sticky disk", func(j *Job) { tg(j).EphemeralDisk = &EphemeralDisk{Sticky: true, SizeMB: 300} },
+			"ephemeral_disk: sticky is not supported by Drover yet"},
+		{"migrated disk", func(j *Job) { tg(j).EphemeralDisk = &EphemeralDisk{Migrate: true, SizeMB: 300} },
+			"ephemeral_disk: migrate is not supported by Drover yet"},
+		{"max_client_disconnect", func(j *Job) { d := time.Hour; tg(j).MaxClientDisconnect = &d },
+			"max_client_disconnect is not supported by Drover yet"},
+		{"stop_after_client_disconnect", func(j *Job) { d := time.Hour; tg(j).StopAfterClientDisconnect = &d },
+			"stop_after_client_disconnect is not supported by Drover yet"},
+		{"bridge network", func(j *Job) { tg(j).Networks[0].Mode = "bridge" },
+			`network: mode "bridge" is not supported by Drover yet: tasks would run in the node's network namespace; use mode = "host"`},
+		{"cni network", func(j *Job) { tg(j).Networks[0].Mode = "cni/mynet" },
+			`network: mode "cni/mynet" is not supported by Drover yet: CNI networks are not set up by Drover yet`},
+		{"script check", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
+			`check "alive": type "script" is not supported by Drover yet: the check would never run`},
+		{"grpc check", func(j *Job) { tg(j).Services[0].Checks[0].Type = "grpc" },
+			`type "grpc" needs Consul: this cluster has no Consul integration`},
 		{"lifecycle hook unknown", func(j *Job) { task(j).Lifecycle = &TaskLifecycle{Hook: "later"} },
 			`lifecycle: hook must be one of prestart, poststart or poststop, got "later"`},
 		{"logs max_files 0", func(j *Job) { task(j).LogConfig.MaxFiles = 0 }, "logs: max_files must be at least 1, got 0"},

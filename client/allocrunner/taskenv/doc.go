@@ -3,6 +3,10 @@
 // the string values of the driver config block. It is pure: Build takes the
 // allocation, task, node and directories as data.
 //
+// Tasks of drivers that run on the host's filesystem (raw_exec, exec) start
+// from the client's environment less its env.denylist (HostEnv,
+// DefaultEnvDenylist, as in Nomad); everything below overrides it.
+//
 // Variables (host paths, since raw_exec tasks see the host; a driver that
 // isolates the filesystem may override the directory variables):
 //
@@ -25,6 +29,7 @@
 // ${node.region}, ${node.class}, ${node.pool}. Unknown references are left
 // as written, so a typo is visible in the task rather than silently empty.
 //
-// Importers: client/allocrunner, its taskrunner and client/allocrunner/health
-// (check addresses). It imports nomad/structs only.
+// Importers: client (the env.denylist), client/allocrunner, its taskrunner
+// and client/allocrunner/health (check addresses). It imports nomad/structs
+// only.
 package taskenv

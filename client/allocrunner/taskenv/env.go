@@ -22,6 +22,10 @@ type Input struct {
 	TaskDir    string // task dir (<root>/<alloc>/<task>); local/ and secrets/ are inside
 	LocalDir   string // <task dir>/local, the task's NOMAD_TASK_DIR
 	SecretsDir string // <task dir>/secrets
+	// HostEnv is the client's environment, less its env.denylist, for
+	// tasks of drivers that run on the host's filesystem (raw_exec, exec);
+	// nil for the others. Every other variable overrides it.
+	HostEnv map[string]string
 }
 
 // Env is a built task environment. It is immutable.
@@ -32,7 +36,10 @@ type Env struct {
 
 // Build computes the task's environment.
 func Build(in Input) *Env {
-	e := &Env{vars: map[string]string{}, node: nodeRefs(in.Node, in.Alloc)}
+	e := &Env{vars: maps.Clone(in.HostEnv), node: nodeRefs(in.Node, in.Alloc)}
+	if e.vars == nil {
+		e.vars = map[string]string{}
+	}
 	e.addAlloc(in)
 	e.addResources(in.Alloc, in.Task)
 	e.addPorts(in.Alloc, in.Node)

@@ -3,16 +3,48 @@ package taskrunner
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// identityFileMode is the mode of token files: readable by the task
-// whatever user it runs as; the task dir's permissions protect them, as in
-// Nomad.
-const identityFileMode = 0o644
+// Token file modes. As in Nomad a token file is 0600 and owned by the
+// task's user: root's when the task names no user, the named user's when
+// the host knows it. A user the host does not know (a Docker image's own)
+// cannot be given the file, so it stays readable to all (0644) and the
+// task dir's permissions protect it.
+const (
+	identityFileMode        = 0o600
+	identityFileModeForeign = 0o644
+)
+
+// fileOwner is who a token file is written for: uid/gid -1 keep the
+// agent's, and mode is the file's mode.
+type fileOwner struct {
+	uid, gid int
+	mode     os.FileMode
+}
+
+// identityOwner resolves the task's user on the host (lookup is
+// user.Lookup in production).
+func identityOwner(taskUser string, lookup func(string) (*user.User, error)) fileOwner {
+	if taskUser == "" {
+		return fileOwner{uid: -1, gid: -1, mode: identityFileMode}
+	}
+	u, err := lookup(taskUser)
+	if err != nil {
+		return fileOwner{uid: -1, gid: -1, mode: identityFileModeForeign}
+	}
+	uid, uerr := strconv.Atoi(u.Uid)
+	gid, gerr := strconv.Atoi(u.Gid)
+	if uerr != nil || gerr != nil {
+		return fileOwner{uid: -1, gid: -1, mode: identityFileModeForeign}
+	}
+	return fileOwner{uid: uid, gid: gid, mode: identityFileMode}
+}
 
 // writeIdentities writes the task's signed workload identities that ask
 // for a file (file = true) under taskDir: secrets/nomad_token for the
@@ -21,6 +53,7 @@ const identityFileMode = 0o644
 // finds them too. An identity the server did not sign is an error: the
 // task would start without the token its job asked for.
 func writeIdentities(taskDir string, alloc *structs.Allocation, task *structs.Task) error {
+	owner := identityOwner(task.User, user.Lookup)
 	for _, wi := range task.AllIdentities() {
 		if !wi.Env && !wi.File {
 			continue
@@ -39,16 +72,16 @@ func writeIdentities(taskDir string, alloc *structs.Allocation, task *structs.Ta
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("identity %q: %w", wi.Name, err)
 		}
-		if err := writeFileAtomic(path, []byte(tok)); err != nil {
+		if err := writeFileAtomic(path, []byte(tok), owner); err != nil {
 			return fmt.Errorf("identity %q: %w", wi.Name, err)
 		}
 	}
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that a reader never sees a
-// partly written token.
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic replaces path with data, owned and moded as owner says,
+// so that a reader never sees a partly written token.
+func writeFileAtomic(path string, data []byte, owner fileOwner) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".identity-*")
 	if err != nil {
 		return err
@@ -58,9 +91,15 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(identityFileMode); err != nil {
+	if err := tmp.Chmod(owner.mode); err != nil {
 		tmp.Close()
 		return err
+	}
+	if owner.uid >= 0 {
+		if err := tmp.Chown(owner.uid, owner.gid); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

@@ -54,6 +54,10 @@ type Config struct {
 	// OnStateChange is called after every change of the task's state,
 	// without locks held; it must not block for long.
 	OnStateChange func()
+	// HostEnv is the client's environment less env.denylist. Tasks of a
+	// driver that inherits the host environment (drivers.HostEnvInheritor)
+	// start from it; others never see it.
+	HostEnv map[string]string
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -73,6 +77,7 @@ type TaskRunner struct {
 	now            func() time.Time
 	prepareTimeout time.Duration
 	onStateChange  func()
+	hostEnv        map[string]string // nil unless the driver inherits it
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -135,6 +140,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		now:            cfg.Now,
 		prepareTimeout: cfg.PrepareTimeout,
 		onStateChange:  cfg.OnStateChange,
+		hostEnv:        hostEnvFor(cfg.Driver, cfg.HostEnv),
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),
@@ -469,4 +475,12 @@ func (tr *TaskRunner) shuttingDown() bool {
 	default:
 		return false
 	}
+}
+
+// hostEnvFor is env when d's tasks inherit the host environment, else nil.
+func hostEnvFor(d drivers.Driver, env map[string]string) map[string]string {
+	if h, ok := d.(drivers.HostEnvInheritor); ok && h.InheritsHostEnv() {
+		return env
+	}
+	return nil
 }

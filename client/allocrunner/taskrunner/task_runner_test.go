@@ -293,3 +293,53 @@ func TestRestartHistoryFromEvents(t *testing.T) {
 	appendEvent(st, eventRestarting(now.Add(time.Minute), 0, "Restart within policy"))
 	require.Equal(t, []time.Time{now.Add(10 * time.Second), now.Add(time.Minute)}, restartHistory(st))
 }
+
+// hostEnvDriver is the recording mock driver claiming, as raw_exec and exec
+// do, that its tasks inherit the client's environment.
+type hostEnvDriver struct{ *recordingDriver }
+
+func (hostEnvDriver) InheritsHostEnv() bool { return true }
+
+func TestHostEnvReachesOnlyInheritingDrivers(t *testing.T) {
+	host := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/root"}
+	for _, tc := range []struct {
+		name     string
+		driver   func() (drivers.Driver, *recordingDriver)
+		wantPath bool
+	}{
+		{"inheriting driver", func() (drivers.Driver, *recordingDriver) {
+			r := &recordingDriver{Driver: mock.New(nil)}
+			return hostEnvDriver{r}, r
+		}, true},
+		{"image driver", func() (drivers.Driver, *recordingDriver) {
+			r := &recordingDriver{Driver: mock.New(nil)}
+			return r, r
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d, rec := tc.driver()
+				task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}}
+				dir, err := allocdir.New(t.TempDir(), "a1")
+				require.NoError(t, err)
+				require.NoError(t, dir.Build([]string{task.Name}))
+				tr, err := New(&Config{Alloc: testAlloc(task), TaskName: "web", Driver: d, AllocDir: dir,
+					StateDB: newFakeDB(), HostEnv: host})
+				require.NoError(t, err)
+				go tr.Run()
+				time.Sleep(time.Second)
+				synctest.Wait()
+				require.Len(t, rec.Started(), 1)
+				env := rec.Started()[0].Env
+				path, ok := env["PATH"]
+				require.Equal(t, tc.wantPath, ok)
+				if tc.wantPath {
+					require.Equal(t, "/usr/bin:/bin", path)
+				}
+				require.Equal(t, "a1", env["NOMAD_ALLOC_ID"])
+				tr.Kill(nil)
+				<-tr.WaitCh()
+			})
+		})
+	}
+}

@@ -1,0 +1,74 @@
+package structs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Settings of Nomad's jobspec that Drover keeps in its job model but does
+// not carry out yet. A job asking for one is refused (HTTP 400) naming the
+// block and why, never stored and silently not done. Each check is lifted
+// when the feature lands; the reason says what to do meanwhile.
+
+// hostNetworkModes are the group network modes Drover runs: tasks share
+// the node's network namespace.
+var hostNetworkModes = []string{"", "host"}
+
+// undoneGroup adds the refusals of a group's own settings.
+func (tg *TaskGroup) undoneGroup(p *problems) {
+	if d := tg.EphemeralDisk; d != nil {
+		if d.Sticky {
+			p.addf("ephemeral_disk: sticky is not supported by Drover yet: a replacement would start without the previous allocation's data; remove sticky = true")
+		}
+		if d.Migrate {
+			p.addf("ephemeral_disk: migrate is not supported by Drover yet: the data would not follow the allocation; remove migrate = true")
+		}
+	}
+	if tg.MaxClientDisconnect != nil {
+		p.addf("max_client_disconnect is not supported by Drover yet: allocations of a disconnected node are marked lost and replaced at the heartbeat deadline")
+	}
+	if tg.StopAfterClientDisconnect != nil {
+		p.addf("stop_after_client_disconnect is not supported by Drover yet: a disconnected client does not stop its allocations on its own")
+	}
+	for _, n := range tg.Networks {
+		undoneNetwork(p, "network: ", n)
+	}
+}
+
+// undoneTask adds the refusals of a task's settings.
+func (t *Task) undoneTask(p *problems) {
+	if t.Lifecycle != nil {
+		p.addf("lifecycle: hook %q is not supported by Drover yet: every task of the group would start at once; remove the lifecycle block", t.Lifecycle.Hook)
+	}
+	if t.Resources != nil {
+		for _, n := range t.Resources.Networks {
+			undoneNetwork(p, "resources: network: ", n)
+		}
+	}
+}
+
+// undoneCheck adds the refusals of a service check's settings.
+func (c *ServiceCheck) undoneCheck(p *problems) {
+	switch c.Type {
+	case "script":
+		p.addf("type \"script\" is not supported by Drover yet: the check would never run; use an http or tcp check")
+	case "grpc":
+		p.addf("type \"grpc\" needs Consul: this cluster has no Consul integration; use an http or tcp check")
+	}
+}
+
+func undoneNetwork(p *problems, prefix string, n *NetworkResource) {
+	if n == nil {
+		return
+	}
+	for _, m := range hostNetworkModes {
+		if n.Mode == m {
+			return
+		}
+	}
+	why := "tasks would run in the node's network namespace"
+	if strings.HasPrefix(n.Mode, "cni/") {
+		why = "CNI networks are not set up by Drover yet"
+	}
+	p.addf("%s%s", prefix, fmt.Sprintf("mode %q is not supported by Drover yet: %s; use mode = \"host\"", n.Mode, why))
+}
