@@ -325,6 +325,9 @@ func (c *Client) Shutdown() error {
 			}
 		}
 		c.allocsMu.Unlock()
+		if c.cfg.StopAllocsOnShutdown {
+			c.stopAllocsForExit(runners)
+		}
 		var wg sync.WaitGroup
 		for _, ar := range runners {
 			wg.Add(1)

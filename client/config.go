@@ -51,6 +51,13 @@ type Config struct {
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
 	ACLEnabled bool
+	// StopAllocsOnShutdown makes Shutdown stop every allocation's tasks
+	// (kill_signal, then SIGKILL after kill_timeout; shutdown delays are
+	// skipped) and destroy them in their drivers before it returns, instead
+	// of leaving them running for the next client process to reattach. The
+	// dev agent sets it: its state dies with it, so nothing could ever
+	// reattach or stop tasks it left. See stopAllocsForExit.
+	StopAllocsOnShutdown bool
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now
