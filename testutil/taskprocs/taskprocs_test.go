@@ -1,6 +1,7 @@
 package taskprocs
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,4 +130,65 @@ func TestFindAndKill(t *testing.T) {
 	for _, p := range found[1:] {
 		require.False(t, Alive(p.PID), "%v is gone (or a zombie)", p)
 	}
+}
+
+// startStandIn starts a stand-in executor (see TestMain) whose command line
+// names a path under dir, with DROVER_TEST_RUN=run in its environment; it
+// is reaped when it dies (the returned channel closes).
+func startStandIn(t *testing.T, dir, run string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, rawexec.ExecutorArg, filepath.Join(dir, run, ".drover-executor.json"))
+	cmd.Env = append(os.Environ(), "DROVER_TEST_RUN="+run)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	require.NoError(t, cmd.Start())
+	reaped := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-reaped })
+	return cmd, reaped
+}
+
+// scripts/check-leftovers.sh, which `make test` runs last, fails naming an
+// executor of its run with its command line and its task, and kills it; an
+// executor of another run does not count, and with none of its run left it
+// passes.
+func TestCheckLeftoversScript(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "check-leftovers.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	Cleanup(t, dir)
+	run := fmt.Sprintf("taskprocs-test-%d", time.Now().UnixNano())
+	ours, oursReaped := startStandIn(t, dir, run)
+	other, _ := startStandIn(t, dir, run+"-other")
+	var found []Process
+	require.Eventually(t, func() bool { found = Find(dir); return len(found) == 6 }, 10*time.Second, 10*time.Millisecond,
+		"two stand-ins with their tasks: %v", &found)
+
+	check := func() (int, string) {
+		cmd := exec.Command(script)
+		cmd.Env = append(os.Environ(), "DROVER_TEST_RUN="+run, "DROVER_LEFTOVER_GRACE=0")
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		require.NoError(t, err, "%s", out)
+		return 0, string(out)
+	}
+	code, out := check()
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, fmt.Sprintf("executor pid %d: %s %s %s", ours.Process.Pid, ours.Path, rawexec.ExecutorArg, ours.Args[2]))
+	require.Contains(t, out, "task pid", "its task is named too")
+	require.Contains(t, out, "sleep 600")
+	require.NotContains(t, out, fmt.Sprintf("pid %d:", other.Process.Pid), "another run's executor")
+	select {
+	case <-oursReaped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the script did not kill the leftover executor")
+	}
+	require.True(t, Alive(other.Process.Pid), "another run's executor is left alone")
+
+	code, out = check()
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "no task executor of this run")
 }
