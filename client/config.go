@@ -88,6 +88,9 @@ type timing struct {
 	// logPoll is how often a followed log file is checked for new data,
 	// and logHeartbeat how long a framed stream may stay silent.
 	logPoll, logHeartbeat time.Duration
+	// exitGrace is added to the longest kill_timeout to bound the stop of
+	// the allocations on exit (StopAllocsOnShutdown).
+	exitGrace time.Duration
 }
 
 func (t timing) withDefaults() timing {
@@ -104,6 +107,7 @@ func (t timing) withDefaults() timing {
 	def(&t.defaultTTL, 10*time.Second)
 	def(&t.logPoll, 250*time.Millisecond)
 	def(&t.logHeartbeat, 10*time.Second)
+	def(&t.exitGrace, exitStopGrace)
 	return t
 }
 

@@ -16,10 +16,10 @@ const exitStopGrace = 5 * time.Second
 
 // exitStopBound is how long Shutdown waits for allocs to stop when
 // StopAllocsOnShutdown is set: the longest kill_timeout of their tasks
-// (taskrunner.DefaultKillTimeout where unset) plus exitStopGrace. Tasks
-// are killed together, so the bound is the longest one, not the sum;
-// shutdown delays are skipped on exit and do not count.
-func exitStopBound(allocs []*structs.Allocation) time.Duration {
+// (taskrunner.DefaultKillTimeout where unset) plus grace. Tasks are killed
+// together, so the bound is the longest one, not the sum; shutdown delays
+// are skipped on exit and do not count.
+func exitStopBound(allocs []*structs.Allocation, grace time.Duration) time.Duration {
 	longest := time.Duration(0)
 	for _, a := range allocs {
 		if a == nil || a.Job == nil {
@@ -37,31 +37,31 @@ func exitStopBound(allocs []*structs.Allocation) time.Duration {
 			longest = max(longest, kt)
 		}
 	}
-	return longest + exitStopGrace
+	return longest + grace
 }
 
 // stopAllocsForExit stops and destroys every runner's allocation (tasks
 // killed with their kill_signal and kill_timeout, shutdown delays skipped;
 // containers and alloc dirs removed), all at once, and waits for them up to
-// exitStopBound. An allocation still stopping at the bound is logged by ID
-// and left; Shutdown then goes on (its runner's Shutdown stops waiting).
-func (c *Client) stopAllocsForExit(runners []*allocrunner.AllocRunner) {
+// exitStopBound. It returns the runners still stopping at the bound, which
+// it logs by allocation ID and leaves.
+func (c *Client) stopAllocsForExit(runners []*allocrunner.AllocRunner) []*allocrunner.AllocRunner {
 	if len(runners) == 0 {
-		return
+		return nil
 	}
 	allocs := make([]*structs.Allocation, len(runners))
 	for i, ar := range runners {
 		allocs[i] = ar.Alloc()
 	}
-	bound := exitStopBound(allocs)
+	bound := exitStopBound(allocs, c.cfg.timing.exitGrace)
 	start := time.Now()
 	c.logger.Info("stopping allocations before exit: their state is not kept for a next start",
 		"allocs", len(runners), "bound", bound)
 	done := make(chan string, len(runners))
-	pending := map[string]bool{}
+	pending := map[string]*allocrunner.AllocRunner{}
 	for i, ar := range runners {
 		id := allocs[i].ID
-		pending[id] = true
+		pending[id] = ar
 		ar.SkipShutdownDelays()
 		go func() {
 			ar.Destroy()
@@ -76,15 +76,20 @@ func (c *Client) stopAllocsForExit(runners []*allocrunner.AllocRunner) {
 			delete(pending, id)
 			c.logger.Debug("allocation stopped before exit", "alloc_id", id)
 		case <-timer.C:
-			left := make([]string, 0, len(pending))
+			ids := make([]string, 0, len(pending))
 			for id := range pending {
-				left = append(left, id)
+				ids = append(ids, id)
 			}
-			slices.Sort(left)
+			slices.Sort(ids)
+			stuck := make([]*allocrunner.AllocRunner, len(ids))
+			for i, id := range ids {
+				stuck[i] = pending[id]
+			}
 			c.logger.Warn("allocations still stopping at the bound; exiting without them: their tasks may be left running",
-				"allocs", left, "bound", bound)
-			return
+				"allocs", ids, "bound", bound)
+			return stuck
 		}
 	}
 	c.logger.Info("stopped allocations before exit", "allocs", len(runners), "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }

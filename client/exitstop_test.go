@@ -1,15 +1,20 @@
 package client
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/mock"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/testutil/taskprocs"
 )
@@ -39,7 +44,7 @@ func TestExitStopBound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, exitStopBound(tc.allocs))
+			require.Equal(t, tc.want, exitStopBound(tc.allocs, exitStopGrace))
 		})
 	}
 }
@@ -109,4 +114,68 @@ func TestShutdown_LeavesTasksRunningForReattach(t *testing.T) {
 	require.True(t, procs[0].Executor)
 	require.Equal(t, "/bin/sleep 3600", procs[1].Cmdline)
 	// startClient's cleanup kills them when the test ends.
+}
+
+// hangingStopDriver is the mock driver whose StopTask and DestroyTask hang
+// until release is closed, like a Docker engine that stopped answering.
+type hangingStopDriver struct {
+	*mock.Driver
+	release chan struct{}
+}
+
+func (d *hangingStopDriver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	<-d.release
+	return d.Driver.StopTask(taskID, timeout, signal)
+}
+
+func (d *hangingStopDriver) DestroyTask(taskID string, force bool) error {
+	<-d.release
+	return d.Driver.DestroyTask(taskID, force)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A driver that never finishes stopping does not hold the exit: Shutdown
+// returns once the bound (kill_timeout + grace) has passed, and says which
+// allocation it left.
+func TestShutdown_StopAllocsOnShutdownIsBounded(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	hanging := &hangingStopDriver{Driver: mock.New(hclog.NewNullLogger()), release: make(chan struct{})}
+	t.Cleanup(func() { close(hanging.release) })
+	cfg.catalog = drivers.Catalog{"mock": hanging}
+	cfg.StopAllocsOnShutdown = true
+	cfg.timing.exitGrace = 200 * time.Millisecond
+	var logs lockedBuffer
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+	a := mockAlloc(c.NodeID(), map[string]any{"run_for": "1h"})
+	a.Job.TaskGroups[0].Tasks[0].KillTimeout = new(300 * time.Millisecond)
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+
+	start := time.Now()
+	require.NoError(t, c.Shutdown())
+	took := time.Since(start)
+	require.GreaterOrEqual(t, took, 500*time.Millisecond, "it waited for the bound")
+	require.Less(t, took, 5*time.Second, "and not much longer")
+	require.Contains(t, logs.String(), "allocations still stopping at the bound")
+	require.Contains(t, logs.String(), a.ID)
 }
