@@ -2,6 +2,8 @@
 GO ?= go
 GOFLAGS ?=
 BIN := bin/drover
+# One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
+export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
 .PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
@@ -30,6 +32,7 @@ test: build fmt-check vet ui-deps
 	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
 	./scripts/conformance/run.sh -check
+	./scripts/check-leftovers.sh
 
 # The unmodified test suite of the nomad/api module version in go.mod, run
 # against bin/drover as `nomad`; writes CONFORMANCE.md.

@@ -325,6 +325,15 @@ func (c *Client) Shutdown() error {
 			}
 		}
 		c.allocsMu.Unlock()
+		if c.cfg.StopAllocsOnShutdown {
+			// Destroyed runners have returned; the ones still stopping
+			// at the bound are told to give up but not waited for: a
+			// driver that hangs must not hold the exit.
+			for _, ar := range c.stopAllocsForExit(runners) {
+				go ar.Shutdown()
+			}
+			runners = nil
+		}
 		var wg sync.WaitGroup
 		for _, ar := range runners {
 			wg.Add(1)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-project/drover/drivers/mock"
 	"github.com/drover-project/drover/drivers/rawexec"
+	"github.com/drover-project/drover/testutil/taskprocs"
 	"github.com/drover-project/drover/version"
 )
 
@@ -57,8 +58,12 @@ func testConfig(srv *fakeServer, dataDir string) *Config {
 	}
 }
 
+// startClient starts a client on cfg, shut down when the test ends; the
+// raw_exec executors it leaves (Shutdown leaves tasks running, on purpose)
+// are killed after that.
 func startClient(t *testing.T, cfg *Config) *Client {
 	t.Helper()
+	taskprocs.Cleanup(t, cfg.DataDir)
 	c, err := New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Shutdown() })

@@ -57,6 +57,13 @@ type Config struct {
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
 	ACLEnabled bool
+	// StopAllocsOnShutdown makes Shutdown stop every allocation's tasks
+	// (kill_signal, then SIGKILL after kill_timeout; shutdown delays are
+	// skipped) and destroy them in their drivers before it returns, instead
+	// of leaving them running for the next client process to reattach. The
+	// dev agent sets it: its state dies with it, so nothing could ever
+	// reattach or stop tasks it left. See stopAllocsForExit.
+	StopAllocsOnShutdown bool
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now
@@ -87,6 +94,9 @@ type timing struct {
 	// logPoll is how often a followed log file is checked for new data,
 	// and logHeartbeat how long a framed stream may stay silent.
 	logPoll, logHeartbeat time.Duration
+	// exitGrace is added to the longest kill_timeout to bound the stop of
+	// the allocations on exit (StopAllocsOnShutdown).
+	exitGrace time.Duration
 }
 
 func (t timing) withDefaults() timing {
@@ -103,6 +113,7 @@ func (t timing) withDefaults() timing {
 	def(&t.defaultTTL, 10*time.Second)
 	def(&t.logPoll, 250*time.Millisecond)
 	def(&t.logHeartbeat, 10*time.Second)
+	def(&t.exitGrace, exitStopGrace)
 	return t
 }
 

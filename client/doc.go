@@ -41,6 +41,9 @@
 //	             └──── 404 / drivers changed
 //	Shutdown: loops stop, alloc runners stop supervising (tasks keep
 //	running), pending updates get one last flush, the database closes.
+//	With StopAllocsOnShutdown (the dev agent), the allocations are first
+//	stopped and destroyed, bounded by their longest kill_timeout
+//	(exitstop.go).
 //
 // Handler serves what servers proxy to the client: task logs
 // (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats, the

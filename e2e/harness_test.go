@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
 // droverBin is the binary under test, built by TestMain (or named by
@@ -109,8 +111,9 @@ server {
 `, spec.name, p.dataDir, p.httpPort, p.rpcPort, spec.bootstrapExpect, strings.Join(joins, ", "), spec.extra, spec.top)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
+	taskprocs.Cleanup(t, p.dataDir) // after the kill below: executors outlive a killed agent
 	p.start(t)
-	t.Cleanup(func() { p.kill(); killTaskProcesses(p.dataDir) })
+	t.Cleanup(p.kill)
 	return p
 }
 
@@ -249,8 +252,9 @@ plugin "raw_exec" {
 `, name, p.dataDir, p.httpPort, p.rpcPort, strings.Join(quoted, ", "), clientExtra, topExtra)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
+	taskprocs.Cleanup(t, p.dataDir) // after the kill below: executors outlive a killed agent
 	p.start(t)
-	t.Cleanup(func() { p.kill(); killTaskProcesses(p.dataDir) })
+	t.Cleanup(p.kill)
 	return p
 }
 

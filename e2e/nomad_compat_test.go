@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
 // The binary answers the same under the name `nomad`, as the nomad/api
@@ -50,6 +52,7 @@ func TestDevAgentWithNomadConfigStopsQuickly(t *testing.T) {
 	logf, err := os.Create(logPath)
 	require.NoError(t, err)
 	defer logf.Close()
+	taskprocs.Cleanup(t, dir)
 	cmd := exec.Command(droverBin, "agent", "-config", cfgPath, "-dev")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())

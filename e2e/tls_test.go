@@ -17,6 +17,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
 // tlsPKI is a CA and certificates made with `drover tls` in dir.
@@ -79,6 +81,7 @@ ports {
 }
 %s`, name, p.dataDir, httpPort, rpcPort, body)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
+	taskprocs.Cleanup(t, p.dataDir) // after the kill below: executors outlive a killed agent
 	p.start(t)
 	t.Cleanup(p.kill)
 	return p

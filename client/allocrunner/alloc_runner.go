@@ -65,6 +65,9 @@ type AllocRunner struct {
 	// stop (see LocalPrevAlloc); stopDeferred records a stop they deferred.
 	stopHolds    int
 	stopDeferred bool
+	// noShutdownDelay makes the kill skip shutdown delays whatever the
+	// allocation's desired transition says (SkipShutdownDelays).
+	noShutdownDelay bool
 }
 
 // NewAllocRunner returns a runner for cfg.Alloc; nothing runs until Run.
@@ -293,7 +296,7 @@ func (ar *AllocRunner) killTasks() {
 			started = started || tr.HasStarted()
 		}
 		ar.mu.Lock()
-		noDelay := ar.alloc.DesiredTransition.NoShutdownDelay
+		noDelay := ar.alloc.DesiredTransition.NoShutdownDelay || ar.noShutdownDelay
 		ar.mu.Unlock()
 		_ = runHooks(ar, "prekill", false, func(h PreKiller) error {
 			h.PreKill(&PreKillRequest{TasksStarted: started, NoShutdownDelay: noDelay})
@@ -498,6 +501,16 @@ func (ar *AllocRunner) Shutdown() {
 	if started {
 		<-ar.waitCh
 	}
+}
+
+// SkipShutdownDelays makes the coming kill of the tasks skip the group's
+// and the tasks' shutdown_delay, as a stop with no_shutdown_delay does.
+// The dev agent calls it before Destroy when it stops its allocations on
+// exit. It has no effect on a kill already under way.
+func (ar *AllocRunner) SkipShutdownDelays() {
+	ar.mu.Lock()
+	ar.noShutdownDelay = true
+	ar.mu.Unlock()
 }
 
 // Destroy stops the tasks if they are running, forgets them in their

@@ -453,3 +453,40 @@ func TestNoShutdownDelaySkipsDelays(t *testing.T) {
 		})
 	}
 }
+
+// SkipShutdownDelays (the dev agent stopping its allocations on exit)
+// makes Destroy kill at once, without the group's or the task's
+// shutdown_delay; without it Destroy waits both.
+func TestSkipShutdownDelaysMakesDestroyKillNow(t *testing.T) {
+	for name, tc := range map[string]struct {
+		skip     bool
+		wantTook time.Duration
+	}{
+		"destroy waits both delays":   {false, 5 * time.Second},
+		"skipped delays: destroy now": {true, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t)
+				task := mockTask("web", nil)
+				task.ShutdownDelay = 3 * time.Second
+				job := newJob(structs.JobTypeSystem, task)
+				groupDelay := 2 * time.Second
+				job.TaskGroups[0].ShutdownDelay = &groupDelay
+				ar := h.runner(newAlloc(job))
+				go ar.Run()
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				require.Equal(t, structs.AllocClientStatusRunning, ar.Alloc().ClientStatus)
+
+				if tc.skip {
+					ar.SkipShutdownDelays()
+				}
+				began := time.Now()
+				ar.Destroy()
+				require.Equal(t, tc.wantTook, time.Since(began))
+				require.Equal(t, structs.AllocClientStatusComplete, ar.Alloc().ClientStatus)
+			})
+		})
+	}
+}

@@ -170,6 +170,10 @@ func (a *Agent) startClient() error {
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		Plugins: plugins, Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
+		// A dev agent's state dies with it (as `nomad agent -dev`'s does):
+		// it stops its allocations on the way out instead of leaving tasks
+		// that nothing could reattach or stop.
+		StopAllocsOnShutdown: cfg.DevMode,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)
@@ -214,8 +218,12 @@ func (a *Agent) rpcHost() string {
 const httpDrainTimeout = time.Second
 
 // Shutdown ends in-flight blocking queries, stops the client (its tasks
-// keep running), stops serving HTTP once the remaining requests finish
-// (bounded by httpDrainTimeout), then stops the server.
+// keep running, for the next agent on the same data dir to reattach;
+// except in dev mode, where the client first stops every allocation,
+// bounded by the longest kill_timeout, see client.Config.StopAllocsOnShutdown),
+// stops serving HTTP once the remaining requests finish (bounded by
+// httpDrainTimeout), then stops the server and, in dev mode without a
+// data_dir, removes the temporary data directory.
 func (a *Agent) Shutdown() error {
 	a.stopRequests()
 	var err error

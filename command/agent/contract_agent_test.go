@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/command/agent/config"
+	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
 // TestContractAgentMembersHealthWorkers: members lists the raft servers,
@@ -118,13 +119,16 @@ func TestContractAgentMonitor(t *testing.T) {
 }
 
 // newDevAgent starts an in-process dev agent (server and client) with an
-// intercept logger, and waits for its node to register.
+// intercept logger, and waits for its node to register. Its Shutdown stops
+// its tasks; any executor still left under its data dir (a test that failed
+// half-way) is killed after it.
 func newDevAgent(t *testing.T) (*Agent, *api.Client) {
 	t.Helper()
 	cfg := config.DevConfig()
 	cfg.Name = fmt.Sprintf("dev-%d", time.Now().UnixNano())
 	cfg.Ports.HTTP, cfg.Ports.RPC = 0, 0
 	cfg.DataDir = t.TempDir()
+	taskprocs.Cleanup(t, cfg.DataDir)
 	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "agent", Level: hclog.Warn, Output: os.Stderr})
 	ag, err := NewAgent(cfg, logger)
 	require.NoError(t, err)
