@@ -80,8 +80,8 @@ func (s *Server) JobDispatch(args *JobDispatchArgs) (*JobDispatchReply, error) {
 	if args.Priority != 0 {
 		child.Priority = args.Priority
 	}
-	if err := child.Validate(); err != nil {
-		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	if err := validateSubmitted(child); err != nil {
+		return nil, err
 	}
 	if len(child.Payload) > 0 {
 		// Every version of the child carries its payload, in raft and in

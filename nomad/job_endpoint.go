@@ -55,8 +55,8 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if current != nil {
 		preserve(args.Job, current, args.PreserveCounts, args.PreserveResources)
 	}
-	if err := args.Job.Validate(); err != nil {
-		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	if err := validateSubmitted(args.Job); err != nil {
+		return nil, err
 	}
 	job, err := s.pinImages(args.Job)
 	if err != nil {

@@ -29,8 +29,8 @@ type JobPlanReply struct {
 // Docker images are pinned as JobRegister would pin them, so the diff shows
 // the digest a registration would store.
 func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error) {
-	if err := job.Validate(); err != nil {
-		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
+	if err := validateSubmitted(job); err != nil {
+		return nil, err
 	}
 	job, err := s.pinImages(job)
 	if err != nil {

@@ -392,7 +392,7 @@ func (h *HTTPServer) jobValidate(w http.ResponseWriter, r *http.Request) (any, u
 	resp := &api.JobValidateResponse{}
 	job, warnings, err := jobFromRequest(r, req.Job, h.submitRegion(r, req.Region, req.Job))
 	if err == nil {
-		err = job.Validate()
+		resp.DriverConfigValidated, err = nomad.ValidateJob(job)
 	}
 	if err != nil {
 		resp.Error = err.Error()

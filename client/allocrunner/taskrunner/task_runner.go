@@ -33,7 +33,7 @@ const (
 	// PrefetchKey is the driver config key ("prefetch = false") that turns
 	// prefetch before kill off for a task. The task runner consumes it; the
 	// driver never sees it.
-	PrefetchKey = "prefetch"
+	PrefetchKey = drivers.PrefetchKey
 )
 
 // progressEvery is the least time between two prepare progress events.
