@@ -80,6 +80,7 @@ func TestFunctions_File(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.sh"), []byte("#!/bin/sh\necho hi\n"), 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
+	t.Chdir(dir) // relative paths resolve against the working directory, as in Nomad
 	path := filepath.Join(dir, "job.nomad.hcl")
 	src := `job "j" {
   meta {
