@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-cty-funcs/cidr"
+	"github.com/hashicorp/go-cty-funcs/collection"
 	"github.com/hashicorp/go-cty-funcs/crypto"
 	"github.com/hashicorp/go-cty-funcs/encoding"
 	"github.com/hashicorp/go-cty-funcs/filesystem"
@@ -44,7 +45,7 @@ func functions() map[string]function.Function {
 		"cidrnetmask":     cidr.NetmaskFunc,
 		"cidrsubnet":      cidr.SubnetFunc,
 		"cidrsubnets":     cidr.SubnetsFunc,
-		"coalesce":        stdlib.CoalesceFunc,
+		"coalesce":        collection.CoalesceFunc, // skips empty strings too, as Nomad documents
 		"coalescelist":    stdlib.CoalesceListFunc,
 		"compact":         stdlib.CompactFunc,
 		"concat":          stdlib.ConcatFunc,
@@ -70,7 +71,7 @@ func functions() map[string]function.Function {
 		"jsondecode":      stdlib.JSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
-		"length":          stdlib.LengthFunc,
+		"length":          lengthFunc,
 		"log":             stdlib.LogFunc,
 		"lookup":          stdlib.LookupFunc,
 		"lower":           stdlib.LowerFunc,
@@ -161,6 +162,20 @@ var reverseFunc = function.New(&function.Spec{
 			return stdlib.ReverseFunc.Call(args)
 		}
 		return stdlib.ReverseListFunc.Call(args)
+	},
+})
+
+// lengthFunc is length(value): the number of characters (grapheme
+// clusters) of a string, or of elements of a list, tuple, set, map or
+// object, as Nomad documents it.
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
+	Type:   function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if args[0].Type() == cty.String {
+			return stdlib.StrlenFunc.Call(args)
+		}
+		return stdlib.LengthFunc.Call(args)
 	},
 })
 
