@@ -209,3 +209,27 @@ func TestWireTree(t *testing.T) {
 	require.JSONEq(t, `{"Constraints":[{}]}`, tree(&api.Job{Constraints: []*api.Constraint{{Operand: ""}}}))
 	require.JSONEq(t, `{}`, tree(&api.Job{AllAtOnce: nil, Status: nil}))
 }
+
+// TestCorpusCallsEveryFunction: every function of the parser's table is
+// called by at least one corpus file, so each has an expected value there.
+func TestCorpusCallsEveryFunction(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(corpusDir, "*.nomad.hcl"))
+	require.NoError(t, err)
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all.Write(b)
+	}
+	text := all.String()
+	for name := range functions() {
+		called := false
+		for _, sep := range []string{" ", "(", "[", "{", "\t", "\n", "=", ",", "!"} {
+			if strings.Contains(text, sep+name+"(") {
+				called = true
+				break
+			}
+		}
+		require.True(t, called, "no corpus file calls %s()", name)
+	}
+}

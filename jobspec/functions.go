@@ -66,7 +66,7 @@ func functions() map[string]function.Function {
 		"formatdate":      stdlib.FormatDateFunc,
 		"formatlist":      stdlib.FormatListFunc,
 		"indent":          stdlib.IndentFunc,
-		"index":           stdlib.IndexFunc,
+		"index":           indexFunc,
 		"join":            stdlib.JoinFunc,
 		"jsondecode":      stdlib.JSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
@@ -166,18 +166,67 @@ var reverseFunc = function.New(&function.Spec{
 })
 
 // lengthFunc is length(value): the number of characters (grapheme
-// clusters) of a string, or of elements of a list, tuple, set, map or
-// object, as Nomad documents it.
+// clusters) of a string, of attributes of an object, or of elements of a
+// list, tuple, set or map, as Nomad documents it (`length({"a" = "b"})`
+// is 1; cty's own length takes no strings, objects or sets).
 var lengthFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
 	Type:   function.StaticReturnType(cty.Number),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if args[0].Type() == cty.String {
+		v := args[0]
+		switch ty := v.Type(); {
+		case ty == cty.String:
 			return stdlib.StrlenFunc.Call(args)
+		case ty.IsObjectType():
+			return cty.NumberIntVal(int64(len(ty.AttributeTypes()))), nil
+		case ty.IsSetType() && v.IsKnown() && !v.IsMarked():
+			return cty.NumberIntVal(int64(v.LengthInt())), nil
 		}
 		return stdlib.LengthFunc.Call(args)
 	},
 })
+
+// indexFunc is index(collection, key): the element at an index of a list
+// or tuple, or at a key of a map or object, as Nomad documents it
+// (`index({"a"=1, "c"=2}, "c")` is 2; cty's own index takes no objects).
+var indexFunc = function.New(&function.Spec{
+	Params: []function.Parameter{
+		{Name: "collection", Type: cty.DynamicPseudoType},
+		{Name: "key", Type: cty.DynamicPseudoType},
+	},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		if ty := args[0].Type(); ty.IsObjectType() {
+			key, err := objectKey(args[0], args[1])
+			if err != nil {
+				return cty.NilType, err
+			}
+			return ty.AttributeType(key), nil
+		}
+		return stdlib.IndexFunc.ReturnTypeForValues(args)
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if args[0].Type().IsObjectType() {
+			key, err := objectKey(args[0], args[1])
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return args[0].GetAttr(key), nil
+		}
+		return stdlib.IndexFunc.Call(args)
+	},
+})
+
+// objectKey checks that key names an attribute of the object obj.
+func objectKey(obj, key cty.Value) (string, error) {
+	if !key.IsKnown() || key.IsNull() || key.Type() != cty.String {
+		return "", fmt.Errorf("key for an object must be a known string")
+	}
+	k := key.AsString()
+	if !obj.Type().HasAttribute(k) {
+		return "", fmt.Errorf("the object has no attribute %q", k)
+	}
+	return k, nil
+}
 
 // heredocEscaper escapes the template sequences of HCL: "${" and "%{".
 var heredocEscaper = strings.NewReplacer("${", "$${", "%{", "%%{")

@@ -16,7 +16,7 @@ job "collections" {
     element         = element(["a", "b", "c"], 4)
     flatten         = jsonencode(flatten([["a", "b"], [], ["c"]]))
     index           = index(["a", "b", "c"], 1)
-    index_map       = index(tomap(local.weights), "large")
+    index_map       = index(local.weights, "large")
     keys            = jsonencode(keys(local.weights))
     length          = length(local.nodes)
     lookup          = lookup(local.weights, "huge", 0)

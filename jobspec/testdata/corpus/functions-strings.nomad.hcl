@@ -15,6 +15,7 @@ job "strings" {
     regex        = regex("v([0-9]+)\\.", local.version)[0]
     regexall     = length(regexall("[0-9]+", local.version))
     regex_replace = regex_replace(local.version, "-rc[0-9]+$", "")
+    regexreplace  = regexreplace("a1b22", "[0-9]+", "#")
     replace      = replace("a.b.c", ".", "/")
     replace_plain = replace("web-01-eu", "/[0-9]+/", "NN") # no regex: only regex_replace has them
     split        = split(".", "10.0.0.1")[3]
