@@ -129,12 +129,35 @@ func functions() map[string]function.Function {
 	return fns
 }
 
-// disableFS replaces the file system functions of fns by ones that fail.
+// maxServerBcryptCost bounds bcrypt's cost when a server parses a job for
+// a client (Options.NoFS): each step doubles the work, and cost 31 would
+// keep a server busy for days.
+const maxServerBcryptCost = 12
+
+// disableFS replaces the file system functions of fns by ones that fail,
+// and bounds bcrypt's cost: what a server parsing for a client needs.
 func disableFS(fns map[string]function.Function) {
 	for _, name := range fsFunctions {
 		fns[name] = disabledFSFunc(name)
 	}
+	fns["bcrypt"] = boundedBcryptFunc
 }
+
+// boundedBcryptFunc is bcrypt(str, cost) refusing a cost above
+// maxServerBcryptCost.
+var boundedBcryptFunc = function.New(&function.Spec{
+	Params:   []function.Parameter{{Name: "str", Type: cty.String}},
+	VarParam: &function.Parameter{Name: "cost", Type: cty.Number},
+	Type:     function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if len(args) > 1 {
+			if cost, _ := args[1].AsBigFloat().Int64(); cost > maxServerBcryptCost {
+				return cty.NilVal, fmt.Errorf("a bcrypt cost above %d is refused when the server parses the job, got %d", maxServerBcryptCost, cost)
+			}
+		}
+		return crypto.BcryptFunc.Call(args)
+	},
+})
 
 // disabledFSFunc is name() when reading files is not allowed (Options.NoFS).
 func disabledFSFunc(name string) function.Function {

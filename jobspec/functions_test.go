@@ -164,8 +164,15 @@ func TestFunctions_NoFS(t *testing.T) {
 		_, err := Parse("job.nomad.hcl", []byte(src), Options{NoFS: true})
 		require.ErrorContains(t, err, name+"() is disabled", name)
 	}
+	// bcrypt's cost is bounded there.
+	_, err := Parse("job.nomad.hcl", []byte("job \"j\" {\n  meta = { out = bcrypt(\"x\", 31) }\n}\n"), Options{NoFS: true})
+	require.ErrorContains(t, err, "a bcrypt cost above 12 is refused")
+	job, err := Parse("job.nomad.hcl", []byte("job \"j\" {\n  meta = { out = substr(bcrypt(\"x\", 4), 0, 7) }\n}\n"), Options{NoFS: true})
+	require.NoError(t, err)
+	require.Equal(t, "$2a$04$", job.Meta["out"])
+
 	// The path functions that read nothing stay available.
-	job, err := Parse("job.nomad.hcl", []byte("job \"j\" {\n  meta = { out = dirname(\"/a/b\") }\n}\n"), Options{NoFS: true})
+	job, err = Parse("job.nomad.hcl", []byte("job \"j\" {\n  meta = { out = dirname(\"/a/b\") }\n}\n"), Options{NoFS: true})
 	require.NoError(t, err)
 	require.Equal(t, "/a", job.Meta["out"])
 }

@@ -27,8 +27,9 @@ type Options struct {
 	// after VarFiles (the server's /v1/jobs/parse receives them so).
 	VarContents []string
 	// NoFS makes the file system functions (file, fileexists, fileset,
-	// filebase64, fileescaped, abspath, pathexpand) fail: a server parsing
-	// a jobspec for a client must not read its own files.
+	// filebase64, fileescaped, abspath, pathexpand) fail and bounds
+	// bcrypt's cost: a server parsing a jobspec for a client must not read
+	// its own files nor be kept busy.
 	NoFS bool
 }
 
