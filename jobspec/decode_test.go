@@ -162,7 +162,7 @@ func TestDecode_GroupFields(t *testing.T) {
 	require.Equal(t, 5*time.Second, *tg.ShutdownDelay)
 	require.Equal(t, time.Hour, *tg.MaxClientDisconnect)
 	require.Equal(t, 90*time.Second, *tg.StopAfterClientDisconnect)
-	require.Equal(t, []*api.Constraint{{Operand: "distinct_hosts"}}, tg.Constraints)
+	require.Equal(t, []*api.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}, tg.Constraints)
 	require.Equal(t, []*api.Affinity{{LTarget: "${meta.rack}", RTarget: "r1", Operand: "=", Weight: ptr(int8(25))}}, tg.Affinities)
 	require.Equal(t, []*api.NetworkResource{{
 		Mode:          "bridge",
@@ -352,8 +352,8 @@ func TestDecode_ConstraintShorthands(t *testing.T) {
 		body string
 		want api.Constraint
 	}{
-		{`distinct_hosts = true`, api.Constraint{Operand: "distinct_hosts"}},
-		{`distinct_hosts = false`, api.Constraint{Operand: "="}},
+		{`distinct_hosts = true`, api.Constraint{Operand: "distinct_hosts", RTarget: "true"}},
+		{`distinct_hosts = false`, api.Constraint{Operand: "distinct_hosts", RTarget: "false"}},
 		{`distinct_property = "${meta.rack}"`, api.Constraint{Operand: "distinct_property", LTarget: "${meta.rack}"}},
 		{"distinct_property = \"${meta.rack}\"\nvalue = 2", api.Constraint{Operand: "distinct_property", LTarget: "${meta.rack}", RTarget: "2"}},
 		{"attribute = \"${attr.nomad.version}\"\nversion = \">= 1.0\"", api.Constraint{LTarget: "${attr.nomad.version}", Operand: "version", RTarget: ">= 1.0"}},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -166,7 +167,9 @@ func applyAffinity(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.D
 }
 
 // applyShorthand applies at most one shorthand key from keys:
-//   - distinct_hosts = true  → Operand "distinct_hosts" (false leaves the block as is)
+//   - distinct_hosts = b     → Operand "distinct_hosts", RTarget "true" or "false":
+//     Nomad documents it as the compact form of `operator = "distinct_hosts"`
+//     with `value = "true"`, and "false" turns the constraint off
 //   - distinct_property = p  → Operand "distinct_property", LTarget p (value stays the limit)
 //   - other keys = v         → Operand <key>, RTarget v (attribute stays LTarget)
 //
@@ -198,9 +201,7 @@ func (d *decoder) applyShorthand(content *hcl.BodyContent, keys []string, lt, rt
 	if a.Name == "distinct_hosts" {
 		var on bool
 		diags = append(diags, assign(val, reflect.ValueOf(&on).Elem(), a.Name, a.Expr.Range())...)
-		if on {
-			*op = a.Name
-		}
+		*op, *rt = a.Name, strconv.FormatBool(on)
 		return diags
 	}
 	var s string

@@ -22,6 +22,11 @@ job "db-cluster" {
   group "db" {
     count = 3
 
+    # Turned off for now; kept to flip back on.
+    constraint {
+      distinct_hosts = false
+    }
+
     constraint {
       distinct_property = "${meta.rack}"
       value             = "1"
