@@ -310,9 +310,13 @@ func (d *decoder) decodeMapField(f field, fv reflect.Value, shape blockShape, bl
 }
 
 // decodeFlatMap decodes a block of plain attributes into a map field; null
-// attributes are skipped.
+// attributes are skipped. The attributes are read through body.Content
+// with the names the syntax body holds, not JustAttributes: inside a
+// `dynamic` block's content only Content gives the expressions the
+// iterator (JustAttributes of dynblock's bodies passes them through
+// unwrapped, and `env { Q = group.value.q }` would not see `group`).
 func (d *decoder) decodeFlatMap(body hcl.Body, fv reflect.Value) hcl.Diagnostics {
-	attrs, diags := body.JustAttributes()
+	attrs, diags := d.plainAttributes(body)
 	if fv.IsNil() {
 		fv.Set(reflect.MakeMap(fv.Type()))
 	}
@@ -355,4 +359,18 @@ func setStructOrPtr(dst, ptr reflect.Value) {
 	} else {
 		dst.Set(ptr.Elem())
 	}
+}
+
+// plainAttributes returns the attributes of a body that may hold only
+// attributes (see decodeFlatMap); blocks in it are errors.
+func (d *decoder) plainAttributes(body hcl.Body) (hcl.Attributes, hcl.Diagnostics) {
+	schema := d.opaqueSchema(body)
+	if schema == nil || len(schema.Blocks) > 0 {
+		return body.JustAttributes() // reports the blocks
+	}
+	content, diags := body.Content(&hcl.BodySchema{Attributes: schema.Attributes})
+	if content == nil {
+		return nil, diags
+	}
+	return content.Attributes, diags
 }

@@ -61,8 +61,8 @@ job "j" {
 	require.Equal(t, 70, *job.Priority)
 	require.True(t, *job.AllAtOnce)
 	require.Equal(t, map[string]string{"owner": "ops"}, job.Meta)
-	require.Equal(t, []*api.Constraint{{LTarget: "${attr.os.name}", RTarget: "ubuntu"}}, job.Constraints)
-	require.Equal(t, []*api.Affinity{{LTarget: "${node.datacenter}", RTarget: "dc1", Weight: ptr(int8(-50))}}, job.Affinities)
+	require.Equal(t, []*api.Constraint{{LTarget: "${attr.os.name}", RTarget: "ubuntu", Operand: "="}}, job.Constraints)
+	require.Equal(t, []*api.Affinity{{LTarget: "${node.datacenter}", RTarget: "dc1", Operand: "=", Weight: ptr(int8(-50))}}, job.Affinities)
 	require.Equal(t, []*api.Spread{{
 		Attribute: "${node.datacenter}", Weight: ptr(int8(100)),
 		SpreadTarget: []*api.SpreadTarget{{Value: "dc1", Percent: 60}, {Value: "dc2", Percent: 40}},
@@ -162,8 +162,8 @@ func TestDecode_GroupFields(t *testing.T) {
 	require.Equal(t, 5*time.Second, *tg.ShutdownDelay)
 	require.Equal(t, time.Hour, *tg.MaxClientDisconnect)
 	require.Equal(t, 90*time.Second, *tg.StopAfterClientDisconnect)
-	require.Equal(t, []*api.Constraint{{Operand: "distinct_hosts"}}, tg.Constraints)
-	require.Equal(t, []*api.Affinity{{LTarget: "${meta.rack}", RTarget: "r1", Weight: ptr(int8(25))}}, tg.Affinities)
+	require.Equal(t, []*api.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}, tg.Constraints)
+	require.Equal(t, []*api.Affinity{{LTarget: "${meta.rack}", RTarget: "r1", Operand: "=", Weight: ptr(int8(25))}}, tg.Affinities)
 	require.Equal(t, []*api.NetworkResource{{
 		Mode:          "bridge",
 		DynamicPorts:  []api.Port{{Label: "http", To: 8080}},
@@ -278,12 +278,13 @@ func TestDecode_TaskFields(t *testing.T) {
 	require.Equal(t, []*api.Template{{
 		EmbeddedTmpl: ptr(`port={{ env "NOMAD_PORT_http" }}`), DestPath: ptr("local/app.conf"),
 		ChangeMode: ptr("signal"), ChangeSignal: ptr("SIGHUP"), Splay: ptr(5 * time.Second),
+		Perms: ptr("0644"), ErrMissingKey: ptr(false), // the parser's own defaults
 		Wait: &api.WaitConfig{Min: ptr(2 * time.Second), Max: ptr(10 * time.Second)},
 	}}, task.Templates)
 	require.Equal(t, &api.TaskLifecycle{Hook: "prestart", Sidecar: true}, task.Lifecycle)
 	require.Equal(t, []*api.VolumeMount{{Volume: ptr("data"), Destination: ptr("/srv"), ReadOnly: ptr(true)}}, task.VolumeMounts)
-	require.Equal(t, []*api.Constraint{{LTarget: "${attr.cpu.arch}", RTarget: "amd64"}}, task.Constraints)
-	require.Equal(t, []*api.Affinity{{LTarget: "${node.class}", RTarget: "fast", Weight: ptr(int8(10))}}, task.Affinities)
+	require.Equal(t, []*api.Constraint{{LTarget: "${attr.cpu.arch}", RTarget: "amd64", Operand: "="}}, task.Constraints)
+	require.Equal(t, []*api.Affinity{{LTarget: "${node.class}", RTarget: "fast", Operand: "=", Weight: ptr(int8(10))}}, task.Affinities)
 }
 
 func TestDecode_Service(t *testing.T) {
@@ -351,8 +352,8 @@ func TestDecode_ConstraintShorthands(t *testing.T) {
 		body string
 		want api.Constraint
 	}{
-		{`distinct_hosts = true`, api.Constraint{Operand: "distinct_hosts"}},
-		{`distinct_hosts = false`, api.Constraint{}},
+		{`distinct_hosts = true`, api.Constraint{Operand: "distinct_hosts", RTarget: "true"}},
+		{`distinct_hosts = false`, api.Constraint{Operand: "distinct_hosts", RTarget: "false"}},
 		{`distinct_property = "${meta.rack}"`, api.Constraint{Operand: "distinct_property", LTarget: "${meta.rack}"}},
 		{"distinct_property = \"${meta.rack}\"\nvalue = 2", api.Constraint{Operand: "distinct_property", LTarget: "${meta.rack}", RTarget: "2"}},
 		{"attribute = \"${attr.nomad.version}\"\nversion = \">= 1.0\"", api.Constraint{LTarget: "${attr.nomad.version}", Operand: "version", RTarget: ">= 1.0"}},
@@ -386,7 +387,7 @@ job "j" {
 }`)
 	require.Equal(t, []*api.Affinity{
 		{LTarget: "${meta.features}", Operand: "set_contains_any", RTarget: "ssd,nvme", Weight: ptr(int8(50))},
-		{LTarget: "${attr.kernel.version}", Operand: "version", RTarget: "> 5.0"},
+		{LTarget: "${attr.kernel.version}", Operand: "version", RTarget: "> 5.0", Weight: ptr(int8(50))},
 	}, job.Affinities)
 }
 

@@ -49,7 +49,6 @@ func TestErrors(t *testing.T) {
 		{"duplicate volume", wrapGroup("volume \"a\" {}\nvolume \"a\" {}"), ":4,8-11", "Duplicate volume block"},
 		{"meta as block and attribute", "job \"j\" {\n  meta = {}\n  meta {}\n}", ":3,3-7",
 			`Duplicate meta; "meta" is set both as an argument`},
-		{"labeled config block", wrapTask("config {\n  x \"l\" {}\n}"), ":5,5-8", "Unsupported block labels"},
 		{"config attr and block", wrapTask("config {\n  x = 1\n  x {}\n}"), ":6,3-4", `Duplicate x; "x" is set both`},
 		{"config bad expression", wrapTask("config {\n  x = var.nope\n}"), ":5,7-15", "Undefined variable"},
 		{"conflicting shorthands", "job \"j\" {\n  constraint {\n    regexp = \"a\"\n    semver = \"b\"\n  }\n}", ":4,5-11",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -21,9 +22,22 @@ type extension struct {
 
 var (
 	jobType        = reflect.TypeFor[api.Job]()
+	groupType      = reflect.TypeFor[api.TaskGroup]()
 	constraintType = reflect.TypeFor[api.Constraint]()
 	affinityType   = reflect.TypeFor[api.Affinity]()
 )
+
+// Defaults Nomad's parser writes into what it sends: a constraint or
+// affinity without `operator` compares with "=", an affinity without
+// `weight` weighs 50 (the documented defaults of both blocks).
+const (
+	defaultOperator       = "="
+	defaultAffinityWeight = int8(50)
+)
+
+// vaultBlock is the `vault` block Nomad accepts at job and group level
+// besides the task's own (api.TaskGroup and api.Job have no field for it).
+var vaultBlock = hcl.BlockHeaderSchema{Type: "vault"}
 
 // Shorthand keys: `<key> = "x"` means Operand=<key>, RTarget="x".
 // distinct_hosts/distinct_property are special (see applyShorthand).
@@ -37,9 +51,11 @@ func extensionFor(t reflect.Type) *extension {
 	switch t {
 	case jobType:
 		return &extension{
-			blocks: []hcl.BlockHeaderSchema{{Type: "task", LabelNames: []string{"name"}}},
-			apply:  applyJobTasks,
+			blocks: []hcl.BlockHeaderSchema{{Type: "task", LabelNames: []string{"name"}}, vaultBlock},
+			apply:  applyJobExtras,
 		}
+	case groupType:
+		return &extension{blocks: []hcl.BlockHeaderSchema{vaultBlock}, apply: applyGroupVault}
 	case constraintType:
 		return &extension{attrs: attrSchemas(constraintShorthands), apply: applyConstraint}
 	case affinityType:
@@ -56,9 +72,11 @@ func attrSchemas(names []string) []hcl.AttributeSchema {
 	return out
 }
 
-// applyJobTasks turns each `task "x" {}` directly under job into its own
-// group named "x" holding just that task, appended after the explicit groups.
-func applyJobTasks(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+// applyJobExtras turns each `task "x" {}` directly under job into its own
+// group named "x" holding just that task, appended after the explicit groups,
+// then gives the job's `vault` block to every task that has none (after the
+// groups gave theirs: task, then group, then job).
+func applyJobExtras(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
 	job := rv.Addr().Interface().(*api.Job)
 	var diags hcl.Diagnostics
 	for _, b := range content.Blocks {
@@ -69,21 +87,89 @@ func applyJobTasks(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.D
 		diags = append(diags, d.decodeBlock(b, reflect.ValueOf(task).Elem())...)
 		job.TaskGroups = append(job.TaskGroups, &api.TaskGroup{Name: new(task.Name), Tasks: []*api.Task{task}})
 	}
+	vault, dd := d.decodeVaultBlock(content)
+	diags = append(diags, dd...)
+	for _, tg := range job.TaskGroups {
+		if tg != nil {
+			inheritVault(tg.Tasks, vault)
+		}
+	}
 	return diags
 }
 
-func applyConstraint(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
-	c := rv.Addr().Interface().(*api.Constraint)
-	return d.applyShorthand(content, constraintShorthands, &c.LTarget, &c.RTarget, &c.Operand)
+// applyGroupVault gives the group's `vault` block to each of its tasks
+// that has none.
+func applyGroupVault(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+	tg := rv.Addr().Interface().(*api.TaskGroup)
+	vault, diags := d.decodeVaultBlock(content)
+	inheritVault(tg.Tasks, vault)
+	return diags
 }
 
+// decodeVaultBlock decodes the at most one `vault` block of content (nil
+// when there is none).
+func (d *decoder) decodeVaultBlock(content *hcl.BodyContent) (*api.Vault, hcl.Diagnostics) {
+	var blocks hcl.Blocks
+	for _, b := range content.Blocks {
+		if b.Type == vaultBlock.Type {
+			blocks = append(blocks, b)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil, nil
+	}
+	var diags hcl.Diagnostics
+	for _, extra := range blocks[1:] {
+		diags = append(diags, duplicateBlock(vaultBlock.Type, extra))
+	}
+	vault := &api.Vault{}
+	return vault, append(diags, d.decodeBlock(blocks[0], reflect.ValueOf(vault).Elem())...)
+}
+
+// inheritVault sets a copy of vault on every task without a vault block.
+// The whole block is inherited, not merged field by field: a task that has
+// its own block keeps exactly that block.
+func inheritVault(tasks []*api.Task, vault *api.Vault) {
+	if vault == nil {
+		return
+	}
+	for _, t := range tasks {
+		if t != nil && t.Vault == nil {
+			cp := *vault
+			cp.Policies = append([]string(nil), vault.Policies...)
+			t.Vault = &cp
+		}
+	}
+}
+
+// applyConstraint applies the shorthand keys, then the default operator.
+func applyConstraint(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
+	c := rv.Addr().Interface().(*api.Constraint)
+	diags := d.applyShorthand(content, constraintShorthands, &c.LTarget, &c.RTarget, &c.Operand)
+	if c.Operand == "" {
+		c.Operand = defaultOperator
+	}
+	return diags
+}
+
+// applyAffinity applies the shorthand keys, then the default operator and
+// weight.
 func applyAffinity(d *decoder, content *hcl.BodyContent, rv reflect.Value) hcl.Diagnostics {
 	a := rv.Addr().Interface().(*api.Affinity)
-	return d.applyShorthand(content, affinityShorthands, &a.LTarget, &a.RTarget, &a.Operand)
+	diags := d.applyShorthand(content, affinityShorthands, &a.LTarget, &a.RTarget, &a.Operand)
+	if a.Operand == "" {
+		a.Operand = defaultOperator
+	}
+	if a.Weight == nil {
+		a.Weight = new(defaultAffinityWeight)
+	}
+	return diags
 }
 
 // applyShorthand applies at most one shorthand key from keys:
-//   - distinct_hosts = true  → Operand "distinct_hosts" (false leaves the block as is)
+//   - distinct_hosts = b     → Operand "distinct_hosts", RTarget "true" or "false":
+//     Nomad documents it as the compact form of `operator = "distinct_hosts"`
+//     with `value = "true"`, and "false" turns the constraint off
 //   - distinct_property = p  → Operand "distinct_property", LTarget p (value stays the limit)
 //   - other keys = v         → Operand <key>, RTarget v (attribute stays LTarget)
 //
@@ -115,9 +201,7 @@ func (d *decoder) applyShorthand(content *hcl.BodyContent, keys []string, lt, rt
 	if a.Name == "distinct_hosts" {
 		var on bool
 		diags = append(diags, assign(val, reflect.ValueOf(&on).Elem(), a.Name, a.Expr.Range())...)
-		if on {
-			*op = a.Name
-		}
+		*op, *rt = a.Name, strconv.FormatBool(on)
 		return diags
 	}
 	var s string

@@ -11,8 +11,8 @@ import (
 // `policy {}`, ...) into plain Go data. Attributes become values via
 // ctyToGo (a null attribute is omitted, as if unset); every nested block `name { ... }` is appended to a
 // []map[string]any under "name" (so two `mount {}` blocks give a two-element
-// list). `dynamic` blocks inside the body are expanded. Labeled nested blocks
-// are not supported and are reported as errors.
+// list); labels nest (see addOpaqueBlock). `dynamic` blocks inside the body
+// are expanded.
 func (d *decoder) decodeOpaque(body hcl.Body) (map[string]any, hcl.Diagnostics) {
 	var attrs hcl.Attributes
 	var blocks hcl.Blocks
@@ -40,13 +40,16 @@ func (d *decoder) decodeOpaque(body hcl.Body) (map[string]any, hcl.Diagnostics) 
 	return out, diags
 }
 
-// addOpaqueBlock appends the decoded block b to out[b.Type].
+// addOpaqueBlock appends the decoded block b to out[b.Type]. Each label
+// nests the body one level deeper, in the shape Nomad's jobs carry it
+// (and the Nomad Autoscaler reads from a scaling policy):
+// `check "cpu" { strategy "target-value" { target = 70 } }` becomes
+// check: [{cpu: [{strategy: [{"target-value": [{target: 70}]}]}]}].
 func (d *decoder) addOpaqueBlock(out map[string]any, b *hcl.Block) hcl.Diagnostics {
-	if len(b.Labels) > 0 {
-		return hcl.Diagnostics{errDiag(b.LabelRanges[0].Ptr(), "Unsupported block labels",
-			fmt.Sprintf("Blocks inside an opaque body cannot have labels; write %s { ... } instead.", b.Type))}
-	}
 	m, diags := d.decodeOpaque(b.Body)
+	for i := len(b.Labels) - 1; i >= 0; i-- {
+		m = map[string]any{b.Labels[i]: []map[string]any{m}}
+	}
 	switch existing := out[b.Type].(type) {
 	case nil:
 		if _, isAttr := out[b.Type]; isAttr {

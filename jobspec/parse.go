@@ -26,8 +26,10 @@ type Options struct {
 	// VarContents are variable files given by content (HCL), applied
 	// after VarFiles (the server's /v1/jobs/parse receives them so).
 	VarContents []string
-	// NoFS makes file() and fileexists() fail: a server parsing a
-	// jobspec for a client must not read its own files.
+	// NoFS makes the file system functions (file, fileexists, fileset,
+	// filebase64, fileescaped, abspath, pathexpand) fail and bounds
+	// bcrypt's cost: a server parsing a jobspec for a client must not read
+	// its own files nor be kept busy.
 	NoFS bool
 }
 
@@ -39,7 +41,8 @@ const stdinPath = "-"
 //
 // The returned job is not canonicalized. Errors carry "path:line,col" positions.
 // Variables are read only from opts (pass os.Environ() as opts.Env to honour
-// NOMAD_VAR_*). Relative paths in file()/fileexists() resolve against path's directory.
+// NOMAD_VAR_*). As in Nomad, relative paths in file() and the other file
+// functions resolve against the current working directory, not path's directory.
 func Parse(path string, src []byte, opts Options) (*api.Job, error) {
 	if isJSON(path, src) {
 		return parseJSON(path, src)
@@ -87,9 +90,9 @@ var rootSchema = &hcl.BodySchema{
 }
 
 func parseHCL(path string, src []byte, opts Options) (*api.Job, error) {
-	name, baseDir := path, filepath.Dir(path)
+	name := path
 	if path == stdinPath {
-		name, baseDir = "<stdin>", "."
+		name = "<stdin>"
 	}
 	file, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if diags.HasErrors() {
@@ -99,9 +102,9 @@ func parseHCL(path string, src []byte, opts Options) (*api.Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: unexpected HCL body type %T", name, file.Body)
 	}
-	funcs := functions(baseDir)
+	funcs := functions()
 	if opts.NoFS {
-		funcs["file"], funcs["fileexists"] = disabledFSFunc("file"), disabledFSFunc("fileexists")
+		disableFS(funcs)
 	}
 	p := &parser{path: name, funcs: funcs, bodies: indexBodies(body)}
 	job, diags := p.parse(body, opts)
@@ -175,5 +178,6 @@ func (p *parser) decodeJob(block *hcl.Block, ctx *hcl.EvalContext) (*api.Job, hc
 	}
 	normalizePorts(job)
 	normalizeIdentities(job)
+	normalizeParsed(job)
 	return job, diags
 }

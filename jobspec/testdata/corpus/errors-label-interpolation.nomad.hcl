@@ -1,0 +1,6 @@
+variable "env" {
+  default = "dev"
+}
+
+job "api-${var.env}" {
+}

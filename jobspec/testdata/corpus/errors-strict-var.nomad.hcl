@@ -1,0 +1,9 @@
+variable "tag" {
+  default = "1"
+}
+
+job "strict" {
+  meta {
+    tag = var.tag
+  }
+}

@@ -1,0 +1,7 @@
+job "typo" {
+  group "g" {
+    taks "t" {
+      driver = "docker"
+    }
+  }
+}

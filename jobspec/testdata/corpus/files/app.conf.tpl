@@ -1,0 +1,2 @@
+listen {{ env "NOMAD_PORT_http" }}
+upstream = "${UPSTREAM}"

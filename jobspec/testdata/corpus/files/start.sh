@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "starting ${NOMAD_TASK_NAME} on %{node}"

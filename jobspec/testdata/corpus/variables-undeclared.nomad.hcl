@@ -1,0 +1,10 @@
+job "typo" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      config {
+        image = var.imgae
+      }
+    }
+  }
+}
