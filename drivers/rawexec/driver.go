@@ -202,12 +202,13 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("raw_exec: removing stale exit file: %w", err)
 	}
 	spec.ExitFile = exitFile
+	spec.LogRoot = cfg.AllocDir
 	specBytes, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	specFile := filepath.Join(cfg.TaskDir, specFileName)
-	if err := os.WriteFile(specFile, specBytes, 0o600); err != nil {
+	if err := writeNew(cfg.TaskDir, specFile, specBytes, 0o600); err != nil {
 		return nil, fmt.Errorf("raw_exec: writing executor spec: %w", err)
 	}
 	self, err := os.Executable()
