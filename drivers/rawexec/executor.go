@@ -338,15 +338,16 @@ func readNoFollow(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// writeNew writes data to a new file at path, which must stay inside root
-// after symlinks: whatever is at path (a file, or a symlink a task planted)
-// is removed first, and the file is created exclusively, so a symlink is
-// never followed.
+// writeNew writes data to a new file at path, whose directory must stay
+// inside root after symlinks: whatever is at path (a file, or a symlink a
+// task planted) is removed first, and the file is created exclusively, so
+// a symlink there is replaced, never followed.
 func writeNew(root, path string, data []byte, perm os.FileMode) error {
-	resolved, err := pathguard.Within(root, path)
+	dir, err := pathguard.Within(root, filepath.Dir(path))
 	if err != nil {
 		return err
 	}
+	resolved := filepath.Join(dir, filepath.Base(path))
 	if err := os.Remove(resolved); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
