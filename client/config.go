@@ -51,6 +51,10 @@ type Config struct {
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
 	ACLEnabled bool
+	// IntroToken is the client introduction token presented with the
+	// node's registrations (the server checks it on the first one, as its
+	// client_introduction enforcement says); "" presents none.
+	IntroToken string
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now

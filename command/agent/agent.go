@@ -134,7 +134,12 @@ func (a *Agent) start() error {
 				Deployment: cfg.Server.DeploymentGCThreshold, Node: cfg.Server.NodeGCThreshold,
 			},
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond,
-			Now:                    cfg.Now,
+			ClientIntroduction: nomad.ClientIntroduction{
+				Enforcement: cfg.Server.ClientIntroduction.Enforcement,
+				DefaultTTL:  cfg.Server.ClientIntroduction.DefaultIdentityTTL,
+				MaxTTL:      cfg.Server.ClientIntroduction.MaxRequestIdentityTTL,
+			},
+			Now: cfg.Now,
 		})
 		if err != nil {
 			return err
@@ -170,6 +175,7 @@ func (a *Agent) startClient() error {
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		Plugins: plugins, Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
+		IntroToken: cfg.Client.IntroToken,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)
