@@ -95,10 +95,13 @@ func (d *Driver) isEnabled() bool {
 	return d.enabled
 }
 
-// Fingerprint reports the driver detected, and healthy when enabled.
+// Fingerprint reports the driver detected and healthy when enabled; a
+// disabled one is undetected with the description "disabled", as Nomad
+// reports it, so jobs using it are not placed on the node ("missing
+// drivers").
 func (d *Driver) Fingerprint(context.Context) *drivers.Fingerprint {
 	if !d.isEnabled() {
-		return &drivers.Fingerprint{Detected: true, Healthy: false, HealthDescription: "disabled", Attributes: map[string]string{}}
+		return &drivers.Fingerprint{Detected: false, Healthy: false, HealthDescription: "disabled", Attributes: map[string]string{}}
 	}
 	return &drivers.Fingerprint{
 		Detected:          true,
