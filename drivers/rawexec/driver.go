@@ -202,7 +202,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	cfg := t.cfg
 	exitFile := filepath.Join(cfg.TaskDir, exitFileName)
 	if err := os.Remove(exitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("raw_exec: removing stale exit file: %w", err)
+		return nil, fmt.Errorf("%s: removing stale exit file: %w", d.name, err)
 	}
 	spec.ExitFile = exitFile
 	spec.LogRoot = cfg.AllocDir
@@ -212,12 +212,12 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	}
 	specFile := filepath.Join(cfg.TaskDir, specFileName)
 	if err := writeNew(cfg.TaskDir, specFile, specBytes, 0o600); err != nil {
-		return nil, fmt.Errorf("raw_exec: writing executor spec: %w", err)
+		return nil, fmt.Errorf("%s: writing executor spec: %w", d.name, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		os.Remove(specFile)
-		return nil, fmt.Errorf("raw_exec: finding own executable: %w", err)
+		return nil, fmt.Errorf("%s: finding own executable: %w", d.name, err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -233,7 +233,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	w.Close()
 	if err != nil {
 		os.Remove(specFile)
-		return nil, fmt.Errorf("raw_exec: starting executor: %w", err)
+		return nil, fmt.Errorf("%s: starting executor: %w", d.name, err)
 	}
 	execStart := procStartTime(cmd.Process.Pid)
 
@@ -248,7 +248,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 		} else if err == nil {
 			err = errors.New("no task PID reported")
 		}
-		return nil, fmt.Errorf("raw_exec: starting task: %w", err)
+		return nil, fmt.Errorf("%s: starting task: %w", d.name, err)
 	}
 	t.state = State{
 		ExecutorPID:   cmd.Process.Pid,
