@@ -163,6 +163,10 @@ type ClientConfig struct {
 	NodePool                       string
 	Meta                           map[string]string
 	Options                        map[string]string
+	// ChrootEnv (chroot_env) maps host paths to paths in the root of exec
+	// tasks, as in Nomad; it is the exec driver's chroot_env unless the
+	// plugin "exec" block sets one.
+	ChrootEnv map[string]string
 	// IntroToken (intro_token) is the client introduction token the node
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
@@ -227,6 +231,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Servers = slices.Clone(c.Client.Servers)
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
+	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -308,6 +313,9 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Client.NodeClass, o.Client.NodeClass)
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	setString(&out.Client.IntroToken, o.Client.IntroToken)
+	if len(o.Client.ChrootEnv) > 0 {
+		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
+	}
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 

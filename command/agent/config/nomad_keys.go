@@ -81,7 +81,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"max_kill_timeout", "network_interface", "network_speed", "node_max_allocs",
 			"reservable_cores", "nomad_service_discovery", "preferred_address_family",
 			"cgroup_parent", "no_host_uuid", "common_plugin_dir", "host_volumes_dir",
-			"chroot_env",
 		},
 		blocks: []nomadOnlyBlock{
 			{name: "reserved"}, {name: "server_join"}, {name: "template"}, {name: "artifact"},

@@ -147,7 +147,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
-			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"},
+			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
 	}
 	pluginSchema = &hcl.BodySchema{
@@ -298,6 +298,11 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		m, d := decodeStringMap(a)
 		diags = append(diags, d...)
 		cl.Options = m
+	}
+	if a, ok := content.Attributes["chroot_env"]; ok {
+		m, d := decodeStringMap(a)
+		diags = append(diags, d...)
+		cl.ChrootEnv = m
 	}
 	return diags
 }
