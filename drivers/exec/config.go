@@ -308,6 +308,10 @@ func (v *rootView) resolveInRoot(p string) (string, error) {
 			stat = os.Stat // the mount follows the host's own symlink
 		}
 		fi, err := stat(host)
+		if errors.Is(err, os.ErrNotExist) && v.isBindAncestor(next) {
+			cur = next // a mountpoint's parent, created at start
+			continue
+		}
 		if err != nil {
 			return "", err
 		}
@@ -328,6 +332,17 @@ func (v *rootView) resolveInRoot(p string) (string, error) {
 		todo = append(strings.Split(target, "/"), todo...)
 	}
 	return v.hostPath(cur), nil
+}
+
+// isBindAncestor reports whether p, a clean path as the task sees it, is a
+// directory above a bind's mountpoint.
+func (v *rootView) isBindAncestor(p string) bool {
+	for _, b := range v.binds {
+		if strings.HasPrefix(b.Dst, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // isBindPoint reports whether p, a clean path as the task sees it, is where

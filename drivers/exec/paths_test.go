@@ -135,7 +135,9 @@ func TestResolveCommandInTheTaskRoot(t *testing.T) {
 		require.NoError(t, os.Symlink(target, filepath.Join(cfg.TaskDir, name)))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(cfg.AllocDir, "x"), []byte("#!/bin/sh\n"), 0o755))
-	v := newRootView(cfg, map[string]string{"/usr/bin": "/bin"})
+	tools := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tools, "tool"), []byte("#!/bin/sh\n"), 0o755))
+	v := newRootView(cfg, map[string]string{"/usr/bin": "/bin", tools: "/opt/tools"})
 
 	for _, cmd := range []string{"/local/to-host", "/local/up-and-out/tool"} {
 		_, err := v.resolveCommand(cmd)
@@ -146,6 +148,7 @@ func TestResolveCommandInTheTaskRoot(t *testing.T) {
 		"/local/in-root-rel":  filepath.Join(local, "real"),
 		"/local/through-bind": "/usr/bin/env",
 		"/alloc-link":         filepath.Join(cfg.AllocDir, "x"),
+		"/opt/tools/tool":     filepath.Join(tools, "tool"), // a bind below a directory not made yet
 	} {
 		p, err := v.resolveCommand(cmd)
 		require.NoError(t, err, cmd)
