@@ -64,6 +64,10 @@ type Config struct {
 	// dev agent sets it: its state dies with it, so nothing could ever
 	// reattach or stop tasks it left. See stopAllocsForExit.
 	StopAllocsOnShutdown bool
+	// IntroToken is the client introduction token presented with the
+	// node's registrations (the server checks it on the first one, as its
+	// client_introduction enforcement says); "" presents none.
+	IntroToken string
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now

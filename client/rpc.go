@@ -148,8 +148,9 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 // Wire types of the internal endpoints.
 
 type registerRequest struct {
-	Node     *api.Node
-	SecretID string
+	Node       *api.Node
+	SecretID   string
+	IntroToken string `json:",omitempty"`
 }
 
 type registerResponse struct {
@@ -176,11 +177,11 @@ type nodeAlloc struct {
 
 type indexResponse struct{ Index uint64 }
 
-func (s *serverConn) register(ctx context.Context, node *api.Node, secret string) (*registerResponse, error) {
+func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*registerResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var out registerResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: node, SecretID: secret}, &out)
+	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
 	return &out, err
 }
 

@@ -59,6 +59,9 @@ func commands() []*command {
 		{name: "node", synopsis: "Interact with nodes", subs: []*command{
 			{name: "drain", synopsis: "Toggle drain mode on a given node", run: nodeDrain},
 			{name: "eligibility", synopsis: "Toggle scheduling eligibility for a given node", run: nodeEligibility},
+			{name: "intro", synopsis: "Manage client introduction tokens", subs: []*command{
+				{name: "create", synopsis: "Generate a new client introduction token", run: nodeIntroCreate},
+			}},
 			{name: "status", synopsis: "Display status information about nodes", run: nodeStatus},
 		}},
 		{name: "operator", synopsis: "Provides cluster-level tools for Drover operators", subs: []*command{

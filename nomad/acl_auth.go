@@ -15,8 +15,9 @@ import (
 // sets none.
 const DefaultTokenNameFormat = "${auth_method_type}-${auth_method_name}"
 
-// Client introduction token lifetimes: the TTL when a request sets none,
-// and the longest one a request may ask for.
+// Client introduction token lifetimes by default (client_introduction
+// default_identity_ttl and max_request_identity_ttl): the TTL when a
+// request sets none, and the longest one a request may ask for.
 const (
 	ClientIntroductionDefaultTTL = 5 * time.Minute
 	ClientIntroductionMaxTTL     = 30 * time.Minute
@@ -199,16 +200,18 @@ type ClientIntroductionClaims struct {
 
 // CreateClientIntroductionToken signs, with the active root key, a JWT a
 // new client node can present to introduce itself: scoped to nodePool
-// (default "default") and, when set, nodeName; valid for ttl (0 means
-// ClientIntroductionDefaultTTL, at most ClientIntroductionMaxTTL).
+// (default "default") and, when set, nodeName; valid for ttl (0 means the
+// server's client_introduction default_identity_ttl, at most its
+// max_request_identity_ttl; 5m and 30m unless configured).
 func (s *Server) CreateClientIntroductionToken(nodeName, nodePool string, ttl time.Duration) (string, error) {
+	cfg := s.config.ClientIntroduction.withDefaults()
 	switch {
 	case ttl < 0:
 		return "", structs.BadRequestf("TTL must not be negative")
-	case ttl > ClientIntroductionMaxTTL:
-		return "", structs.BadRequestf("TTL %s exceeds the maximum of %s", ttl, ClientIntroductionMaxTTL)
+	case ttl > cfg.MaxTTL:
+		return "", structs.BadRequestf("TTL %s exceeds the maximum of %s", ttl, cfg.MaxTTL)
 	case ttl == 0:
-		ttl = ClientIntroductionDefaultTTL
+		ttl = cfg.DefaultTTL
 	}
 	if nodePool == "" {
 		nodePool = "default"

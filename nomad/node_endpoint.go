@@ -8,9 +8,11 @@ import (
 
 // NodeRegister registers (or re-registers) a client node and creates an
 // evaluation of every system and sysbatch job so the node gets its
-// allocations. A re-registration must present the node's secret. It returns
-// the raft index, the evaluations and the heartbeat TTL.
-func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, time.Duration, error) {
+// allocations. A re-registration must present the node's secret; a first
+// registration is checked against the client_introduction enforcement with
+// introToken (see checkIntroduction). It returns the raft index, the
+// evaluations and the heartbeat TTL.
+func (s *Server) NodeRegister(node *structs.Node, introToken string) (uint64, []string, time.Duration, error) {
 	if err := validateNode(node); err != nil {
 		return 0, nil, 0, err
 	}
@@ -20,6 +22,9 @@ func (s *Server) NodeRegister(node *structs.Node) (uint64, []string, time.Durati
 	}
 	if existing != nil && existing.SecretID != "" && existing.SecretID != node.SecretID {
 		return 0, nil, 0, structs.BadRequestf("node secret ID does not match")
+	}
+	if err := s.checkIntroduction(node, introToken, existing == nil); err != nil {
+		return 0, nil, 0, err
 	}
 	if node.Status == "" || node.Status == structs.NodeStatusDown {
 		node.Status = structs.NodeStatusReady

@@ -73,7 +73,11 @@ type Config struct {
 	// MaxHeartbeatsPerSecond scales the heartbeat TTL with the node count;
 	// zero means 50.
 	MaxHeartbeatsPerSecond float64
-	Logger                 hclog.Logger
+	// ClientIntroduction is the client_introduction block: what a node
+	// registering without a client introduction token gets, and the
+	// lifetimes of the tokens this server signs.
+	ClientIntroduction ClientIntroduction
+	Logger             hclog.Logger
 	// Now is the wall clock; tests may replace it.
 	Now func() time.Time
 }
@@ -97,6 +101,7 @@ type Server struct {
 
 	resolver     *imageresolve.Resolver
 	imageMetrics *imagewatcher.Metrics
+	introMetrics *introductionMetrics
 	imageWatcher atomic.Pointer[imagewatcher.Watcher] // set while leading
 
 	leaderMu     sync.Mutex
@@ -125,6 +130,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("server: data_dir is required")
 	}
+	switch cfg.ClientIntroduction.Enforcement {
+	case "", IntroductionNone, IntroductionWarn, IntroductionStrict:
+	default:
+		return nil, fmt.Errorf("server: client_introduction enforcement %q: must be %q, %q or %q",
+			cfg.ClientIntroduction.Enforcement, IntroductionNone, IntroductionWarn, IntroductionStrict)
+	}
 	dir := filepath.Join(cfg.DataDir, "server")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: create data dir: %w", err)
@@ -136,6 +147,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.config.Metrics = cfg.Metrics
 	}
 	s.imageMetrics = imagewatcher.NewMetrics(cfg.Metrics)
+	s.introMetrics = newIntroductionMetrics(cfg.Metrics)
 	s.workers = &workerPool{srv: s, cfg: WorkerPoolConfig{NumSchedulers: cfg.NumSchedulers, EnabledSchedulers: defaultEnabledSchedulers()}}
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})

@@ -134,7 +134,12 @@ func (a *Agent) start() error {
 				Deployment: cfg.Server.DeploymentGCThreshold, Node: cfg.Server.NodeGCThreshold,
 			},
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond,
-			Now:                    cfg.Now,
+			ClientIntroduction: nomad.ClientIntroduction{
+				Enforcement: cfg.Server.ClientIntroduction.Enforcement,
+				DefaultTTL:  cfg.Server.ClientIntroduction.DefaultIdentityTTL,
+				MaxTTL:      cfg.Server.ClientIntroduction.MaxRequestIdentityTTL,
+			},
+			Now: cfg.Now,
 		})
 		if err != nil {
 			return err
@@ -163,6 +168,9 @@ func (a *Agent) startClient() error {
 	for name, p := range cfg.Plugins {
 		plugins[name] = p.Config
 	}
+	if len(cfg.Client.ChrootEnv) > 0 {
+		plugins["exec"] = withChrootEnv(plugins["exec"], cfg.Client.ChrootEnv)
+	}
 	c, err := client.New(&client.Config{
 		NodeName: cfg.Name, Datacenter: cfg.Datacenter, Region: cfg.Region,
 		NodeClass: cfg.Client.NodeClass, NodePool: cfg.Client.NodePool,
@@ -174,6 +182,7 @@ func (a *Agent) startClient() error {
 		// it stops its allocations on the way out instead of leaving tasks
 		// that nothing could reattach or stop.
 		StopAllocsOnShutdown: cfg.DevMode,
+		IntroToken:           cfg.Client.IntroToken,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)
@@ -265,4 +274,23 @@ func (a *Agent) cleanup() {
 	if a.tempDir != "" {
 		_ = os.RemoveAll(a.tempDir)
 	}
+}
+
+// withChrootEnv returns the exec plugin's config with client.chroot_env as
+// its chroot_env, unless the plugin block sets its own (which wins). plugin
+// is not modified.
+func withChrootEnv(plugin map[string]any, chroot map[string]string) map[string]any {
+	if _, ok := plugin["chroot_env"]; ok {
+		return plugin
+	}
+	out := make(map[string]any, len(plugin)+1)
+	for k, v := range plugin {
+		out[k] = v
+	}
+	env := make(map[string]any, len(chroot))
+	for k, v := range chroot {
+		env[k] = v
+	}
+	out["chroot_env"] = env
+	return out
 }

@@ -89,6 +89,10 @@ type nodeRegisterRequest struct {
 	Node *api.Node
 	// SecretID authenticates the node; api.Node does not carry it.
 	SecretID string
+	// IntroToken is the client introduction token the node was started
+	// with (client intro_token, NOMAD_CLIENT_INTRO_TOKEN); see the
+	// server's client_introduction enforcement.
+	IntroToken string `json:",omitempty"`
 }
 
 // nodeRegisterResponse answers a node registration.
@@ -108,7 +112,7 @@ func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request
 	}
 	node := apiconv.NodeFromAPI(req.Node)
 	node.SecretID = req.SecretID
-	index, evals, ttl, err := h.srv.NodeRegister(node)
+	index, evals, ttl, err := h.srv.NodeRegister(node, req.IntroToken)
 	if err != nil {
 		return nil, 0, err
 	}

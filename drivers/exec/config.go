@@ -260,7 +260,10 @@ func (v *rootView) resolveCommand(command string) (string, error) {
 	}
 	var firstErr error
 	for _, c := range candidates {
-		err := checkExecutable(v.hostPath(c))
+		host, err := v.resolveInRoot(c)
+		if err == nil {
+			err = checkExecutable(host)
+		}
 		if err == nil {
 			return c, nil
 		}
@@ -272,6 +275,85 @@ func (v *rootView) resolveCommand(command string) (string, error) {
 		return "", fmt.Errorf("command %q in the task's root: %w", command, firstErr)
 	}
 	return "", fmt.Errorf("command %q not found in the task's root (searched %s)", command, strings.Join(searchDirs, ", "))
+}
+
+// maxLinks bounds the symlinks resolveInRoot follows (ELOOP in the kernel).
+const maxLinks = 40
+
+// resolveInRoot follows the symlinks of p, a path as the task sees it, the
+// way the kernel will inside the task's root: an absolute link target
+// starts again from the task's "/", ".." stops there, and a chroot_env
+// bind point is the host directory mounted on it. It returns the host path
+// behind the result, which is inside the task dir or a bind's source by
+// construction: a symlink a task planted never makes the driver look at a
+// host path the task could not reach itself.
+func (v *rootView) resolveInRoot(p string) (string, error) {
+	todo := strings.Split(p, "/")
+	cur := "/"
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, c)
+		host := v.hostPath(next)
+		stat := os.Lstat
+		if v.isBindPoint(next) {
+			stat = os.Stat // the mount follows the host's own symlink
+		}
+		fi, err := stat(host)
+		if errors.Is(err, os.ErrNotExist) && v.isBindAncestor(next) {
+			cur = next // a mountpoint's parent, created at start
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
+		}
+		target, err := os.Readlink(host)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return v.hostPath(cur), nil
+}
+
+// isBindAncestor reports whether p, a clean path as the task sees it, is a
+// directory above a bind's mountpoint.
+func (v *rootView) isBindAncestor(p string) bool {
+	for _, b := range v.binds {
+		if strings.HasPrefix(b.Dst, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// isBindPoint reports whether p, a clean path as the task sees it, is where
+// a bind is mounted.
+func (v *rootView) isBindPoint(p string) bool {
+	for _, b := range v.binds {
+		if b.Dst == p {
+			return true
+		}
+	}
+	return false
 }
 
 func checkExecutable(p string) error {

@@ -58,6 +58,23 @@
 // cap_drop), no no_new_privs. Prefer the default user, nobody, for untrusted
 // work. Artifacts and templates are not part of this driver.
 //
+// # Paths a task can redirect
+//
+// A task (as root, or through the alloc dir its group shares) can replace
+// what it may write with symlinks that its next run, or a sibling's, would
+// follow on the host. Every path the driver and its executor touch on the
+// host is therefore checked after symlinks (helper/pathguard) before use:
+// local/, secrets/ and tmp/ (created, chowned, chmodded) and every
+// mountpoint (/proc, /dev, /alloc, the chroot_env targets) must stay inside
+// the task dir, the log files inside the alloc dir; the executor's spec is
+// written, and its exit record read, without following a symlink; the
+// cleanup of mountpoints skips a path that no longer resolves to itself.
+// A path that leads out fails the start with an error naming it (the task
+// event shows it) and nothing on the host is created, written, chowned,
+// chmodded or mounted over. The command is resolved the way the task will
+// see it: a symlink to an absolute path leads into the task's root, not the
+// host's.
+//
 // # How it runs
 //
 // Starting, waiting, stopping, signalling and recovering are the raw_exec

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/rawexec"
+	"github.com/drover-project/drover/helper/pathguard"
 )
 
 // Name is the driver name used in job specs.
@@ -192,19 +193,31 @@ func cgroupName(taskID string) string {
 
 // prepareTaskDirs makes sure local/, secrets/ and tmp/ exist in the task dir
 // and that local/ and secrets/ belong to the task's user, who may not be
-// root.
+// root. An earlier run of the task may have replaced one with a symlink:
+// each must stay inside the task dir after symlinks, or the start fails
+// naming it, before anything is created, chowned or chmodded on the host.
 func prepareTaskDirs(taskDir string, uid, gid *uint32) error {
+	if err := os.MkdirAll(taskDir, 0o755); err != nil { // the client's own path
+		return err
+	}
 	for _, d := range []struct {
 		name  string
 		mode  os.FileMode
 		chown bool
 	}{{"local", 0o755, true}, {"secrets", 0o700, true}, {"tmp", os.ModeSticky | 0o777, false}} {
-		p := filepath.Join(taskDir, d.name)
+		p, err := inTaskDir(taskDir, filepath.Join(taskDir, d.name))
+		if err != nil {
+			return err
+		}
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
-		if _, err := os.Stat(p); err != nil {
+		fi, err := os.Lstat(p)
+		if err != nil {
 			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("task dir path %s is not a directory", p)
 		}
 		if d.name == "tmp" {
 			if err := os.Chmod(p, d.mode); err != nil {
@@ -212,10 +225,24 @@ func prepareTaskDirs(taskDir string, uid, gid *uint32) error {
 			}
 		}
 		if d.chown && uid != nil && gid != nil {
-			if err := os.Chown(p, int(*uid), int(*gid)); err != nil {
+			if err := os.Lchown(p, int(*uid), int(*gid)); err != nil {
 				return fmt.Errorf("giving %s to the task's user: %w", d.name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// inTaskDir returns p resolved after symlinks when it stays inside the task
+// dir, and otherwise an error naming p and where it leads (the task event
+// shows it).
+func inTaskDir(taskDir, p string) (string, error) {
+	resolved, err := pathguard.Within(taskDir, p)
+	if errors.Is(err, pathguard.ErrOutside) {
+		return "", fmt.Errorf("refusing a path that leaves the task directory: %w", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return resolved, nil
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/drover-project/drover/drivers/rawexec"
+	"github.com/drover-project/drover/helper/pathguard"
 )
 
 // initArg is os.Args[1] of a namespace init (see runInit).
@@ -72,15 +74,25 @@ type mountpoint struct {
 }
 
 // prepareRoot creates the mountpoints in the task dir and returns what it
-// created, deepest last, for removal once the task is gone.
+// created, deepest last, for removal once the task is gone. Each mountpoint
+// must stay inside the task dir after symlinks (an earlier run of the task
+// may have replaced a directory of its root with a symlink to a host
+// path): one that leaves it fails the start, naming it, before anything
+// is created. Missing parents are created one by one below the resolved
+// path, never through a symlink.
 func prepareRoot(s *isoSpec) ([]string, error) {
 	var created []string
+	realRoot, err := filepath.EvalSymlinks(s.Root)
+	if err != nil {
+		return nil, err
+	}
 	for _, mp := range mountpoints(s) {
-		target := filepath.Join(s.Root, mp.Path)
-		parent := filepath.Dir(target)
-		// Create missing parents one by one, remembering them.
+		target, err := inTaskDir(s.Root, filepath.Join(s.Root, mp.Path))
+		if err != nil {
+			return created, fmt.Errorf("mountpoint %s: %w", mp.Path, err)
+		}
 		var missing []string
-		for p := parent; p != s.Root && len(p) > len(s.Root); p = filepath.Dir(p) {
+		for p := filepath.Dir(target); strings.HasPrefix(p, realRoot+"/"); p = filepath.Dir(p) {
 			if _, err := os.Lstat(p); err == nil {
 				break
 			}
@@ -100,7 +112,7 @@ func prepareRoot(s *isoSpec) ([]string, error) {
 				return created, err
 			}
 		} else {
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
 			if err != nil {
 				return created, err
 			}
@@ -113,10 +125,15 @@ func prepareRoot(s *isoSpec) ([]string, error) {
 
 // removeCreated removes what prepareRoot created, deepest first. Only empty
 // directories and empty files are removed: a mount that were somehow
-// visible on the host would make its mountpoint non-empty, and stay.
-func removeCreated(created []string) {
+// visible on the host would make its mountpoint non-empty, and stay. A
+// path the task has since routed through a symlink (it no longer resolves
+// to itself inside root) is left alone, so no host path is removed.
+func removeCreated(root string, created []string) {
 	for i := len(created) - 1; i >= 0; i-- {
 		p := created[i]
+		if resolved, err := pathguard.Within(root, p); err != nil || resolved != p {
+			continue
+		}
 		fi, err := os.Lstat(p)
 		if err != nil {
 			continue
@@ -148,7 +165,7 @@ func wrap(cmd *osexec.Cmd, raw json.RawMessage) (*rawexec.Wrapped, error) {
 	}
 	created, err := prepareRoot(&s)
 	if err != nil {
-		removeCreated(created)
+		removeCreated(s.Root, created)
 		return nil, fmt.Errorf("exec: preparing the task's root: %w", err)
 	}
 	var cgDir *os.File
@@ -159,7 +176,7 @@ func wrap(cmd *osexec.Cmd, raw json.RawMessage) (*rawexec.Wrapped, error) {
 		if s.Cgroup != nil {
 			s.Cgroup.remove()
 		}
-		removeCreated(created)
+		removeCreated(s.Root, created)
 	}
 	if s.Cgroup != nil {
 		if cgDir, err = s.Cgroup.create(); err != nil {
@@ -350,7 +367,11 @@ func setupRoot(s *isoSpec) error {
 		return fmt.Errorf("bind-mounting the task dir on itself: %w", err)
 	}
 	for _, b := range s.Binds {
-		target := filepath.Join(s.Root, b.Dst)
+		// Resolved again: nothing may be mounted over a host path.
+		target, err := inTaskDir(s.Root, filepath.Join(s.Root, b.Dst))
+		if err != nil {
+			return fmt.Errorf("bind-mounting %s at %s: %w", b.Src, b.Dst, err)
+		}
 		if _, err := os.Lstat(target); err != nil {
 			continue // the host path vanished since the executor looked
 		}
@@ -364,11 +385,18 @@ func setupRoot(s *isoSpec) error {
 			}
 		}
 	}
-	proc := filepath.Join(s.Root, "proc")
+	proc, err := inTaskDir(s.Root, filepath.Join(s.Root, "proc"))
+	if err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
 	if err := syscall.Mount("proc", proc, "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
-	return setupDev(filepath.Join(s.Root, "dev"))
+	dev, err := inTaskDir(s.Root, filepath.Join(s.Root, "dev"))
+	if err != nil {
+		return fmt.Errorf("mounting /dev: %w", err)
+	}
+	return setupDev(dev)
 }
 
 // pivotRoot makes root the root of the init's mount namespace and detaches

@@ -16,9 +16,17 @@
 // Task config: command (required; a bare name is looked up in the task's
 // PATH, a relative path is taken from the task dir), args (list of strings),
 // work_dir (relative to the task dir). Plugin config: enabled (default false,
-// as in Nomad), no_cgroups (accepted, ignored). The handle's DriverState is
+// as in Nomad: a disabled driver fingerprints undetected, "disabled"),
+// no_cgroups (accepted, ignored). The handle's DriverState is
 // the JSON of State; start times from /proc/<pid>/stat guard against PID
 // reuse. Linux only.
+//
+// A raw_exec task is not isolated: its command and work_dir are host paths
+// by design. The files the driver itself writes are not the task's to
+// redirect: the log files must stay inside the allocation's shared dir
+// after symlinks (a sibling task may have planted one there), the
+// executor's spec is created afresh (a symlink in its place is replaced),
+// and the exit record is read without following a symlink.
 //
 // Exec (drivers.Execer): a command runs as a child of the client, in the
 // task dir, with the task's environment and user, in a session of its own

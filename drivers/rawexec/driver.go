@@ -95,10 +95,13 @@ func (d *Driver) isEnabled() bool {
 	return d.enabled
 }
 
-// Fingerprint reports the driver detected, and healthy when enabled.
+// Fingerprint reports the driver detected and healthy when enabled; a
+// disabled one is undetected with the description "disabled", as Nomad
+// reports it, so jobs using it are not placed on the node ("missing
+// drivers").
 func (d *Driver) Fingerprint(context.Context) *drivers.Fingerprint {
 	if !d.isEnabled() {
-		return &drivers.Fingerprint{Detected: true, Healthy: false, HealthDescription: "disabled", Attributes: map[string]string{}}
+		return &drivers.Fingerprint{Detected: false, Healthy: false, HealthDescription: "disabled", Attributes: map[string]string{}}
 	}
 	return &drivers.Fingerprint{
 		Detected:          true,
@@ -199,21 +202,22 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	cfg := t.cfg
 	exitFile := filepath.Join(cfg.TaskDir, exitFileName)
 	if err := os.Remove(exitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("raw_exec: removing stale exit file: %w", err)
+		return nil, fmt.Errorf("%s: removing stale exit file: %w", d.name, err)
 	}
 	spec.ExitFile = exitFile
+	spec.LogRoot = cfg.AllocDir
 	specBytes, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	specFile := filepath.Join(cfg.TaskDir, specFileName)
-	if err := os.WriteFile(specFile, specBytes, 0o600); err != nil {
-		return nil, fmt.Errorf("raw_exec: writing executor spec: %w", err)
+	if err := writeNew(cfg.TaskDir, specFile, specBytes, 0o600); err != nil {
+		return nil, fmt.Errorf("%s: writing executor spec: %w", d.name, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		os.Remove(specFile)
-		return nil, fmt.Errorf("raw_exec: finding own executable: %w", err)
+		return nil, fmt.Errorf("%s: finding own executable: %w", d.name, err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -229,7 +233,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	w.Close()
 	if err != nil {
 		os.Remove(specFile)
-		return nil, fmt.Errorf("raw_exec: starting executor: %w", err)
+		return nil, fmt.Errorf("%s: starting executor: %w", d.name, err)
 	}
 	execStart := procStartTime(cmd.Process.Pid)
 
@@ -244,7 +248,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 		} else if err == nil {
 			err = errors.New("no task PID reported")
 		}
-		return nil, fmt.Errorf("raw_exec: starting task: %w", err)
+		return nil, fmt.Errorf("%s: starting task: %w", d.name, err)
 	}
 	t.state = State{
 		ExecutorPID:   cmd.Process.Pid,

@@ -413,14 +413,16 @@ func TestValidateTaskConfig(t *testing.T) {
 func TestDisabled(t *testing.T) {
 	d := New(hclog.NewNullLogger())
 	fp := d.Fingerprint(context.Background())
-	require.True(t, fp.Detected)
+	require.False(t, fp.Detected, "disabled is undetected, as in Nomad")
 	require.False(t, fp.Healthy)
 	require.Equal(t, "disabled", fp.HealthDescription)
+	require.NotContains(t, fp.Attributes, "driver.raw_exec")
 	_, err := d.StartTask(newTask(t, "/bin/true"))
 	require.ErrorIs(t, err, drivers.ErrDisabled)
 
 	require.NoError(t, d.SetConfig(map[string]any{"enabled": true}))
 	fp = d.Fingerprint(context.Background())
+	require.True(t, fp.Detected)
 	require.True(t, fp.Healthy)
 	require.Equal(t, "1", fp.Attributes["driver.raw_exec"])
 

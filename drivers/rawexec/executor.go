@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/drover-project/drover/helper/pathguard"
 )
 
 // ExecutorArg is os.Args[1] of an executor process.
@@ -32,9 +35,13 @@ type execSpec struct {
 	Dir        string
 	StdoutPath string
 	StderrPath string
-	ExitFile   string
-	UID, GID   *uint32  `json:",omitempty"`
-	Groups     []uint32 `json:",omitempty"`
+	// LogRoot is the directory StdoutPath and StderrPath must stay in
+	// after symlinks (the allocation's shared dir, which its tasks can
+	// write but not replace); "" means each file's own directory.
+	LogRoot  string `json:",omitempty"`
+	ExitFile string
+	UID, GID *uint32  `json:",omitempty"`
+	Groups   []uint32 `json:",omitempty"`
 	// Wrapper names a Wrapper (RegisterWrapper) that isolates the task;
 	// WrapperSpec is its opaque spec. Empty for raw_exec tasks.
 	Wrapper     string          `json:",omitempty"`
@@ -206,10 +213,24 @@ func taskCommand(spec *execSpec) (*exec.Cmd, func(), error) {
 		if path == "" {
 			return nil, nil // os/exec connects /dev/null
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		// The logs dir is shared with the allocation's tasks: a symlink
+		// planted there must not make the executor (root) append the
+		// task's output to a host file.
+		root := spec.LogRoot
+		if root == "" {
+			root = filepath.Dir(path)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil { // the client's own path
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		resolved, err := pathguard.Within(root, path)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(resolved), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(resolved, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +313,7 @@ func writeFileAtomic(path string, v any) error {
 
 // readExitFile reads an exit record; ok is false if there is none.
 func readExitFile(path string) (rec exitRecord, ok bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readNoFollow(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return rec, false, nil
 	}
@@ -303,4 +324,40 @@ func readExitFile(path string) (rec exitRecord, ok bool, err error) {
 		return rec, false, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	return rec, true, nil
+}
+
+// readNoFollow reads the file at path, refusing a symlink there: the task
+// dir's bookkeeping files are the driver's, and a task that replaced one
+// with a symlink gets no read of the file it points to.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// writeNew writes data to a new file at path, whose directory must stay
+// inside root after symlinks: whatever is at path (a file, or a symlink a
+// task planted) is removed first, and the file is created exclusively, so
+// a symlink there is replaced, never followed.
+func writeNew(root, path string, data []byte, perm os.FileMode) error {
+	dir, err := pathguard.Within(root, filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	resolved := filepath.Join(dir, filepath.Base(path))
+	if err := os.Remove(resolved); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(resolved, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/drover-project/drover/helper/pathguard"
 )
 
 // Names of the directories.
@@ -106,12 +108,22 @@ func (d *AllocDir) Build(tasks []string) error {
 			mode os.FileMode
 		}{{td.Dir, 0o755}, {td.LocalDir, 0o755}, {td.SecretsDir, 0o755}, {td.TmpDir, os.ModeSticky | 0o777}}...)
 	}
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return fmt.Errorf("allocdir: creating %s: %w", d.dir, err)
+	}
 	for _, dir := range dirs {
-		if err := os.MkdirAll(dir.path, 0o755); err != nil {
+		// A task of the allocation may have replaced one of these with a
+		// symlink (alloc/data through /alloc, or its own local/): nothing
+		// outside the allocation's tree is created or chmodded.
+		p, err := pathguard.Within(d.dir, dir.path)
+		if err != nil {
+			return fmt.Errorf("allocdir: %w", err)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("allocdir: creating %s: %w", dir.path, err)
 		}
 		// MkdirAll applies the umask; set the mode (sticky bit included).
-		if err := os.Chmod(dir.path, dir.mode); err != nil {
+		if err := os.Chmod(p, dir.mode); err != nil {
 			return fmt.Errorf("allocdir: chmod %s: %w", dir.path, err)
 		}
 	}

@@ -18,5 +18,6 @@
 // Known limit: the files are not rotated, so a task's log_config
 // (max_files, max_file_size) is not enforced yet.
 //
-// Importers: client/allocrunner and its taskrunner. Standard library only.
+// Importers: client/allocrunner and its taskrunner. It imports the
+// standard library and helper/pathguard.
 package allocdir

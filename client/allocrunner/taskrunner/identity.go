@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-project/drover/helper/pathguard"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -69,9 +70,16 @@ func writeIdentities(taskDir string, alloc *structs.Allocation, task *structs.Ta
 		if rel, err := filepath.Rel(taskDir, path); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return fmt.Errorf("identity %q: file %q is outside the task directory", wi.Name, wi.FilePath())
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		// secrets/ may have been replaced by a symlink by an earlier run
+		// of the task: the token is written only inside the task dir.
+		dir, err := pathguard.Within(taskDir, filepath.Dir(path))
+		if err != nil {
 			return fmt.Errorf("identity %q: %w", wi.Name, err)
 		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("identity %q: %w", wi.Name, err)
+		}
+		path = filepath.Join(dir, filepath.Base(path))
 		if err := writeFileAtomic(path, []byte(tok), owner); err != nil {
 			return fmt.Errorf("identity %q: %w", wi.Name, err)
 		}

@@ -130,7 +130,25 @@ type ServerConfig struct {
 	// deployments and down nodes. Zero means Nomad's defaults (1h, 4h,
 	// 1h, 24h).
 	EvalGCThreshold, JobGCThreshold, DeploymentGCThreshold, NodeGCThreshold time.Duration
+	// ClientIntroduction is the client_introduction block.
+	ClientIntroduction ClientIntroductionConfig
 }
+
+// ClientIntroductionConfig is the server's client_introduction block: what
+// a node's first registration without a valid client introduction token
+// gets, and the lifetimes of the tokens the server signs.
+type ClientIntroductionConfig struct {
+	// Enforcement is "none", "warn" or "strict"; "" means "warn".
+	Enforcement string
+	// DefaultIdentityTTL (default_identity_ttl) is the lifetime of a token
+	// whose request sets none; MaxRequestIdentityTTL
+	// (max_request_identity_ttl) the longest a request may ask for. Zero
+	// means 5m and 30m.
+	DefaultIdentityTTL, MaxRequestIdentityTTL time.Duration
+}
+
+// Client introduction enforcement levels.
+var IntroductionEnforcements = []string{"none", "warn", "strict"}
 
 // ClientConfig is the `client` block.
 type ClientConfig struct {
@@ -145,6 +163,14 @@ type ClientConfig struct {
 	NodePool                       string
 	Meta                           map[string]string
 	Options                        map[string]string
+	// ChrootEnv (chroot_env) maps host paths to paths in the root of exec
+	// tasks, as in Nomad; it is the exec driver's chroot_env unless the
+	// plugin "exec" block sets one.
+	ChrootEnv map[string]string
+	// IntroToken (intro_token) is the client introduction token the node
+	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
+	// -client-intro-token override it.
+	IntroToken string
 }
 
 // PluginConfig is one `plugin "NAME"` block.
@@ -205,6 +231,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Servers = slices.Clone(c.Client.Servers)
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
+	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -265,6 +292,13 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Server.InsecureRegistries = slices.Clone(o.Server.InsecureRegistries)
 	}
 	setInt(&out.Server.RegistryRequestBudget, o.Server.RegistryRequestBudget)
+	setString(&out.Server.ClientIntroduction.Enforcement, o.Server.ClientIntroduction.Enforcement)
+	if o.Server.ClientIntroduction.DefaultIdentityTTL != 0 {
+		out.Server.ClientIntroduction.DefaultIdentityTTL = o.Server.ClientIntroduction.DefaultIdentityTTL
+	}
+	if o.Server.ClientIntroduction.MaxRequestIdentityTTL != 0 {
+		out.Server.ClientIntroduction.MaxRequestIdentityTTL = o.Server.ClientIntroduction.MaxRequestIdentityTTL
+	}
 	mergeScaleConfig(&out.Server, &o.Server)
 	out.EnableDebug = out.EnableDebug || o.EnableDebug
 
@@ -278,6 +312,10 @@ func (c *Config) Merge(o *Config) *Config {
 	setInt(&out.Client.MaxDynamicPort, o.Client.MaxDynamicPort)
 	setString(&out.Client.NodeClass, o.Client.NodeClass)
 	setString(&out.Client.NodePool, o.Client.NodePool)
+	setString(&out.Client.IntroToken, o.Client.IntroToken)
+	if len(o.Client.ChrootEnv) > 0 {
+		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
+	}
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 

@@ -5,8 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
+
+// IntroTokenEnv is the environment variable holding the client
+// introduction token, as in Nomad.
+const IntroTokenEnv = "NOMAD_CLIENT_INTRO_TOKEN"
 
 // LoadFromArgs builds the agent configuration from `drover agent` flags, as
 // Nomad does: start from DevConfig with -dev (else DefaultConfig), merge
@@ -17,7 +22,9 @@ import (
 // Flags: -dev, -config PATH (repeatable), -data-dir, -bind, -server,
 // -client, -bootstrap-expect N, -retry-join ADDR (repeatable), -servers
 // A,B, -node NAME, -dc, -region, -log-level, -node-class, -node-pool,
-// -meta KEY=VALUE (repeatable).
+// -meta KEY=VALUE (repeatable), -client-intro-token TOKEN. The environment
+// variable NOMAD_CLIENT_INTRO_TOKEN sets the client introduction token
+// between the files and the flags.
 //
 // Usage and flag errors are written to stderr. For -h or -help the returned
 // error is flag.ErrHelp.
@@ -35,6 +42,7 @@ func LoadFromArgs(args []string, stderr io.Writer) (*Config, error) {
 		configs, retryJoin, meta              listFlag
 		dataDir, bind, servers, node, dc      string
 		region, logLevel, nodeClass, nodePool string
+		introToken                            string
 		server, client                        bool
 		bootstrapExpect                       int
 	)
@@ -54,6 +62,7 @@ func LoadFromArgs(args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&nodeClass, "node-class", "", "Node `class` of the client.")
 	fs.StringVar(&nodePool, "node-pool", "", "Node `pool` of the client (default: default).")
 	fs.Var(&meta, "meta", "Client metadata `key=value`; repeatable.")
+	fs.StringVar(&introToken, "client-intro-token", "", "Client introduction `token` the node presents when it first registers (overrides NOMAD_CLIENT_INTRO_TOKEN and client.intro_token).")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -75,6 +84,9 @@ func LoadFromArgs(args []string, stderr io.Writer) (*Config, error) {
 		cfg = cfg.Merge(fileCfg)
 	}
 
+	if tok := os.Getenv(IntroTokenEnv); tok != "" {
+		cfg.Client.IntroToken = tok
+	}
 	var errs []error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -104,6 +116,8 @@ func LoadFromArgs(args []string, stderr io.Writer) (*Config, error) {
 			cfg.Client.NodeClass = nodeClass
 		case "node-pool":
 			cfg.Client.NodePool = nodePool
+		case "client-intro-token":
+			cfg.Client.IntroToken = introToken
 		case "meta":
 			for _, kv := range meta {
 				k, v, ok := strings.Cut(kv, "=")

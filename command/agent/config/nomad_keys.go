@@ -67,7 +67,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		blocks: []nomadOnlyBlock{
 			{name: "default_scheduler_config"}, {name: "plan_rejection_tracker"},
 			{name: "raft_boltdb"}, {name: "raft_logstore"}, {name: "search"},
-			{name: "client_introduction"},
 		},
 	},
 	"server.server_join": {attrs: []string{"retry_interval", "retry_max", "start_join"}},
@@ -82,7 +81,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"max_kill_timeout", "network_interface", "network_speed", "node_max_allocs",
 			"reservable_cores", "nomad_service_discovery", "preferred_address_family",
 			"cgroup_parent", "no_host_uuid", "common_plugin_dir", "host_volumes_dir",
-			"intro_token", "chroot_env",
 		},
 		blocks: []nomadOnlyBlock{
 			{name: "reserved"}, {name: "server_join"}, {name: "template"}, {name: "artifact"},

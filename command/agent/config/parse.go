@@ -135,7 +135,10 @@ var (
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"}, {Name: "max_heartbeats_per_second"},
 			{Name: "eval_gc_threshold"}, {Name: "job_gc_threshold"}, {Name: "deployment_gc_threshold"}, {Name: "node_gc_threshold"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "server_join"}, {Type: "client_introduction"}},
+	}
+	clientIntroductionSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "enforcement"}, {Name: "default_identity_ttl"}, {Name: "max_request_identity_ttl"}},
 	}
 	serverJoinSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "retry_join"}},
@@ -144,7 +147,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
-			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"},
+			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
 	}
 	pluginSchema = &hcl.BodySchema{
@@ -247,11 +250,15 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 	diags = append(diags, decodeScaleConfig(content.Attributes, s)...)
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
-		if b.Type != "server_join" {
+		if b.Type != "server_join" && b.Type != "client_introduction" {
 			continue // Nomad-only, noted above
 		}
 		if d := checkDuplicate(seen, b, b.Type); d != nil {
 			diags = append(diags, d)
+			continue
+		}
+		if b.Type == "client_introduction" {
+			diags = append(diags, decodeClientIntroduction(c, b.Body, &s.ClientIntroduction)...)
 			continue
 		}
 		var join []string
@@ -259,6 +266,15 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 		s.RetryJoin = append(s.RetryJoin, join...)
 	}
 	return diags
+}
+
+// decodeClientIntroduction decodes server.client_introduction.
+func decodeClientIntroduction(c *Config, body hcl.Body, ci *ClientIntroductionConfig) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(clientIntroductionSchema, "server.client_introduction"))
+	noteNomadOnly(c, content, "server.client_introduction", clientIntroductionSchema)
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{"enforcement": &ci.Enforcement})...)
+	diags = append(diags, decodeDuration(content.Attributes["default_identity_ttl"], &ci.DefaultIdentityTTL)...)
+	return append(diags, decodeDuration(content.Attributes["max_request_identity_ttl"], &ci.MaxRequestIdentityTTL)...)
 }
 
 func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
@@ -271,6 +287,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		"node_pool":        &cl.NodePool,
 		"min_dynamic_port": &cl.MinDynamicPort,
 		"max_dynamic_port": &cl.MaxDynamicPort,
+		"intro_token":      &cl.IntroToken,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)
@@ -281,6 +298,11 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		m, d := decodeStringMap(a)
 		diags = append(diags, d...)
 		cl.Options = m
+	}
+	if a, ok := content.Attributes["chroot_env"]; ok {
+		m, d := decodeStringMap(a)
+		diags = append(diags, d...)
+		cl.ChrootEnv = m
 	}
 	return diags
 }

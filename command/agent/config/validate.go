@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LogLevels are the accepted values of log_level (case-insensitive).
@@ -62,6 +64,20 @@ func (c *Config) Validate() error {
 	}
 	for i, a := range c.Server.RetryJoin {
 		checkAddr(bad, fmt.Sprintf("server.server_join.retry_join[%d]", i), a, false)
+	}
+
+	ci := c.Server.ClientIntroduction
+	if ci.Enforcement != "" && !slices.Contains(IntroductionEnforcements, ci.Enforcement) {
+		bad("server.client_introduction.enforcement", "unknown value %q; use one of %s", ci.Enforcement, strings.Join(IntroductionEnforcements, ", "))
+	}
+	if ci.DefaultIdentityTTL < 0 {
+		bad("server.client_introduction.default_identity_ttl", "must not be negative, got %s", ci.DefaultIdentityTTL)
+	}
+	if ci.MaxRequestIdentityTTL < 0 {
+		bad("server.client_introduction.max_request_identity_ttl", "must not be negative, got %s", ci.MaxRequestIdentityTTL)
+	}
+	if def, maxTTL := orDuration(ci.DefaultIdentityTTL, 5*time.Minute), orDuration(ci.MaxRequestIdentityTTL, 30*time.Minute); def > maxTTL {
+		bad("server.client_introduction.default_identity_ttl", "%s exceeds max_request_identity_ttl (%s)", def, maxTTL)
 	}
 
 	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
@@ -151,4 +167,11 @@ func checkAddr(bad func(string, string, ...any), field, addr string, optional bo
 			bad(field, "%q: port %q is out of range (1-65535)", addr, port)
 		}
 	}
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
