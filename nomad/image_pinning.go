@@ -44,7 +44,17 @@ func (s *Server) pinImages(job *structs.Job, forRegister bool) (*structs.Job, *p
 	for _, u := range res.Unpinned {
 		out.unpinned = append(out.unpinned, u.Registry)
 	}
+	bad, err := s.State().ImageBadDigests(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	byRef := imagewatcher.BadByReference(bad)
 	for _, r := range res.Resolutions {
+		if b := byRef[r.Ref.TagRef()][r.Digest]; r.Err == nil && b != nil && b.IsBad() {
+			out.warnings = append(out.warnings, fmt.Sprintf("image %q is pinned to %s, which failed a deployment of job %q (version %d); "+
+				"the image watcher rolls no job to it until it is cleared (drover job image-updates -clear-bad)",
+				r.Ref.TagRef(), r.Digest, b.JobID, b.JobVersion))
+		}
 		chk := imagewatcher.Check{Key: imagewatcher.CheckKey(r.Ref.TagRef(), r.Auth.Key()), Ref: r.Ref, Auth: r.Auth, Registry: r.Ref.Registry}
 		if !(forRegister && r.AutoUpdate) {
 			if c, err := s.State().ImageCheck(nil, chk.Key); err != nil || c == nil {

@@ -52,6 +52,16 @@ func pushImage(t *testing.T, ref string, img v1.Image) string {
 	return d.String()
 }
 
+// mustImage fetches the image at ref.
+func mustImage(t *testing.T, ref string) v1.Image {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	require.NoError(t, err)
+	img, err := remote.Image(r)
+	require.NoError(t, err)
+	return img
+}
+
 func jobImageStatus(t *testing.T, c *api.Client, job string) imagewatcher.TaskStatus {
 	t.Helper()
 	var st imagewatcher.JobStatus
@@ -155,6 +165,14 @@ func TestContractAutoUpdate_NewJobsAreNotRolledToADigestTheTagLeft(t *testing.T)
 		require.Equal(t, d2, ts.TagDigest, "the registration's resolution is recorded as a check")
 		require.Empty(t, ts.Pending)
 	}
+
+	// A registration that pins the bad digest says so (it runs: the
+	// operator asked for this tag now).
+	pushImage(t, stable, mustImage(t, stable+"@"+d3))
+	resp, _, err := c.Jobs().Register(dockerJob("pinned-bad", stable, nil), nil)
+	require.NoError(t, err)
+	require.Contains(t, resp.Warnings, `image "`+stable+`" is pinned to `+d3+`, which failed a deployment of job "auto" (version 1)`)
+	require.Equal(t, d2, pushImage(t, stable, img2))
 
 	// The operator clears D3: it is bad for no job any more.
 	_, err = c.Raw().Write("/v1/job/fresh-1/image-updates/clear-bad", map[string]string{"Digest": d3}, &st, nil)
