@@ -14,16 +14,17 @@ import (
 type pinOutcome struct {
 	// warnings name each image left unpinned and why.
 	warnings []string
-	// unpinned lists the registries of the images left unpinned.
-	unpinned []string
+	// unresolved lists the registries of the images whose tag could not
+	// be resolved (stored by tag or with the current pin kept).
+	unresolved []string
 	// observations are the resolutions to record as checks of their tags.
 	observations []*structs.ImageObservation
 }
 
-// count adds the images left unpinned to the metrics.
+// count adds the images whose tag could not be resolved to the metrics.
 func (p *pinOutcome) count(m *imagewatcher.Metrics) {
-	for _, reg := range p.unpinned {
-		m.Unpinned.WithLabels(reg).Inc()
+	for _, reg := range p.unresolved {
+		m.Unresolved.WithLabels(reg).Inc()
 	}
 }
 
@@ -35,14 +36,18 @@ func (p *pinOutcome) count(m *imagewatcher.Metrics) {
 // forRegister, those of tasks with auto_update and those of tags it
 // already records; else (a plan) only the latter.
 func (s *Server) pinImages(job *structs.Job, forRegister bool) (*structs.Job, *pinOutcome, error) {
-	res, err := imageresolve.PinJob(context.Background(), s.resolver, job, !s.config.ImagePinningOff)
+	current, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := imageresolve.PinJob(context.Background(), s.resolver, job, imageresolve.PinOptions{Off: s.config.ImagePinningOff, Current: current})
 	if err != nil {
 		return nil, nil, err
 	}
 	now := s.now()
 	out := &pinOutcome{warnings: res.Warnings()}
 	for _, u := range res.Unpinned {
-		out.unpinned = append(out.unpinned, u.Registry)
+		out.unresolved = append(out.unresolved, u.Registry)
 	}
 	bad, err := s.State().ImageBadDigests(nil)
 	if err != nil {

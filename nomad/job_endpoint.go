@@ -46,7 +46,8 @@ type JobRegisterReply struct {
 // and nothing is written. Docker images given by tag are pinned to their
 // digest first (see pinImages): a tag the registry refuses (no such tag,
 // credentials) refuses the registration, a registry that cannot be reached
-// leaves the image unpinned with a warning.
+// leaves the image unpinned (or with the current version's pin of the same
+// tag) with a warning.
 func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
 		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")

@@ -212,7 +212,7 @@ func TestContractPinning_UnreachableRegistryRegistersUnpinned(t *testing.T) {
 	ts := jobImageStatus(t, c, "web")
 	require.Empty(t, ts.Pinned)
 	require.Equal(t, "the registry could not be reached when this version was registered", ts.Unpinned)
-	require.Contains(t, metricsText(t, ta), `drover_image_unpinned_total{registry="127.0.0.1:1"} 1`)
+	require.Contains(t, metricsText(t, ta), `drover_image_unresolved_total{registry="127.0.0.1:1"} 1`)
 
 	// With auto_update, the registration's failed answer is recorded as a
 	// check of the tag, and the warning says what the watcher will do.
@@ -223,7 +223,35 @@ func TestContractPinning_UnreachableRegistryRegistersUnpinned(t *testing.T) {
 		10*time.Second, 20*time.Millisecond, "the failed check is recorded")
 	_, stored = jobAt(t, c, "auto")
 	require.Equal(t, image, stored)
-	require.Contains(t, metricsText(t, ta), `drover_image_unpinned_total{registry="127.0.0.1:1"} 2`)
+	require.Contains(t, metricsText(t, ta), `drover_image_unresolved_total{registry="127.0.0.1:1"} 2`)
+
+	// A registry that fails (500) while a pinned job is re-run: the
+	// current pin is kept, so an unchanged jobspec is no change, and a
+	// changed one keeps running the same bytes.
+	reg := registry.Start(t, registry.Options{})
+	stable := reg.Ref("app", "stable")
+	d1 := pushRandom(t, stable)
+	registerAndWait(t, c, dockerJob("pinned", stable, nil))
+	reg.FailManifests(true)
+	plan, _, err = c.Jobs().Plan(dockerJob("pinned", stable, nil), true, nil)
+	require.NoError(t, err)
+	require.Equal(t, "None", plan.Diff.Type)
+	require.Contains(t, plan.Warnings, "the current version's pin "+d1+" is kept")
+	resp, _, err = c.Jobs().Register(dockerJob("pinned", stable, nil), nil)
+	require.NoError(t, err)
+	require.Contains(t, resp.Warnings, `image "`+stable+`" could not be resolved: its registry could not be reached (`)
+	require.Contains(t, resp.Warnings, "500")
+	v, stored = jobAt(t, c, "pinned")
+	require.EqualValues(t, 0, v, "no change")
+	require.Equal(t, stable+"@"+d1, stored)
+	changed := dockerJob("pinned", stable, nil)
+	changed.Meta = map[string]string{"fix": "1"}
+	_, _, err = c.Jobs().Register(changed, nil)
+	require.NoError(t, err)
+	v, stored = jobAt(t, c, "pinned")
+	require.EqualValues(t, 1, v)
+	require.Equal(t, stable+"@"+d1, stored, "the pin is kept in the new version")
+	require.Contains(t, metricsText(t, ta), `drover_image_unresolved_total{registry="`+reg.Addr()+`"} 2`)
 }
 
 // image_pinning = "off": no registry is asked, images are stored by tag
@@ -251,5 +279,47 @@ func TestContractPinning_Off(t *testing.T) {
 	requireStatus(t, err, 400, `task "server": auto_update = true needs image pinning, and the servers run with image_pinning = "off"`)
 	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, nil, nil)
 	requireStatus(t, err, 400, "image_pinning")
-	require.False(t, strings.Contains(metricsText(t, ta), "drover_image_unpinned_total{"), "not counted: nothing failed")
+	require.False(t, strings.Contains(metricsText(t, ta), "drover_image_unresolved_total{"), "not counted: nothing failed")
+}
+
+// An auto-updated task registered while its registry failed is stored
+// unpinned; the watcher's first good check is taken as what the nodes
+// pulled (no new version), and the tag's next move rolls a pinned version.
+func TestContractAutoUpdate_UnpinnedTaskIsPinnedWhenTheTagMoves(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	reg := registry.Start(t, registry.Options{})
+	stable := reg.Ref("app", "stable")
+	d1 := pushRandom(t, stable)
+	reg.FailManifests(true)
+	auto := map[string]any{"auto_update": true, "auto_update_interval": "10m", "auto_update_soak": "0s"}
+	resp, _, err := c.Jobs().Register(dockerJob("auto", stable, auto), nil)
+	require.NoError(t, err)
+	require.Contains(t, resp.Warnings, "was not pinned to a digest")
+	_, stored := jobAt(t, c, "auto")
+	require.Equal(t, stable, stored)
+
+	reg.FailManifests(false)
+	var st imagewatcher.JobStatus
+	_, err = c.Raw().Write("/v1/job/auto/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	require.Equal(t, d1, st.Tasks[0].TagDigest)
+	require.Eventually(t, func() bool { return jobImageStatus(t, c, "auto").Assumed == d1 },
+		10*time.Second, 20*time.Millisecond, "the first good check is taken as what the nodes run")
+	ts := jobImageStatus(t, c, "auto")
+	require.Empty(t, ts.Pending)
+	require.NotEmpty(t, ts.Unpinned)
+	v, _ := jobAt(t, c, "auto")
+	require.EqualValues(t, 0, v, "no new version for the same digest")
+
+	d2 := pushRandom(t, stable)
+	_, err = c.Raw().Write("/v1/job/auto/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { v, _ := jobAt(t, c, "auto"); return v == 1 },
+		10*time.Second, 20*time.Millisecond, "the tag's move rolls a pinned version")
+	_, stored = jobAt(t, c, "auto")
+	require.Equal(t, stable+"@"+d2, stored)
+	versions, _, _, err := c.Jobs().Versions("auto", false, nil)
+	require.NoError(t, err)
+	require.Contains(t, versions[0].VersionTag.Description, stable+" moved from (unpinned) to "+d2)
 }

@@ -19,15 +19,16 @@ type Pinned struct {
 	// Job is the job with its images pinned (the submitted job itself when
 	// nothing needed resolving).
 	Job *structs.Job
-	// Unpinned lists the tasks whose image stays a tag because their
-	// registry could not be reached (see Unavailable).
+	// Unpinned lists the tasks whose tag could not be resolved because
+	// their registry could not be reached (see Unavailable): each is
+	// stored by tag, or keeps the current version's pin (Unpinned.Kept).
 	Unpinned []Unpinned
 	// Resolutions lists every distinct (reference, credential) resolved,
 	// with its answer: the server records them as checks of the tag.
 	Resolutions []Resolution
 }
 
-// Warnings returns one warning per unpinned task.
+// Warnings returns one warning per task in Unpinned.
 func (p *Pinned) Warnings() []string {
 	var out []string
 	for _, u := range p.Unpinned {
@@ -43,10 +44,17 @@ type Unpinned struct {
 	Image, Registry string
 	AutoUpdate      bool
 	Err             error
+	// Kept is the digest of the current version's pin of the same tag,
+	// kept because the tag could not be resolved ("": stored by tag).
+	Kept string
 }
 
 // Warning is the text the registration answer carries for u.
 func (u Unpinned) Warning() string {
+	if u.Kept != "" {
+		return fmt.Sprintf("group %q: task %q: image %q could not be resolved: its registry could not be reached (%v); "+
+			"the current version's pin %s is kept", u.Group, u.Task, u.Image, u.Err, u.Kept)
+	}
 	w := fmt.Sprintf("group %q: task %q: image %q was not pinned to a digest: its registry could not be reached (%v); "+
 		"this version stores the tag and the nodes pull it", u.Group, u.Task, u.Image, u.Err)
 	if u.AutoUpdate {
@@ -65,19 +73,31 @@ type Resolution struct {
 	AutoUpdate bool
 }
 
+// PinOptions are PinJob's options.
+type PinOptions struct {
+	// Off is the servers' image_pinning = "off": nothing is resolved and
+	// auto_update is refused.
+	Off bool
+	// Current is the job's current version (nil: none): when a tag cannot
+	// be resolved, the same task's pin of the same tag there is kept.
+	Current *structs.Job
+}
+
 // PinJob returns job with every Docker task's image that is given by tag
 // (and does not opt out with pin_digest = false) rewritten as
 // "name:tag@sha256:…", the tag's digest now. Images given by digest are
 // kept as written. job is not modified: the result holds a copy, or job
-// itself when nothing needs resolving. With pin false (the servers'
-// image_pinning = "off") nothing is resolved, and auto_update is refused.
+// itself when nothing needs resolving.
 //
 // Invalid image settings, and tags the registry refuses (no such tag, bad
 // credentials), are refused with a *structs.RequestError (HTTP 400) naming
 // the group, the task, the image and the registry's answer. A tag whose
-// registry cannot be reached now (Unavailable) is kept unpinned and listed
-// in Pinned.Unpinned. Tags are resolved concurrently, each once.
-func PinJob(ctx context.Context, r *Resolver, job *structs.Job, pin bool) (*Pinned, error) {
+// registry cannot be reached now (Unavailable) is listed in
+// Pinned.Unpinned and keeps the pin the current version has for the same
+// task and tag (a re-run of an unchanged jobspec stays no change), else is
+// stored by tag. Tags are resolved concurrently, each once.
+func PinJob(ctx context.Context, r *Resolver, job *structs.Job, opts PinOptions) (*Pinned, error) {
+	pin := !opts.Off
 	type site struct{ g, t int }
 	type want struct {
 		ref  Ref
@@ -162,12 +182,16 @@ func PinJob(ctx context.Context, r *Resolver, job *structs.Job, pin bool) (*Pinn
 				continue
 			}
 			res := results[key{w.ref.TagRef(), w.auth.Key()}]
+			digest := res.Digest
 			if Unavailable(res.Err) {
-				out.Unpinned = append(out.Unpinned, Unpinned{Group: tg.Name, Task: t.Name, Image: w.ref.TagRef(),
-					Registry: w.ref.Registry, AutoUpdate: w.auto, Err: res.Err})
-				continue
-			}
-			if res.Err != nil {
+				u := Unpinned{Group: tg.Name, Task: t.Name, Image: w.ref.TagRef(), Registry: w.ref.Registry, AutoUpdate: w.auto,
+					Err: res.Err, Kept: currentPin(opts.Current, tg.Name, t.Name, w.ref.TagRef())}
+				out.Unpinned = append(out.Unpinned, u)
+				if u.Kept == "" {
+					continue
+				}
+				digest = u.Kept
+			} else if res.Err != nil {
 				errs = append(errs, fmt.Errorf("group %q: task %q: image %q could not be resolved to a digest: %v",
 					tg.Name, t.Name, w.ref.TagRef(), res.Err))
 				continue
@@ -180,7 +204,7 @@ func PinJob(ctx context.Context, r *Resolver, job *structs.Job, pin bool) (*Pinn
 			}
 			tc := *t
 			tc.Config = maps.Clone(t.Config)
-			tc.Config["image"] = w.ref.Pinned(res.Digest)
+			tc.Config["image"] = w.ref.Pinned(digest)
 			tgCopy.Tasks[ti] = &tc
 		}
 	}
@@ -188,6 +212,28 @@ func PinJob(ctx context.Context, r *Resolver, job *structs.Job, pin bool) (*Pinn
 		return nil, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: errors.Join(errs...).Error()}
 	}
 	return out, nil
+}
+
+// currentPin returns the digest the task (group, task) of current pins
+// for tagRef, or "".
+func currentPin(current *structs.Job, group, task, tagRef string) string {
+	if current == nil {
+		return ""
+	}
+	tg := current.LookupTaskGroup(group)
+	if tg == nil {
+		return ""
+	}
+	t := tg.LookupTask(task)
+	if t == nil || t.Driver != DockerDriver {
+		return ""
+	}
+	image, _ := t.Config["image"].(string)
+	ref, err := Parse(image)
+	if err != nil || ref.Digest == "" || ref.TagRef() != tagRef {
+		return ""
+	}
+	return ref.Digest
 }
 
 // SetImage returns a copy of job with the image of task (group, task) set

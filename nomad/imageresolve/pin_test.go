@@ -36,7 +36,7 @@ func TestPinJob(t *testing.T) {
 		map[string]any{"image": byDigest},
 		map[string]any{"image": reg.Ref("app", "stable"), "auto_update": true},
 	)
-	res, err := PinJob(context.Background(), r, job, true)
+	res, err := PinJob(context.Background(), r, job, PinOptions{})
 	require.NoError(t, err)
 	pinned := res.Job
 	require.Empty(t, res.Unpinned)
@@ -49,7 +49,7 @@ func TestPinJob(t *testing.T) {
 	require.Equal(t, reg.Ref("app", "stable"), image(job, 0), "the submitted job is not modified")
 	require.Equal(t, 1, reg.ManifestHeads(reg.Ref("app", "stable")), "one HEAD per distinct reference")
 
-	again, err := PinJob(context.Background(), r, pinned, true)
+	again, err := PinJob(context.Background(), r, pinned, PinOptions{})
 	require.NoError(t, err)
 	require.Same(t, pinned, again.Job, "a pinned job needs no resolution")
 	require.Empty(t, again.Resolutions)
@@ -61,12 +61,12 @@ func TestPinJob_OptOutAndErrors(t *testing.T) {
 	r := New(Options{Timeout: 5 * time.Second})
 
 	local := dockerJob(map[string]any{"image": "only-on-nodes:dev", "pin_digest": false})
-	out, err := PinJob(context.Background(), r, local, true)
+	out, err := PinJob(context.Background(), r, local, PinOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "only-on-nodes:dev", image(out.Job, 0))
 
 	missing := dockerJob(map[string]any{"image": reg.Ref("app", "missing")})
-	_, err = PinJob(context.Background(), r, missing, true)
+	_, err = PinJob(context.Background(), r, missing, PinOptions{})
 	var re *structs.RequestError
 	require.ErrorAs(t, err, &re)
 	require.True(t, errors.Is(err, structs.ErrBadRequest))
@@ -83,7 +83,7 @@ func TestPinJob_OptOutAndErrors(t *testing.T) {
 		{map[string]any{"image": "a:1", "auto_update_soak": "soon"}, "auto_update_soak must be a duration"},
 		{map[string]any{"image": "a@sha256:" + sha64("c"), "auto_update": true}, "auto_update needs an image with a tag"},
 	} {
-		_, err := PinJob(context.Background(), r, dockerJob(tc.cfg), true)
+		_, err := PinJob(context.Background(), r, dockerJob(tc.cfg), PinOptions{})
 		require.ErrorAs(t, err, &re, tc.want)
 		require.Contains(t, re.Msg, `task "a": `+tc.want)
 	}
@@ -100,7 +100,7 @@ func TestPinJob_UnreachableRegistryIsStoredUnpinned(t *testing.T) {
 		map[string]any{"image": "127.0.0.1:1/app:v1", "auto_update": true},
 		map[string]any{"image": reg.Ref("app", "v1")},
 	)
-	res, err := PinJob(context.Background(), r, job, true)
+	res, err := PinJob(context.Background(), r, job, PinOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:1/app:v1", image(res.Job, 0), "stored unpinned")
 	require.Equal(t, "127.0.0.1:1/app:v1", image(res.Job, 1))
@@ -114,6 +114,22 @@ func TestPinJob_UnreachableRegistryIsStoredUnpinned(t *testing.T) {
 	require.Contains(t, w[1], `task "b"`)
 	require.Contains(t, w[1], "the image watcher takes its next good check")
 	require.Len(t, res.Resolutions, 2, "both answers are returned, to be recorded")
+
+	// With a current version that pins the same tag, the pin is kept: an
+	// unchanged jobspec re-run while the registry is down is no change.
+	current := dockerJob(
+		map[string]any{"image": "127.0.0.1:1/app:v1@sha256:" + sha64("d")},
+		map[string]any{"image": "127.0.0.1:1/app:v0@sha256:" + sha64("e"), "auto_update": true},
+	)
+	res, err = PinJob(context.Background(), r, job, PinOptions{Current: current})
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:1/app:v1@sha256:"+sha64("d"), image(res.Job, 0), "the current pin of the same tag is kept")
+	require.Equal(t, "127.0.0.1:1/app:v1", image(res.Job, 1), "another tag's pin is not")
+	require.Equal(t, "sha256:"+sha64("d"), res.Unpinned[0].Kept)
+	w = res.Warnings()
+	require.Contains(t, w[0], `group "web": task "a": image "127.0.0.1:1/app:v1" could not be resolved: its registry could not be reached (`)
+	require.Contains(t, w[0], "the current version's pin sha256:"+sha64("d")+" is kept")
+	require.Contains(t, w[1], "was not pinned to a digest")
 }
 
 // image_pinning = "off": nothing is resolved (no registry is asked), and
@@ -123,13 +139,13 @@ func TestPinJob_PinningOff(t *testing.T) {
 	push(t, reg.Ref("app", "v1"))
 	reg.ResetCounters()
 	job := dockerJob(map[string]any{"image": reg.Ref("app", "v1")})
-	res, err := PinJob(context.Background(), New(Options{}), job, false)
+	res, err := PinJob(context.Background(), New(Options{}), job, PinOptions{Off: true})
 	require.NoError(t, err)
 	require.Same(t, job, res.Job)
 	require.Empty(t, res.Unpinned, "no warning: the operator chose it")
 	require.Zero(t, reg.ManifestHeads(reg.Ref("app", "v1")), "no registry asked")
 
-	_, err = PinJob(context.Background(), New(Options{}), dockerJob(map[string]any{"image": reg.Ref("app", "v1"), "auto_update": true}), false)
+	_, err = PinJob(context.Background(), New(Options{}), dockerJob(map[string]any{"image": reg.Ref("app", "v1"), "auto_update": true}), PinOptions{Off: true})
 	var re *structs.RequestError
 	require.ErrorAs(t, err, &re)
 	require.Contains(t, re.Msg, `group "web": task "a": auto_update = true needs image pinning, and the servers run with image_pinning = "off"`)

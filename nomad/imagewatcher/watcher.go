@@ -36,9 +36,10 @@ type Backend interface {
 // Metrics are the watcher's counters (Prometheus names in New).
 type Metrics struct {
 	Checks, RegistryErrors, Updates, BadDigests *metrics.Counter
-	// Unpinned counts images registered by tag only because their
-	// registry could not be reached (counted by the register path).
-	Unpinned *metrics.Counter
+	// Unresolved counts registered images whose tag could not be resolved
+	// because their registry could not be reached (counted by the
+	// register path).
+	Unresolved *metrics.Counter
 }
 
 // NewMetrics registers the watcher's metrics on r.
@@ -48,8 +49,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		RegistryErrors: r.Counter("drover_image_registry_errors_total", "Image tag checks that failed (registry down, 429, unknown tag).", "registry"),
 		Updates:        r.Counter("drover_image_updates_total", "Job versions registered by the image watcher with a new pinned digest."),
 		BadDigests:     r.Counter("drover_image_bad_digests_total", "Digests marked bad after their deployment failed."),
-		Unpinned: r.Counter("drover_image_unpinned_total",
-			"Docker images a job version stores by tag only because their registry could not be reached at registration.", "registry"),
+		Unresolved: r.Counter("drover_image_unresolved_total",
+			"Docker images registered while their registry could not be reached: stored by tag, or with the current version's pin kept.", "registry"),
 	}
 }
 
