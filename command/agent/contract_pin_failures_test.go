@@ -323,3 +323,17 @@ func TestContractAutoUpdate_UnpinnedTaskIsPinnedWhenTheTagMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, versions[0].VersionTag.Description, stable+" moved from (unpinned) to "+d2)
 }
+
+// Clearing a bad digest is a write: submit-job, like "check now".
+func TestContractACL_ClearBadNeedsSubmitJob(t *testing.T) {
+	ta := newACLTestAgent(t)
+	_, _, err := ta.client.Jobs().Register(dockerJob("web", "only-on-nodes:dev", map[string]any{"pin_digest": false}), nil)
+	require.NoError(t, err)
+	body := map[string]string{"Digest": "sha256:" + strings.Repeat("a", 64)}
+	read := ta.clientWith(t, ta.tokenFor(t, "read", `namespace "default" { policy = "read" }`).SecretID)
+	_, err = read.Raw().Write("/v1/job/web/image-updates/clear-bad", body, nil, nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+	write := ta.clientWith(t, ta.tokenFor(t, "write", `namespace "default" { capabilities = ["read-job", "submit-job"] }`).SecretID)
+	_, err = write.Raw().Write("/v1/job/web/image-updates/clear-bad", body, nil, nil)
+	requireStatus(t, err, http.StatusBadRequest, "is not a bad digest of any image of job")
+}
