@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/registry"
 )
 
 // retag points tag of the auto-update fixture's repository at digest
@@ -85,4 +87,62 @@ func TestAutoUpdateNewJobsStayOnTheDigestTheyWerePinnedTo(t *testing.T) {
 	code, out = drover(t, dc.srv.httpAddr(), "job", "image-updates", "-clear-bad", d3, "fresh-2")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "is not a bad digest of any image of job")
+}
+
+// TestImagePinningOffNodesPullTheTag: a server with image_pinning = "off"
+// stores the tag, as Nomad does, and the node pulls and runs it; an
+// auto_update job is refused.
+func TestImagePinningOffNodesPullTheTag(t *testing.T) {
+	requireDocker(t)
+	dc := &dockerCluster{reg: registry.Start(t, registry.Options{}), seed: time.Now().UnixNano(), digests: map[string]string{},
+		portBase: autoPortBase}
+	dc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1, extra: `image_pinning = "off"`})
+	waitLeader(t, dc.srv)
+	dc.api = dc.srv.client(t)
+	dc.addClient(t)
+	waitReadyNodes(t, dc.api, 1)
+	t.Cleanup(func() { removeImages(t, dc.pushed) })
+	stable := dc.reg.Ref("drover-e2e/auto", "stable")
+	dc.pushTag(t, "1", "stable", false)
+
+	dc.jobFile = writeJobFile(t, dockerJobHCL)
+	t.Cleanup(func() {
+		var allocIDs []string
+		if stubs, _, err := dc.api.Jobs().Allocations("web", true, nil); err == nil {
+			for _, s := range stubs {
+				allocIDs = append(allocIDs, s.ID)
+			}
+		}
+		_, _ = drover(t, dc.srv.httpAddr(), "job", "stop", "-purge", "-yes", "web")
+		removeAllocContainers(t, allocIDs)
+	})
+	code, out := dc.run(t, "-var", "image="+stable)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "Job Warnings", "the operator chose it: no warning")
+	_, image := jobVersion(t, dc.api, "web")
+	require.Equal(t, stable, image, "stored by tag")
+	dc.waitJobAnswers(t, "web", "version 1", 1, 30*time.Second)
+	code, out = drover(t, dc.srv.httpAddr(), "job", "image-updates", "web")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `Not Pinned\s+= the servers run with image_pinning = "off"`, out)
+
+	code, out = drover(t, dc.srv.httpAddr(), "job", "run", writeJobFile(t, autoJobHCL("auto", stable, "1s", "0s")))
+	require.NotEqual(t, 0, code, out)
+	require.Contains(t, out, `auto_update = true needs image pinning, and the servers run with image_pinning = "off"`)
+}
+
+// TestJobRunWarnsOfAnUnpinnedImage: `drover job run` of an image whose
+// registry the servers cannot reach registers the job and prints the
+// server's warning.
+func TestJobRunWarnsOfAnUnpinnedImage(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	file := writeJobFile(t, autoJobHCL("unpinned", "127.0.0.1:1/app:v1", "1m", "0s"))
+	t.Cleanup(func() { _, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "unpinned") })
+	code, out := drover(t, srv.httpAddr(), "job", "run", "-detach", file)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Job Warnings:")
+	require.Contains(t, out, `group "web": task "server": image "127.0.0.1:1/app:v1" was not pinned to a digest: its registry could not be reached (`)
+	_, image := jobVersion(t, srv.client(t), "unpinned")
+	require.Equal(t, "127.0.0.1:1/app:v1", image)
 }
