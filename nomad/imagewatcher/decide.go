@@ -206,10 +206,14 @@ type keyInfo struct {
 
 // Decide is the image watcher's pure decision: which references to check
 // now (each key at most once per its shortest interval, within the
-// registry's budget and Retry-After), which jobs to roll (the tag's digest
-// differs from the pin, is not bad for the task, the last check succeeded,
-// and the digest has held for the soak), and what to record. mem is read
-// and updated (the budget spent by the returned checks).
+// registry's budget and Retry-After), which jobs to roll, and what to
+// record (new watches, new bad digests, what an unpinned version's nodes
+// are taken to run, orphans to delete). A task rolls when the last check
+// succeeded after its version was pinned, the tag's digest differs from
+// the pin (or, unpinned, from the digest assumed), is not bad for the
+// image reference, and has held for the soak since the watcher itself
+// first saw it. mem is read and updated (the budget spent by the returned
+// checks).
 func Decide(in Input, mem *Memory) Decision {
 	now := in.Now
 	d := Decision{NextWake: now.Add(idleWake)}
@@ -243,25 +247,7 @@ func Decide(in Input, mem *Memory) Decision {
 			upd.Watches = append(upd.Watches, w)
 		}
 		watch[t.ID] = w
-		// Only the newest maxBad failures count, so that a long history
-		// costs a bounded amount of work on every pass.
-		failed := t.Failed
-		if len(failed) > maxBad {
-			failed = failed[len(failed)-maxBad:]
-		}
-		ref := t.Ref.TagRef()
-		for _, f := range failed {
-			id := structs.ImageBadDigestID{Reference: ref, Digest: f.Digest}
-			rec := marked[id]
-			if rec == nil {
-				rec = in.Bad[ref][f.Digest]
-			}
-			if rec != nil && (f.Index <= rec.FailedIndex || f.DeploymentID == rec.DeploymentID) {
-				continue // known (and maybe cleared since)
-			}
-			marked[id] = &structs.ImageBadDigest{Reference: ref, Digest: f.Digest, Namespace: t.ID.Namespace, JobID: t.ID.JobID,
-				JobVersion: f.JobVersion, DeploymentID: f.DeploymentID, FailedIndex: f.Index, FailedTime: now.UnixNano()}
-		}
+		markFailures(in.Bad, t, marked, now)
 	}
 	for _, b := range marked {
 		upd.BadDigests = append(upd.BadDigests, b)
@@ -380,6 +366,30 @@ func Decide(in Input, mem *Memory) Decision {
 		d.Update = upd
 	}
 	return d
+}
+
+// markFailures adds to marked the failures of t that in.Bad does not know
+// yet (a new deployment, failed after the one recorded). Only the newest
+// maxBad failures count, so that a long history costs a bounded amount of
+// work on every pass.
+func markFailures(bad map[string]map[string]*structs.ImageBadDigest, t Target, marked map[structs.ImageBadDigestID]*structs.ImageBadDigest, now time.Time) {
+	failed := t.Failed
+	if len(failed) > maxBad {
+		failed = failed[len(failed)-maxBad:]
+	}
+	ref := t.Ref.TagRef()
+	for _, f := range failed {
+		id := structs.ImageBadDigestID{Reference: ref, Digest: f.Digest}
+		rec := marked[id]
+		if rec == nil {
+			rec = bad[ref][f.Digest]
+		}
+		if rec != nil && (f.Index <= rec.FailedIndex || f.DeploymentID == rec.DeploymentID) {
+			continue // known (and maybe cleared since)
+		}
+		marked[id] = &structs.ImageBadDigest{Reference: ref, Digest: f.Digest, Namespace: t.ID.Namespace, JobID: t.ID.JobID,
+			JobVersion: f.JobVersion, DeploymentID: f.DeploymentID, FailedIndex: f.Index, FailedTime: now.UnixNano()}
+	}
 }
 
 // Observe returns the check record after the watcher's check of key at
