@@ -211,7 +211,7 @@ func TestContractPinning_UnreachableRegistryRegistersUnpinned(t *testing.T) {
 	require.Equal(t, image, stored, "stored unpinned")
 	ts := jobImageStatus(t, c, "web")
 	require.Empty(t, ts.Pinned)
-	require.Equal(t, "the registry could not be reached when this version was registered", ts.Unpinned)
+	require.Equal(t, "the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)", ts.Unpinned)
 	require.Contains(t, metricsText(t, ta), `drover_image_unresolved_total{registry="127.0.0.1:1"} 1`)
 
 	// With auto_update, the registration's failed answer is recorded as a

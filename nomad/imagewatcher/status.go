@@ -134,7 +134,7 @@ func Status(job *structs.Job, rec Records, now time.Time) []TaskStatus {
 				case rec.PinningOff:
 					st.Unpinned = `the servers run with image_pinning = "off"`
 				default:
-					st.Unpinned = "the registry could not be reached when this version was registered"
+					st.Unpinned = "the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)"
 				}
 				if s.AutoUpdate && w != nil && w.Assumed != "" && w.AssumedVersion == job.Version {
 					st.Assumed, base = w.Assumed, w.Assumed
