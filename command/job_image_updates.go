@@ -16,8 +16,10 @@ const jobImageUpdatesHelp = `Usage: drover job image-updates [options] <job>
   Image-updates shows, for every Docker task of the job, the image reference
   it follows, the digest pinned in the current version, the last registry
   check and its answer, a new digest waiting for its soak (and how long it
-  still waits), and digests whose deployment failed (never rolled again).
-  Tasks with auto_update = true are followed by the leader's image watcher.
+  still waits), and the digests of the image that failed a deployment of
+  any job on it (rolled to no job until cleared). An image stored by tag
+  only says why it is not pinned. Tasks with auto_update = true are followed
+  by the leader's image watcher.
 
 Image-updates Options:
 
@@ -26,6 +28,12 @@ Image-updates Options:
     interval (the soak still applies), then show the result. A pipeline that
     just pushed a new image calls this.
 
+  -clear-bad <digest>
+    Clear a bad digest of the job's images: the image watcher may roll it
+    again, to every job on the image (once the tag points at it and the
+    soak has passed). A later failed deployment marks it bad again.
+    Requires submit-job.
+
   -json
     Output the answer as JSON.`
 
@@ -33,13 +41,18 @@ Image-updates Options:
 func jobImageUpdates(m *Meta, args []string) int {
 	fs := m.FlagSet("job image-updates")
 	var check, jsonOut bool
+	var clearBad string
 	fs.BoolVar(&check, "check", false, "")
+	fs.StringVar(&clearBad, "clear-bad", "", "")
 	fs.BoolVar(&jsonOut, "json", false, "")
 	if code, ok := m.parse(fs, args, jobImageUpdatesHelp); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
 		return m.usageError("This command takes one argument: <job>", jobImageUpdatesHelp)
+	}
+	if check && clearBad != "" {
+		return m.usageError("-check and -clear-bad cannot be used together", jobImageUpdatesHelp)
 	}
 	c, ok := m.mustClient()
 	if !ok {
@@ -52,9 +65,13 @@ func jobImageUpdates(m *Meta, args []string) int {
 	path := "/v1/job/" + url.PathEscape(stub.ID) + "/image-updates"
 	var st imagewatcher.JobStatus
 	var err error
-	if check {
+	switch {
+	case check:
 		_, err = c.Raw().Write(path+"/check", nil, &st, &api.WriteOptions{Namespace: jobStubNamespace(stub)})
-	} else {
+	case clearBad != "":
+		_, err = c.Raw().Write(path+"/clear-bad", map[string]string{"Digest": clearBad}, &st,
+			&api.WriteOptions{Namespace: jobStubNamespace(stub)})
+	default:
 		_, err = c.Raw().Query(path, &st, jobQuery(stub))
 	}
 	if err != nil {
@@ -79,8 +96,15 @@ func formatImageUpdates(st *imagewatcher.JobStatus, now time.Time) string {
 			fmt.Sprintf("Task|%s/%s", t.Group, t.Task),
 			"Reference|" + orDash(t.Reference),
 			"Pinned Digest|" + orDash(t.Pinned),
-			fmt.Sprintf("Auto Update|%t", t.AutoUpdate),
 		}
+		if t.Unpinned != "" {
+			rows = append(rows, "Not Pinned|"+t.Unpinned)
+		}
+		if t.Assumed != "" {
+			rows = append(rows, "Assumed Running|"+t.Assumed)
+		}
+		rows = append(rows,
+			fmt.Sprintf("Auto Update|%t", t.AutoUpdate))
 		if t.AutoUpdate {
 			rows = append(rows, "Interval|"+t.Interval.String(), "Soak|"+t.Soak.String())
 		}
@@ -100,8 +124,12 @@ func formatImageUpdates(st *imagewatcher.JobStatus, now time.Time) string {
 			rows = append(rows, "Last Check|never")
 		}
 		if t.Pending != "" {
+			since := "not yet seen by the image watcher (the soak starts at its next check)"
+			if !t.PendingSince.IsZero() {
+				since = formatTime(t.PendingSince)
+			}
 			rows = append(rows, "Pending Digest|"+t.Pending,
-				"Pending Since|"+formatTime(t.PendingSince),
+				"Pending Since|"+since,
 				"Soak Left|"+t.SoakLeft.Round(time.Second).String())
 		}
 		if len(t.Bad) > 0 {

@@ -29,4 +29,16 @@ func TestFormatImageUpdates(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 	require.Contains(t, formatImageUpdates(&imagewatcher.JobStatus{JobID: "x"}, now), "has no Docker task")
+
+	unpinned := formatImageUpdates(&imagewatcher.JobStatus{JobID: "web", Tasks: []imagewatcher.TaskStatus{{
+		Group: "web", Task: "server", Reference: "reg/app:v1", AutoUpdate: true, Interval: time.Minute,
+		Unpinned: "the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)", Assumed: "sha256:a",
+		LastCheck: now, TagDigest: "sha256:b", Pending: "sha256:b", SoakLeft: time.Minute,
+	}}}, now)
+	for _, want := range []string{
+		"Pinned Digest   = -", "Not Pinned      = the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)",
+		"Assumed Running = sha256:a", "Pending Since   = not yet seen by the image watcher",
+	} {
+		require.Contains(t, unpinned, want)
+	}
 }

@@ -85,8 +85,9 @@ func (dc *dockerCluster) pushTag(t testing.TB, v, tag string, broken bool) strin
 	return digest
 }
 
-// runAuto registers (and monitors) an auto-updated job.
-func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak string) {
+// runAuto registers (and, unless flags has -detach, monitors) an
+// auto-updated job.
+func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak string, flags ...string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -98,7 +99,7 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 		}
 	})
 	file := writeJobFile(t, autoJobHCL(name, image, interval, soak))
-	code, out := drover(t, dc.srv.httpAddr(), "job", "run", file)
+	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
 	if code != 0 {
 		dc.logTaskEvents(t, name)
 	}

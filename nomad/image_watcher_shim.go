@@ -37,7 +37,8 @@ func (b imageBackend) ApplyImageWatch(req *structs.ImageWatchUpdateRequest) erro
 }
 
 func (b imageBackend) RegisterJob(job *structs.Job, modifyIndex uint64, tag *structs.JobVersionTag) (uint64, error) {
-	reply, err := b.s.JobRegister(&JobRegisterArgs{Job: job, EnforceIndex: true, JobModifyIndex: modifyIndex, VersionTag: tag})
+	reply, err := b.s.JobRegister(&JobRegisterArgs{Job: job, EnforceIndex: true, JobModifyIndex: modifyIndex, VersionTag: tag,
+		KeepImages: true})
 	if err != nil {
 		return 0, err
 	}
@@ -48,6 +49,10 @@ func (b imageBackend) RegisterJob(job *structs.Job, modifyIndex uint64, tag *str
 // Its state lives in raft, so a new leader's watcher continues where the
 // old one stopped.
 func (s *Server) runImageWatcher(ctx context.Context) {
+	if s.config.ImagePinningOff {
+		s.logger.Info(`image watcher off: the server runs with image_pinning = "off"`)
+		return
+	}
 	w := imagewatcher.New(imageBackend{s}, s.logger, s.imageMetrics, s.config.RegistryBudget)
 	s.imageWatcher.Store(w)
 	defer s.imageWatcher.CompareAndSwap(w, nil)
@@ -61,6 +66,9 @@ var ErrNotLeader = errors.New("no image watcher: this server is not the leader")
 // auto-updated tasks at once, and returns when that is done (bounded by
 // ctx). It reports false when the job has none.
 func (s *Server) ImageCheckNow(ctx context.Context, namespace, jobID string) (bool, error) {
+	if s.config.ImagePinningOff {
+		return false, structs.BadRequestf(`no image watcher: the servers run with image_pinning = "off"`)
+	}
 	w := s.imageWatcher.Load()
 	if w == nil {
 		return false, ErrNotLeader
@@ -87,5 +95,10 @@ func (s *Server) ImageStatus(ws memdb.WatchSet, snap *state.Snapshot, job *struc
 	for _, w := range watches {
 		wm[w.ID()] = w
 	}
-	return imagewatcher.Status(job, cm, wm, s.now()), nil
+	bad, err := snap.ImageBadDigests(ws)
+	if err != nil {
+		return nil, err
+	}
+	rec := imagewatcher.Records{Checks: cm, Watches: wm, Bad: imagewatcher.BadByReference(bad), PinningOff: s.config.ImagePinningOff}
+	return imagewatcher.Status(job, rec, s.now()), nil
 }

@@ -1,12 +1,9 @@
 package nomad
 
 import (
-	"context"
-
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/nomad/fsm"
-	"github.com/drover-project/drover/nomad/imageresolve"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -28,6 +25,9 @@ type JobRegisterArgs struct {
 	// VersionTag is recorded with the version (set by the image watcher);
 	// a VersionTag on Job itself is dropped.
 	VersionTag *structs.JobVersionTag
+	// KeepImages registers the images as given, resolving no tag (the
+	// image watcher, which sets the pins itself).
+	KeepImages bool
 }
 
 // JobRegisterReply reports a registration.
@@ -37,13 +37,17 @@ type JobRegisterReply struct {
 	JobModifyIndex  uint64
 	Version         uint64
 	Index           uint64
+	// Warnings are for the submitter (an image left unpinned).
+	Warnings []string
 }
 
 // JobRegister validates and registers a job version with an evaluation. It
 // must run on the leader. Invalid jobs are refused with every problem listed
 // and nothing is written. Docker images given by tag are pinned to their
-// digest first (see pinImages); a tag that cannot be resolved refuses the
-// registration.
+// digest first (see pinImages): a tag the registry refuses (no such tag,
+// credentials) refuses the registration, a registry that cannot be reached
+// leaves the image unpinned (or with the current version's pin of the same
+// tag) with a warning.
 func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
 		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")
@@ -58,9 +62,11 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if err := validateSubmitted(args.Job); err != nil {
 		return nil, err
 	}
-	job, err := s.pinImages(args.Job)
-	if err != nil {
-		return nil, err
+	job, pin := args.Job.Copy(), &pinOutcome{}
+	if !args.KeepImages {
+		if job, pin, err = s.pinImages(args.Job, true); err != nil {
+			return nil, err
+		}
 	}
 	job.VersionTag = args.VersionTag
 	if args.EnforceIndex {
@@ -68,16 +74,27 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 			return nil, err
 		}
 	}
-	if job.IsTemplate() && (current == nil || current.IsTemplate()) {
-		// A periodic or parameterized parent runs nothing: no evaluation
-		// (its children get theirs when they are launched).
-		return s.applyJobRegister(job, args.Submission, nil)
+	// The resolutions are checks of their tags: recorded just before the
+	// version, so the image watcher never sees the version without them.
+	if err := s.recordObservations(pin.observations); err != nil {
+		return nil, err
 	}
-	eval := s.newEval(job, structs.EvalTriggerJobRegister)
-	if args.EvalPriority > 0 {
-		eval.Priority = args.EvalPriority
+	var eval *structs.Evaluation
+	if !job.IsTemplate() || (current != nil && !current.IsTemplate()) {
+		// (A periodic or parameterized parent runs nothing: no evaluation;
+		// its children get theirs when they are launched.)
+		eval = s.newEval(job, structs.EvalTriggerJobRegister)
+		if args.EvalPriority > 0 {
+			eval.Priority = args.EvalPriority
+		}
 	}
-	return s.applyJobRegister(job, args.Submission, eval)
+	reply, err := s.applyJobRegister(job, args.Submission, eval)
+	if err != nil {
+		return nil, err
+	}
+	pin.count(s.imageMetrics)
+	reply.Warnings = pin.warnings
+	return reply, nil
 }
 
 // preserve copies into job, for the groups and tasks that current already
@@ -258,18 +275,4 @@ func (s *Server) JobEvaluate(namespace, jobID string) (string, uint64, error) {
 	eval.JobModifyIndex = job.JobModifyIndex
 	_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
 	return eval.ID, index, err
-}
-
-// pinImages returns job with its Docker images pinned to digests (a copy;
-// job itself when nothing is pinned). It talks to registries, so it runs
-// before anything is proposed to raft, bounded by the resolver's timeout.
-func (s *Server) pinImages(job *structs.Job) (*structs.Job, error) {
-	pinned, err := imageresolve.PinJob(context.Background(), s.resolver, job)
-	if err != nil {
-		return nil, err
-	}
-	if pinned == job {
-		pinned = job.Copy()
-	}
-	return pinned, nil
 }

@@ -20,6 +20,8 @@ type JobPlanReply struct {
 	// NextPeriodicLaunch is when an active periodic job would next launch
 	// if registered now (zero otherwise).
 	NextPeriodicLaunch time.Time
+	// Warnings name the images a registration would leave unpinned.
+	Warnings []string
 }
 
 // JobPlan shows what registering job would change, without writing anything:
@@ -27,14 +29,22 @@ type JobPlanReply struct {
 // and the scheduler's dry-run decision.
 //
 // Docker images are pinned as JobRegister would pin them, so the diff shows
-// the digest a registration would store.
+// the digest a registration would store (or the tag, with the same warning,
+// when the registry cannot be reached). The resolutions of tags the image
+// watcher records are recorded as checks (on the leader; a failure to
+// record does not fail the plan).
 func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error) {
 	if err := validateSubmitted(job); err != nil {
 		return nil, err
 	}
-	job, err := s.pinImages(job)
+	job, pin, err := s.pinImages(job, false)
 	if err != nil {
 		return nil, err
+	}
+	if s.IsLeader() {
+		if err := s.recordObservations(pin.observations); err != nil {
+			s.logger.Warn("recording the plan's image resolutions", "error", err)
+		}
 	}
 	snap := s.State().Snapshot()
 	current, err := snap.JobByID(nil, job.Namespace, job.ID)
@@ -58,7 +68,7 @@ func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error)
 	if err := sched.Process(eval); err != nil {
 		return nil, err
 	}
-	reply := &JobPlanReply{Diff: diff, Index: snap.LatestIndex(), FailedTGAllocs: map[string]*structs.AllocationMetric{}}
+	reply := &JobPlanReply{Diff: diff, Index: snap.LatestIndex(), FailedTGAllocs: map[string]*structs.AllocationMetric{}, Warnings: pin.warnings}
 	if current != nil {
 		reply.JobModifyIndex = current.JobModifyIndex
 	}

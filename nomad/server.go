@@ -58,6 +58,10 @@ type Config struct {
 	// RegistryBudget is the most manifest checks the image watcher sends
 	// one registry per minute; 0 means DefaultRegistryBudget.
 	RegistryBudget int
+	// ImagePinningOff is the agent's image_pinning = "off": registrations
+	// and plans resolve no tag (images run by tag), auto_update is refused
+	// and the image watcher does not run.
+	ImagePinningOff bool
 	// ACLEnabled turns on ACL enforcement (the agent's `acl { enabled }`).
 	ACLEnabled bool
 	// ACLTokenMinTTL and ACLTokenMaxTTL bound a token's lifetime; zero

@@ -32,7 +32,7 @@ func (h *HTTPServer) imageUpdates(ws memdb.WatchSet, snap *state.Snapshot, job *
 		tasks = []imagewatcher.TaskStatus{}
 	}
 	return &imagewatcher.JobStatus{Namespace: job.Namespace, JobID: job.ID, Version: job.Version, Tasks: tasks},
-		tableIndex(snap, state.TableJobs, state.TableImageChecks, state.TableImageWatches), nil
+		tableIndex(snap, state.TableJobs, state.TableImageChecks, state.TableImageWatches, state.TableImageBadDigests), nil
 }
 
 // jobImageCheck has the leader's image watcher check the job's
@@ -60,6 +60,38 @@ func (h *HTTPServer) jobImageCheck(w http.ResponseWriter, r *http.Request) (any,
 	}
 	snap := h.srv.State().Snapshot()
 	job, err = snap.JobByID(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if job == nil {
+		return nil, 0, notFound("job not found")
+	}
+	return h.imageUpdates(nil, snap, job)
+}
+
+// ImageClearBadRequest is the body of PUT /v1/job/:id/image-updates/clear-bad.
+type ImageClearBadRequest struct {
+	// Digest is the bad digest to clear ("sha256:…").
+	Digest string
+}
+
+// jobImageClearBad clears a bad digest of the job's images (the image
+// watcher may roll it again, to every job on the image) and answers the
+// job's image state after it.
+func (h *HTTPServer) jobImageClearBad(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req ImageClearBadRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.Digest == "" {
+		return nil, 0, badRequest("Digest: the bad digest to clear is required")
+	}
+	ns, id := namespace(r), r.PathValue("id")
+	if err := h.srv.ImageClearBad(ns, id, req.Digest); err != nil {
+		return nil, 0, err
+	}
+	snap := h.srv.State().Snapshot()
+	job, err := snap.JobByID(nil, ns, id)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -64,7 +64,7 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	}
 	return &api.JobRegisterResponse{
 		EvalID: reply.EvalID, EvalCreateIndex: reply.EvalCreateIndex, JobModifyIndex: reply.JobModifyIndex,
-		Warnings: joinWarnings(warnings), QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true},
+		Warnings: joinWarnings(append(warnings, reply.Warnings...)), QueryMeta: api.QueryMeta{LastIndex: reply.Index, KnownLeader: true},
 	}, reply.Index, nil
 }
 
@@ -372,7 +372,7 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		Diff:               apiconv.JobDiffToAPI(reply.Diff),
 		Annotations:        apiconv.PlanAnnotationsToAPI(reply.Annotations),
 		FailedTGAllocs:     map[string]*api.AllocationMetric{},
-		Warnings:           joinWarnings(warnings),
+		Warnings:           joinWarnings(append(warnings, reply.Warnings...)),
 		NextPeriodicLaunch: reply.NextPeriodicLaunch,
 	}
 	if err := convertByJSON(reply.FailedTGAllocs, &resp.FailedTGAllocs); err != nil {

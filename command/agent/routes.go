@@ -87,6 +87,7 @@ func (h *HTTPServer) registerRoutes() {
 	// The web UI's rollout view in one read (Drover's own); nodes only for a token that may read them.
 	get("/v1/job/{id}/rollout", nsCap(readJob), h.jobRollout)
 	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
+	put("/v1/job/{id}/image-updates/clear-bad", nsCap(submitJob), h.jobImageClearBad)
 
 	get("/v1/evaluations", nsCap(readJob), h.evalsList)
 	get("/v1/evaluations/count", nsCap(readJob), h.evalsCount)

@@ -41,6 +41,7 @@ const (
 	// Image watcher records (range 40-49).
 	imageCheckRecord recordType = 40
 	imageWatchRecord recordType = 41
+	imageBadRecord   recordType = 42
 	// ACL and namespace records (range 110-119).
 	aclPolicyRecord    recordType = 110
 	aclTokenRecord     recordType = 111
@@ -98,6 +99,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	watches, err := snap.ImageWatches(nil)
 	enc.fail(err)
 	writeAll(enc, imageWatchRecord, watches)
+	bad, err := snap.ImageBadDigests(nil)
+	enc.fail(err)
+	writeAll(enc, imageBadRecord, bad)
 	writeACL(enc, snap)
 	writeACLAuth(enc, snap)
 	launches, err := snap.PeriodicLaunches(nil)
@@ -220,6 +224,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.ImageCheckRestore)
 	case imageWatchRecord:
 		return restoreOne(dec, r.ImageWatchRestore)
+	case imageBadRecord:
+		return restoreOne(dec, r.ImageBadDigestRestore)
 	case aclPolicyRecord:
 		return restoreOne(dec, r.ACLPolicyRestore)
 	case aclTokenRecord:

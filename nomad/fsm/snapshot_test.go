@@ -61,7 +61,7 @@ func populate(t *testing.T, f *FSM) {
 		Checks: []*structs.ImageCheck{{Key: "nginx:2|", Reference: "nginx:2", Registry: "docker.io",
 			LastCheck: 800, Digest: "sha256:b", DigestSince: 700, Checks: 3, Errors: 1, LastError: "HEAD: 503"}},
 		Watches: []*structs.ImageWatch{{Namespace: "default", JobID: "web", Group: "web", Task: "server", Key: "nginx:2|",
-			Bad: []string{"sha256:x"}, LastRoll: &structs.ImageRoll{From: "sha256:a", To: "sha256:b", JobVersion: 1, Time: 750}}},
+			Assumed: "sha256:x", AssumedVersion: 1, LastRoll: &structs.ImageRoll{From: "sha256:a", To: "sha256:b", JobVersion: 1, Time: 750}}},
 	})
 	parent := testJob("nightly")
 	parent.Type = structs.JobTypeBatch
@@ -87,6 +87,7 @@ type contents struct {
 	Keys           []*structs.RootKey
 	Checks         []*structs.ImageCheck
 	Watches        []*structs.ImageWatch
+	Bad            []*structs.ImageBadDigest
 	Launches       []*structs.PeriodicLaunch
 	Indexes        []*state.IndexEntry
 }
@@ -114,6 +115,8 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	c.Checks, err = s.ImageChecks(nil)
 	require.NoError(t, err)
 	c.Watches, err = s.ImageWatches(nil)
+	require.NoError(t, err)
+	c.Bad, err = s.ImageBadDigests(nil)
 	require.NoError(t, err)
 	c.Launches, err = s.PeriodicLaunches(nil)
 	require.NoError(t, err)

@@ -8,6 +8,13 @@
 // (reference, credential) per interval. Resolution never runs under raft
 // apply; every call is bounded by Options.Timeout.
 //
+// Unavailable splits resolution errors: a registry that answered no
+// digest because the tag does not exist (404), the credentials are wrong
+// (401, 403) or the request is bad (other 4xx) refuses the registration;
+// one that could not be reached, timed out, or answered 5xx, 429 or 408
+// leaves the image unpinned (PinJob's Pinned.Unpinned, with a warning).
+// With the servers' image_pinning = "off", PinJob resolves nothing.
+//
 // Credentials come from the task's `auth {}` block, else from a server-side
 // Docker config.json (agent option `registry_auth_config`), else the request
 // is anonymous. Registries on loopback addresses (127.0.0.0/8, ::1,

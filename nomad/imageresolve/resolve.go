@@ -80,10 +80,39 @@ type RegistryError struct {
 	// RetryAfter is the registry's Retry-After on a 429 or 503, else 0.
 	RetryAfter time.Duration
 	Err        error
+	// local marks errors found before any request (an invalid reference,
+	// unreadable server credentials): they are not the registry's fault.
+	local bool
 }
 
 func (e *RegistryError) Error() string { return e.Err.Error() }
 func (e *RegistryError) Unwrap() error { return e.Err }
+
+// Unavailable reports whether err (from Resolve) means that the registry
+// gave no answer now: it could not be reached (connection refused, no
+// route, DNS, TLS), timed out, or answered 5xx, 429 or 408. Registrations
+// then store the tag unpinned. Every other error is an answer that
+// refuses the image: 404 (no such tag), 401 and 403 (credentials), any
+// other 4xx, an invalid reference, unreadable server credentials.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re *RegistryError
+	if !errors.As(err, &re) {
+		var ne net.Error
+		return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+	}
+	switch {
+	case re.local:
+		return false
+	case re.StatusCode == 0:
+		return true // no HTTP answer: the transport failed
+	case re.StatusCode == http.StatusTooManyRequests, re.StatusCode == http.StatusRequestTimeout, re.StatusCode >= 500:
+		return true
+	}
+	return false
+}
 
 // Resolve returns the digest ("sha256:…") that ref's tag points at now, with
 // one manifest HEAD (after the registry's auth handshake). auth, when it
@@ -98,11 +127,11 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, auth *Auth) (string, er
 	}
 	tag, err := name.NewTag(ref.TagRef(), nopts...)
 	if err != nil {
-		return "", &RegistryError{Err: fmt.Errorf("invalid image reference %q: %w", ref.TagRef(), err)}
+		return "", &RegistryError{Err: fmt.Errorf("invalid image reference %q: %w", ref.TagRef(), err), local: true}
 	}
 	authn, err := r.authenticator(ref.Registry, auth)
 	if err != nil {
-		return "", &RegistryError{Err: err}
+		return "", &RegistryError{Err: err, local: true}
 	}
 	rec := &retryAfterRecorder{next: r.opts.Transport}
 	desc, err := remote.Head(tag,

@@ -3,6 +3,7 @@ package imageresolve
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -165,4 +166,52 @@ func TestParseRetryAfter(t *testing.T) {
 	require.Equal(t, 90*time.Second, ParseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now))
 	require.Zero(t, ParseRetryAfter("soon", now))
 	require.Zero(t, ParseRetryAfter("", now))
+}
+
+// Which registry errors refuse a registration (an answer: no such tag,
+// credentials) and which only leave the image unpinned (no answer now).
+func TestUnavailable(t *testing.T) {
+	status := func(code int) func(w http.ResponseWriter, r *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v2/" {
+				return
+			}
+			w.WriteHeader(code)
+		}
+	}
+	cases := []struct {
+		name        string
+		handler     func(w http.ResponseWriter, r *http.Request) // nil: nothing listens
+		unavailable bool
+	}{
+		{"connection refused", nil, true},
+		{"timeout", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, true},
+		{"500", status(http.StatusInternalServerError), true},
+		{"502", status(http.StatusBadGateway), true},
+		{"503", status(http.StatusServiceUnavailable), true},
+		{"429", status(http.StatusTooManyRequests), true},
+		{"408", status(http.StatusRequestTimeout), true},
+		{"404 no such tag", status(http.StatusNotFound), false},
+		{"401 credentials", status(http.StatusUnauthorized), false},
+		{"403 credentials", status(http.StatusForbidden), false},
+		{"400", status(http.StatusBadRequest), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host := "127.0.0.1:1"
+			if tc.handler != nil {
+				srv := httptest.NewServer(http.HandlerFunc(tc.handler))
+				t.Cleanup(srv.Close)
+				host = strings.TrimPrefix(srv.URL, "http://")
+			}
+			ref, err := Parse(host + "/app:v1")
+			require.NoError(t, err)
+			_, err = New(Options{Timeout: 300 * time.Millisecond}).Resolve(context.Background(), ref, nil)
+			require.Error(t, err)
+			require.Equal(t, tc.unavailable, Unavailable(err), "%v", err)
+		})
+	}
+	require.False(t, Unavailable(nil))
+	require.False(t, Unavailable(&RegistryError{Err: errors.New("invalid image reference"), local: true}), "a local error is not the registry's")
+	require.True(t, Unavailable(context.DeadlineExceeded))
 }

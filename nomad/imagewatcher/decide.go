@@ -2,7 +2,6 @@ package imagewatcher
 
 import (
 	"hash/fnv"
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -35,15 +34,29 @@ const (
 type Target struct {
 	ID             structs.ImageWatchID
 	JobModifyIndex uint64
-	Ref            imageresolve.Ref
-	Auth           *imageresolve.Auth
+	// JobVersion is the current version, PinnedAt when it was submitted
+	// (unix nanoseconds): the time its pin was resolved.
+	JobVersion uint64
+	PinnedAt   int64
+	Ref        imageresolve.Ref
+	Auth       *imageresolve.Auth
 	// Pinned is the digest the current version pins ("" when unpinned).
 	Pinned   string
 	Interval time.Duration
 	Soak     time.Duration
-	// Failed lists digests of this task whose deployment failed (see
-	// FailedDigests).
-	Failed []string
+	// Failed lists the failed deployments of this task that changed its
+	// digest (see FailedDigests).
+	Failed []Failure
+}
+
+// Failure is a failed deployment of a job version that changed a task's
+// digest to Digest.
+type Failure struct {
+	Digest       string
+	JobVersion   uint64
+	DeploymentID string
+	// Index is the deployment's ModifyIndex (when it failed).
+	Index uint64
 }
 
 // Key is the check key of t: its reference and credential.
@@ -58,6 +71,9 @@ type Input struct {
 	Targets []Target
 	Checks  map[string]*structs.ImageCheck
 	Watches map[structs.ImageWatchID]*structs.ImageWatch
+	// Bad holds the bad-digest records (cleared ones too) by reference,
+	// then digest.
+	Bad map[string]map[string]*structs.ImageBadDigest
 	// Keep lists jobs that still exist but have no target now (stopped):
 	// their watches are kept.
 	Keep map[structs.NamespacedID]bool
@@ -190,10 +206,14 @@ type keyInfo struct {
 
 // Decide is the image watcher's pure decision: which references to check
 // now (each key at most once per its shortest interval, within the
-// registry's budget and Retry-After), which jobs to roll (the tag's digest
-// differs from the pin, is not bad for the task, the last check succeeded,
-// and the digest has held for the soak), and what to record. mem is read
-// and updated (the budget spent by the returned checks).
+// registry's budget and Retry-After), which jobs to roll, and what to
+// record (new watches, new bad digests, what an unpinned version's nodes
+// are taken to run, orphans to delete). A task rolls when the last check
+// succeeded after its version was pinned, the tag's digest differs from
+// the pin (or, unpinned, from the digest assumed), is not bad for the
+// image reference, and has held for the soak since the watcher itself
+// first saw it. mem is read and updated (the budget spent by the returned
+// checks).
 func Decide(in Input, mem *Memory) Decision {
 	now := in.Now
 	d := Decision{NextWake: now.Add(idleWake)}
@@ -204,10 +224,11 @@ func Decide(in Input, mem *Memory) Decision {
 	}
 	upd := &structs.ImageWatchUpdateRequest{}
 
-	// Watches: create, re-key, add bad digests; delete orphans.
+	// Watches: create and re-key; bad digests: record new failures.
 	keys := map[string]*keyInfo{}
 	live := map[structs.ImageWatchID]bool{}
-	bad := map[structs.ImageWatchID][]string{}
+	watch := map[structs.ImageWatchID]*structs.ImageWatch{}
+	marked := map[structs.ImageBadDigestID]*structs.ImageBadDigest{}
 	for _, t := range in.Targets {
 		live[t.ID] = true
 		k := t.Key()
@@ -217,37 +238,26 @@ func Decide(in Input, mem *Memory) Decision {
 			ki.interval = t.Interval
 		}
 		w := in.Watches[t.ID]
-		changed := false
 		if w == nil {
 			w = &structs.ImageWatch{Namespace: t.ID.Namespace, JobID: t.ID.JobID, Group: t.ID.Group, Task: t.ID.Task, Key: k}
-			changed = true
+			upd.Watches = append(upd.Watches, w)
 		} else if w.Key != k {
 			w = w.Copy()
-			w.Key, w.Bad = k, nil // bad digests are per tag
-			changed = true
-		}
-		// Only the newest maxBad failures count, so that a long history
-		// cannot make the trimmed list change on every pass.
-		failed := t.Failed
-		if len(failed) > maxBad {
-			failed = failed[len(failed)-maxBad:]
-		}
-		for _, f := range failed {
-			if !slices.Contains(w.Bad, f) {
-				if !changed {
-					w = w.Copy()
-				}
-				w.Bad = append(w.Bad, f)
-				if len(w.Bad) > maxBad {
-					w.Bad = w.Bad[len(w.Bad)-maxBad:]
-				}
-				changed = true
-			}
-		}
-		if changed {
+			w.Key, w.Assumed, w.AssumedVersion = k, "", 0 // what the nodes pulled is per tag
 			upd.Watches = append(upd.Watches, w)
 		}
-		bad[t.ID] = w.Bad
+		watch[t.ID] = w
+		markFailures(in.Bad, t, marked, now)
+	}
+	for _, b := range marked {
+		upd.BadDigests = append(upd.BadDigests, b)
+	}
+	isBad := func(ref, digest string) bool {
+		if b := marked[structs.ImageBadDigestID{Reference: ref, Digest: digest}]; b != nil {
+			return true
+		}
+		b := in.Bad[ref][digest]
+		return b != nil && b.IsBad()
 	}
 	keptKeys := map[string]bool{}
 	for id, w := range in.Watches {
@@ -305,12 +315,29 @@ func Decide(in Input, mem *Memory) Decision {
 	}
 
 	// Rolls: per job, every task whose tag moved to a good digest that has
-	// held for the soak.
+	// held for the soak since the watcher itself saw it, checked after the
+	// job's version was pinned.
 	rolls := map[structs.NamespacedID]*Roll{}
 	var order []structs.NamespacedID
 	for _, t := range in.Targets {
 		c := in.Checks[t.Key()]
-		if c == nil || c.LastError != "" || c.Digest == "" || c.Digest == t.Pinned || slices.Contains(bad[t.ID], c.Digest) {
+		if c == nil || c.LastError != "" || c.Digest == "" || c.DigestSince == 0 || t.PinnedAt > c.LastCheck {
+			continue // nothing the watcher saw after this version's pin
+		}
+		base := t.Pinned
+		if base == "" {
+			w := watch[t.ID]
+			if w.Assumed == "" || w.AssumedVersion != t.JobVersion {
+				// An unpinned version: the first good check after it is
+				// taken as what the nodes pulled; it is not rolled.
+				w = w.Copy()
+				w.Assumed, w.AssumedVersion = c.Digest, t.JobVersion
+				upd.Watches = replaceWatch(upd.Watches, w)
+				continue
+			}
+			base = w.Assumed
+		}
+		if c.Digest == base || isBad(t.Ref.TagRef(), c.Digest) {
 			continue
 		}
 		if ready := time.Unix(0, c.DigestSince).Add(t.Soak); ready.After(now) {
@@ -334,32 +361,64 @@ func Decide(in Input, mem *Memory) Decision {
 		d.Rolls = append(d.Rolls, *rolls[jid])
 	}
 
-	if len(upd.Watches)+len(upd.DeleteWatches)+len(upd.DeleteChecks) > 0 {
+	if len(upd.Watches)+len(upd.BadDigests)+len(upd.DeleteWatches)+len(upd.DeleteChecks) > 0 {
 		sortUpdate(upd)
 		d.Update = upd
 	}
 	return d
 }
 
-// Observe returns the check record after a check of key at now: digest on
-// success, or err. prev (or nil) is not modified.
+// markFailures adds to marked the failures of t that in.Bad does not know
+// yet (a new deployment, failed after the one recorded). Only the newest
+// maxBad failures count, so that a long history costs a bounded amount of
+// work on every pass.
+func markFailures(bad map[string]map[string]*structs.ImageBadDigest, t Target, marked map[structs.ImageBadDigestID]*structs.ImageBadDigest, now time.Time) {
+	failed := t.Failed
+	if len(failed) > maxBad {
+		failed = failed[len(failed)-maxBad:]
+	}
+	ref := t.Ref.TagRef()
+	for _, f := range failed {
+		id := structs.ImageBadDigestID{Reference: ref, Digest: f.Digest}
+		rec := marked[id]
+		if rec == nil {
+			rec = bad[ref][f.Digest]
+		}
+		if rec != nil && (f.Index <= rec.FailedIndex || f.DeploymentID == rec.DeploymentID) {
+			continue // known (and maybe cleared since)
+		}
+		marked[id] = &structs.ImageBadDigest{Reference: ref, Digest: f.Digest, Namespace: t.ID.Namespace, JobID: t.ID.JobID,
+			JobVersion: f.JobVersion, DeploymentID: f.DeploymentID, FailedIndex: f.Index, FailedTime: now.UnixNano()}
+	}
+}
+
+// Observe returns the check record after the watcher's check of key at
+// now: digest on success, or err. prev (or nil) is not modified.
 func Observe(prev *structs.ImageCheck, chk Check, digest string, err error, now time.Time) *structs.ImageCheck {
-	c := &structs.ImageCheck{Key: chk.Key, Reference: chk.Ref.TagRef(), Registry: chk.Registry, CredKey: chk.Auth.Key()}
-	if prev != nil {
-		*c = *prev
-	}
-	c.LastCheck = now.UnixNano()
-	c.Checks++
+	return structs.Observe(prev, Observation(chk, digest, err, now, true))
+}
+
+// Observation is the record of one resolution of chk at now: the watcher's
+// own check (byWatcher) or a registration's or plan's.
+func Observation(chk Check, digest string, err error, now time.Time, byWatcher bool) *structs.ImageObservation {
+	o := &structs.ImageObservation{Key: chk.Key, Reference: chk.Ref.TagRef(), Registry: chk.Registry, CredKey: chk.Auth.Key(),
+		Time: now.UnixNano(), Digest: digest, ByWatcher: byWatcher}
 	if err != nil {
-		c.Errors++
-		c.LastError = err.Error()
-		return c
+		o.Digest, o.Error = "", err.Error()
 	}
-	c.LastError = ""
-	if digest != c.Digest {
-		c.Digest, c.DigestSince = digest, now.UnixNano()
+	return o
+}
+
+// replaceWatch returns ws with w in place of the watch of the same ID, or
+// appended.
+func replaceWatch(ws []*structs.ImageWatch, w *structs.ImageWatch) []*structs.ImageWatch {
+	for i, o := range ws {
+		if o.ID() == w.ID() {
+			ws[i] = w
+			return ws
+		}
 	}
-	return c
+	return append(ws, w)
 }
 
 func sortUpdate(u *structs.ImageWatchUpdateRequest) {
@@ -369,4 +428,8 @@ func sortUpdate(u *structs.ImageWatchUpdateRequest) {
 	sort.Slice(u.Watches, func(i, j int) bool { return less(u.Watches[i].ID(), u.Watches[j].ID()) })
 	sort.Slice(u.DeleteWatches, func(i, j int) bool { return less(u.DeleteWatches[i], u.DeleteWatches[j]) })
 	sort.Strings(u.DeleteChecks)
+	sort.Slice(u.BadDigests, func(i, j int) bool {
+		a, b := u.BadDigests[i], u.BadDigests[j]
+		return a.Reference+"\x00"+a.Digest < b.Reference+"\x00"+b.Digest
+	})
 }

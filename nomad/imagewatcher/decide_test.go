@@ -136,17 +136,18 @@ func TestDecide_FailedCheckChangesNothing(t *testing.T) {
 
 func TestDecide_BadDigestsAreNotRolledUntilTheTagMoves(t *testing.T) {
 	tg := target(t, "web", "reg:5000/app:stable@"+dA, time.Second, 0)
-	tg.Failed = []string{dB}
+	tg.Failed = []Failure{{Digest: dB, JobVersion: 1, DeploymentID: "dep-1", Index: 40}}
 	in := input(t0, tg)
 	in.Watches[tg.ID] = &structs.ImageWatch{Namespace: "default", JobID: "web", Group: "web", Task: "server", Key: tg.Key()}
 	in.Checks[tg.Key()] = checked(tg, nil, dB, t0)
 	d := Decide(in, &Memory{})
 	require.Empty(t, d.Rolls)
 	require.NotNil(t, d.Update)
-	require.Equal(t, []string{dB}, d.Update.Watches[0].Bad, "recorded in raft")
+	require.Equal(t, []*structs.ImageBadDigest{{Reference: "reg:5000/app:stable", Digest: dB, Namespace: "default", JobID: "web",
+		JobVersion: 1, DeploymentID: "dep-1", FailedIndex: 40, FailedTime: t0.UnixNano()}}, d.Update.BadDigests, "recorded in raft, for the reference")
 
 	// Several intervals later, still not rolled, and nothing more to record.
-	in.Watches[tg.ID] = d.Update.Watches[0]
+	in.Bad = BadByReference(d.Update.BadDigests)
 	tg.Failed = nil // the failed version was pruned from history
 	in.Targets = []Target{tg}
 	for i := 1; i <= 5; i++ {
@@ -255,32 +256,42 @@ func TestFailedDigests(t *testing.T) {
 		return &structs.Job{ID: "web", Namespace: "default", Version: v, TaskGroups: []*structs.TaskGroup{{Name: "web",
 			Tasks: []*structs.Task{{Name: "server", Driver: "docker", Config: map[string]any{"image": image}}}}}}
 	}
+	digests := func(fs []Failure) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Digest)
+		}
+		return out
+	}
 	id := structs.ImageWatchID{Namespace: "default", JobID: "web", Group: "web", Task: "server"}
 	h := JobHistory{
 		Versions: []*structs.Job{ver(3, "r/app:s@"+dA), ver(2, "r/app:s@"+dA), ver(1, "r/app:s@"+dB), ver(0, "r/app:s@"+dA)},
 		Deployments: []*structs.Deployment{
-			{JobVersion: 1, Status: structs.DeploymentStatusFailed},     // dB rolled and failed
-			{JobVersion: 2, Status: structs.DeploymentStatusSuccessful}, // the revert
-			{JobVersion: 3, Status: structs.DeploymentStatusFailed},     // failed for another reason, same digest
+			{ID: "d1", JobVersion: 1, Status: structs.DeploymentStatusFailed, ModifyIndex: 11},     // dB rolled and failed
+			{ID: "d2", JobVersion: 2, Status: structs.DeploymentStatusSuccessful, ModifyIndex: 12}, // the revert
+			{ID: "d3", JobVersion: 3, Status: structs.DeploymentStatusFailed, ModifyIndex: 13},     // failed for another reason, same digest
 		},
 	}
-	require.Equal(t, []string{dB}, FailedDigests(id, "r/app:s", h))
+	require.Equal(t, []Failure{{Digest: dB, JobVersion: 1, DeploymentID: "d1", Index: 11}}, FailedDigests(id, "r/app:s", h))
 	h.Versions = append(h.Versions, ver(4, "r/app:s@"+dC), ver(5, "r/app:s@"+dB))
-	h.Deployments = append([]*structs.Deployment{{JobVersion: 5, Status: structs.DeploymentStatusFailed}},
-		append(h.Deployments, &structs.Deployment{JobVersion: 4, Status: structs.DeploymentStatusFailed})...)
-	require.Equal(t, []string{dB, dC}, FailedDigests(id, "r/app:s", h), "in version order, each once")
+	h.Deployments = append([]*structs.Deployment{{ID: "d5", JobVersion: 5, Status: structs.DeploymentStatusFailed, ModifyIndex: 15}},
+		append(h.Deployments, &structs.Deployment{ID: "d4", JobVersion: 4, Status: structs.DeploymentStatusFailed, ModifyIndex: 14})...)
+	got := FailedDigests(id, "r/app:s", h)
+	require.Equal(t, []string{dB, dC}, digests(got), "in version order, each once")
+	require.Equal(t, "d5", got[0].DeploymentID, "a digest's newest failure")
 	require.Empty(t, FailedDigests(id, "r/app:other", h), "per tag")
 }
 
 func TestDecide_LongFailureHistoryIsStable(t *testing.T) {
 	tg := target(t, "web", "reg:5000/app:stable@"+dA, time.Second, 0)
 	for i := range 40 {
-		tg.Failed = append(tg.Failed, fmt.Sprintf("sha256:%064d", i))
+		tg.Failed = append(tg.Failed, Failure{Digest: fmt.Sprintf("sha256:%064d", i), DeploymentID: fmt.Sprint(i), Index: uint64(i + 1)})
 	}
 	in := input(t0, tg)
 	d := Decide(in, &Memory{})
 	require.NotNil(t, d.Update)
-	require.Len(t, d.Update.Watches[0].Bad, maxBad)
+	require.Len(t, d.Update.BadDigests, maxBad)
 	in.Watches[tg.ID] = d.Update.Watches[0]
+	in.Bad = BadByReference(d.Update.BadDigests)
 	require.Nil(t, Decide(in, &Memory{}).Update, "nothing more to record")
 }

@@ -24,20 +24,36 @@
 //     change by a person or pipeline is never overwritten: the next pass
 //     decides again on the new version).
 //
-// Bad digests: a digest the task ran in a job version whose deployment
+// Checks of a tag come from the watcher and from every registration and
+// plan that resolves it (they are observations folded into the record in
+// raft, never overwritten by an older answer). Only the watcher's own
+// check starts a soak, and a job whose version was pinned after the
+// record's last check is never rolled from that record: the next check
+// decides.
+//
+// Bad digests: a digest a task ran in a job version whose deployment
 // failed, when that version changed the digest, is recorded as bad for the
-// job and tag (FailedDigests) and never rolled again; a later digest of
-// the tag rolls as usual. With auto_revert, the revert copies the previous
-// version, pinned digest included.
+// image reference (ImageBadDigest, table image_bad_digests) and rolled to
+// no job on that reference until an operator clears it (`drover job
+// image-updates -clear-bad`); a failure after the clear marks it again. A
+// later digest of the tag rolls as usual. With auto_revert, the revert
+// copies the previous version, pinned digest included.
+//
+// Unpinned versions: a registration whose registry could not be reached
+// stores the tag. Drover does not learn which digest the nodes pulled, so
+// the first good check after that version is taken as what they run
+// (ImageWatch.Assumed) and is not rolled; a later move of the tag rolls a
+// pinned version after the soak.
 //
 // Every version the watcher registers carries a VersionTag (name
 // "image-update-<digest prefix>", description naming the task, the tag,
 // the old and the new digest), which `job history` shows.
 //
 // State: ImageCheck (per reference and credential: last check, its error,
-// the tag's digest and since when) and ImageWatch (per task: bad digests,
-// last roll) live in raft (nomad/state tables image_checks and
-// image_watches, raft message ImageWatchUpdateRequestType), so a new
+// the tag's digest and since when), ImageWatch (per task: assumed digest,
+// last roll) and ImageBadDigest (per reference and digest) live in raft
+// (nomad/state tables image_checks, image_watches and image_bad_digests,
+// raft message ImageWatchUpdateRequestType), so a new
 // leader continues where the old one stopped. The budget window and
 // Retry-After holds are in memory and restart with each leadership term.
 //

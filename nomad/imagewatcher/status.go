@@ -1,6 +1,7 @@
 package imagewatcher
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -27,6 +28,13 @@ type TaskStatus struct {
 	// Reference is the "name:tag" followed; Pinned the digest pinned now.
 	Reference string
 	Pinned    string
+	// Unpinned, when the version stores the image by tag only, says why
+	// (pin_digest = false, image_pinning = "off", or the registry could not
+	// be reached at registration); nodes pull the tag then. Assumed is the
+	// digest the watcher took to be the one the nodes pulled (auto_update
+	// only: the first good check after the unpinned version).
+	Unpinned string
+	Assumed  string
 	// AutoUpdate and its settings (durations in nanoseconds).
 	AutoUpdate bool
 	Interval   time.Duration
@@ -44,7 +52,9 @@ type TaskStatus struct {
 	Pending      string
 	PendingSince time.Time
 	SoakLeft     time.Duration
-	// Bad lists digests that failed their deployment and are not rolled.
+	// Bad lists the digests of the reference that failed a deployment (of
+	// this job or another on the same reference) and are rolled to no job
+	// until an operator clears them.
 	Bad []string
 	// LastRoll is the watcher's newest version for this task, or nil.
 	LastRoll *structs.ImageRoll
@@ -53,9 +63,48 @@ type TaskStatus struct {
 	Checks, Errors uint64
 }
 
+// Records are the image watcher's records Status reads.
+type Records struct {
+	Checks  map[string]*structs.ImageCheck
+	Watches map[structs.ImageWatchID]*structs.ImageWatch
+	// Bad holds the bad-digest records by reference, then digest.
+	Bad map[string]map[string]*structs.ImageBadDigest
+	// PinningOff is the servers' image_pinning = "off".
+	PinningOff bool
+}
+
+// BadByReference indexes bad-digest records by reference, then digest.
+func BadByReference(recs []*structs.ImageBadDigest) map[string]map[string]*structs.ImageBadDigest {
+	out := map[string]map[string]*structs.ImageBadDigest{}
+	for _, b := range recs {
+		if out[b.Reference] == nil {
+			out[b.Reference] = map[string]*structs.ImageBadDigest{}
+		}
+		out[b.Reference][b.Digest] = b
+	}
+	return out
+}
+
+// BadDigestsOf returns the digests of ref that are bad now, oldest failure
+// first.
+func BadDigestsOf(bad map[string]map[string]*structs.ImageBadDigest, ref string) []string {
+	var recs []*structs.ImageBadDigest
+	for _, b := range bad[ref] {
+		if b.IsBad() {
+			recs = append(recs, b)
+		}
+	}
+	slices.SortFunc(recs, func(a, b *structs.ImageBadDigest) int { return cmp.Compare(a.FailedIndex, b.FailedIndex) })
+	var out []string
+	for _, b := range recs {
+		out = append(out, b.Digest)
+	}
+	return out
+}
+
 // Status describes the Docker tasks of job at now from the watcher's
-// records (checks by key, watches by ID).
-func Status(job *structs.Job, checks map[string]*structs.ImageCheck, watches map[structs.ImageWatchID]*structs.ImageWatch, now time.Time) []TaskStatus {
+// records.
+func Status(job *structs.Job, rec Records, now time.Time) []TaskStatus {
 	var out []TaskStatus
 	for _, tg := range job.TaskGroups {
 		for _, t := range tg.Tasks {
@@ -72,22 +121,40 @@ func Status(job *structs.Job, checks map[string]*structs.ImageCheck, watches map
 			}
 			st.Reference, st.Pinned = ref.TagRef(), ref.Digest
 			st.AutoUpdate, st.Interval, st.Soak = s.AutoUpdate, s.Interval, s.Soak
-			key := CheckKey(ref.TagRef(), s.Auth.Key())
-			w := watches[structs.ImageWatchID{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Task: t.Name}]
+			st.Bad = BadDigestsOf(rec.Bad, ref.TagRef())
+			base := ref.Digest
+			w := rec.Watches[structs.ImageWatchID{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Task: t.Name}]
 			if w != nil {
-				st.Bad, st.LastRoll = w.Bad, w.LastRoll
+				st.LastRoll = w.LastRoll
 			}
-			if c := checks[key]; c != nil {
+			if ref.Digest == "" {
+				switch {
+				case !s.PinDigest:
+					st.Unpinned = "pin_digest = false"
+				case rec.PinningOff:
+					st.Unpinned = `the servers run with image_pinning = "off"`
+				default:
+					st.Unpinned = "the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)"
+				}
+				if s.AutoUpdate && w != nil && w.Assumed != "" && w.AssumedVersion == job.Version {
+					st.Assumed, base = w.Assumed, w.Assumed
+				}
+			}
+			key := CheckKey(ref.TagRef(), s.Auth.Key())
+			if c := rec.Checks[key]; c != nil {
 				st.LastCheck = time.Unix(0, c.LastCheck).UTC()
 				st.TagDigest, st.LastError = c.Digest, c.LastError
 				st.Checks, st.Errors = c.Checks, c.Errors
 				if s.AutoUpdate {
 					st.NextCheck = NextDue(c, s.Interval).UTC()
 				}
-				if s.AutoUpdate && c.Digest != "" && c.Digest != ref.Digest && !slices.Contains(st.Bad, c.Digest) {
+				if s.AutoUpdate && base != "" && c.Digest != "" && c.Digest != base && !slices.Contains(st.Bad, c.Digest) {
 					st.Pending = c.Digest
-					st.PendingSince = time.Unix(0, c.DigestSince).UTC()
-					st.SoakLeft = max(st.PendingSince.Add(s.Soak).Sub(now), 0)
+					st.SoakLeft = s.Soak
+					if c.DigestSince != 0 { // else: the watcher has not seen it yet
+						st.PendingSince = time.Unix(0, c.DigestSince).UTC()
+						st.SoakLeft = max(st.PendingSince.Add(s.Soak).Sub(now), 0)
+					}
 				}
 			}
 			out = append(out, st)

@@ -39,7 +39,7 @@ func TargetsOf(job *structs.Job, h JobHistory) []Target {
 			}
 			id := structs.ImageWatchID{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Task: t.Name}
 			out = append(out, Target{
-				ID: id, JobModifyIndex: job.JobModifyIndex, Ref: ref, Auth: s.Auth,
+				ID: id, JobModifyIndex: job.JobModifyIndex, JobVersion: job.Version, PinnedAt: job.SubmitTime, Ref: ref, Auth: s.Auth,
 				Pinned: ref.Digest, Interval: s.Interval, Soak: s.Soak,
 				Failed: FailedDigests(id, ref.TagRef(), h),
 			})
@@ -54,19 +54,19 @@ func TargetsOf(job *structs.Job, h JobHistory) []Target {
 	return out
 }
 
-// FailedDigests lists the digests task id ran with tag tagRef in a job
-// version whose deployment failed, when that version changed the task's
-// digest (compared with the newest older version retained): a deployment
-// that failed for another reason does not make an unchanged digest bad.
-// They are in job version order, each once.
-func FailedDigests(id structs.ImageWatchID, tagRef string, h JobHistory) []string {
+// FailedDigests lists the failed deployments of task id with tag tagRef
+// whose job version changed the task's digest (compared with the newest
+// older version retained): a deployment that failed for another reason
+// does not make an unchanged digest bad. They are in job version order,
+// each digest once (its newest failure).
+func FailedDigests(id structs.ImageWatchID, tagRef string, h JobHistory) []Failure {
 	byVersion := map[uint64]*structs.Job{}
 	for _, v := range h.Versions {
 		byVersion[v.Version] = v
 	}
 	deps := append([]*structs.Deployment(nil), h.Deployments...)
 	sort.SliceStable(deps, func(i, j int) bool { return deps[i].JobVersion < deps[j].JobVersion })
-	var out []string
+	var out []Failure
 	for _, d := range deps {
 		if d.Status != structs.DeploymentStatusFailed {
 			continue
@@ -90,8 +90,11 @@ func FailedDigests(id structs.ImageWatchID, tagRef string, h JobHistory) []strin
 				continue
 			}
 		}
-		if !slices.Contains(out, ref.Digest) {
-			out = append(out, ref.Digest)
+		f := Failure{Digest: ref.Digest, JobVersion: d.JobVersion, DeploymentID: d.ID, Index: d.ModifyIndex}
+		if i := slices.IndexFunc(out, func(o Failure) bool { return o.Digest == f.Digest }); i >= 0 {
+			out[i] = f
+		} else {
+			out = append(out, f)
 		}
 	}
 	return out

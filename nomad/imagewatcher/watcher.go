@@ -36,6 +36,10 @@ type Backend interface {
 // Metrics are the watcher's counters (Prometheus names in New).
 type Metrics struct {
 	Checks, RegistryErrors, Updates, BadDigests *metrics.Counter
+	// Unresolved counts registered images whose tag could not be resolved
+	// because their registry could not be reached (counted by the
+	// register path).
+	Unresolved *metrics.Counter
 }
 
 // NewMetrics registers the watcher's metrics on r.
@@ -45,6 +49,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		RegistryErrors: r.Counter("drover_image_registry_errors_total", "Image tag checks that failed (registry down, 429, unknown tag).", "registry"),
 		Updates:        r.Counter("drover_image_updates_total", "Job versions registered by the image watcher with a new pinned digest."),
 		BadDigests:     r.Counter("drover_image_bad_digests_total", "Digests marked bad after their deployment failed."),
+		Unresolved: r.Counter("drover_image_unresolved_total",
+			"Docker images registered while their registry could not be reached: stored by tag, or with the current version's pin kept.", "registry"),
 	}
 }
 
@@ -187,6 +193,11 @@ func (w *Watcher) gather(ws memdb.WatchSet, now time.Time) (Input, error) {
 	for _, wt := range watches {
 		in.Watches[wt.ID()] = wt
 	}
+	bad, err := snap.ImageBadDigests(nil)
+	if err != nil {
+		return in, err
+	}
+	in.Bad = BadByReference(bad)
 	return in, nil
 }
 
@@ -212,22 +223,23 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 			w.logger.Error("recording image watch state", "error", err)
 		} else {
 			worked = true
+			for _, b := range d.Update.BadDigests {
+				if old := in.Bad[b.Reference][b.Digest]; old == nil || !old.IsBad() {
+					w.metrics.BadDigests.Inc()
+				}
+				w.logger.Warn("digest marked bad for its image after a deployment failed; no job on the image is rolled to it until an operator clears it",
+					"image", b.Reference, "digest", b.Digest, "job", b.JobID, "version", b.JobVersion)
+			}
 			for _, wt := range d.Update.Watches {
-				if old := in.Watches[wt.ID()]; old != nil || len(wt.Bad) > 0 {
-					added := len(wt.Bad)
-					if old != nil && old.Key == wt.Key {
-						added -= min(len(old.Bad), added)
-					}
-					if added > 0 {
-						w.metrics.BadDigests.Add(float64(added))
-						w.logger.Warn("digest marked bad after its deployment failed", "job", wt.JobID, "task", wt.Task, "bad", wt.Bad)
-					}
+				if old := in.Watches[wt.ID()]; wt.Assumed != "" && (old == nil || old.Assumed != wt.Assumed || old.AssumedVersion != wt.AssumedVersion) {
+					w.logger.Info("unpinned image: taking the tag's digest as what the nodes pulled; a later move of the tag rolls",
+						"job", wt.JobID, "task", wt.Task, "version", wt.AssumedVersion, "digest", wt.Assumed)
 				}
 			}
 		}
 	}
 	if len(d.Checks) > 0 {
-		w.runChecks(ctx, in, d.Checks)
+		w.runChecks(ctx, d.Checks)
 		worked = true
 	}
 	for _, r := range d.Rolls {
@@ -239,9 +251,10 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 }
 
 // runChecks resolves the checks concurrently and records their results in
-// one raft entry.
-func (w *Watcher) runChecks(ctx context.Context, in Input, checks []Check) {
-	results := make([]*structs.ImageCheck, len(checks))
+// one raft entry (as observations: the state store folds each into its
+// record, so a registration's newer answer is never overwritten).
+func (w *Watcher) runChecks(ctx context.Context, checks []Check) {
+	results := make([]*structs.ImageObservation, len(checks))
 	sem := make(chan struct{}, maxParallelChecks)
 	var wg sync.WaitGroup
 	for i, c := range checks {
@@ -263,14 +276,14 @@ func (w *Watcher) runChecks(ctx context.Context, in Input, checks []Check) {
 					w.mu.Unlock()
 				}
 			}
-			results[i] = Observe(in.Checks[c.Key], c, digest, err, now)
+			results[i] = Observation(c, digest, err, now, true)
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return // leadership lost mid-check: record nothing
 	}
-	if err := w.b.ApplyImageWatch(&structs.ImageWatchUpdateRequest{Checks: results}); err != nil {
+	if err := w.b.ApplyImageWatch(&structs.ImageWatchUpdateRequest{Observations: results}); err != nil {
 		w.logger.Error("recording image checks", "error", err)
 	}
 }

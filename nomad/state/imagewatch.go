@@ -10,10 +10,32 @@ import (
 const (
 	TableImageChecks  = "image_checks"
 	TableImageWatches = "image_watches"
+	// TableImageBadDigests holds the digests that failed a deployment, per
+	// image reference.
+	TableImageBadDigests = "image_bad_digests"
 )
 
 func init() {
-	schemaFuncs = append(schemaFuncs, imageChecksTableSchema, imageWatchesTableSchema)
+	schemaFuncs = append(schemaFuncs, imageChecksTableSchema, imageWatchesTableSchema, imageBadDigestsTableSchema)
+}
+
+// imageBadDigestsTableSchema stores one *structs.ImageBadDigest per
+// (Reference, Digest).
+func imageBadDigestsTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{
+		Name: TableImageBadDigests,
+		Indexes: map[string]*memdb.IndexSchema{
+			indexID: {Name: indexID, Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				&memdb.StringFieldIndex{Field: "Reference"}, &memdb.StringFieldIndex{Field: "Digest"},
+			}}},
+		},
+	}
+}
+
+// ImageBadDigests returns every bad-digest record (cleared ones too),
+// sorted by reference and digest.
+func (r reader) ImageBadDigests(ws memdb.WatchSet) ([]*structs.ImageBadDigest, error) {
+	return list[*structs.ImageBadDigest](r.txn(), ws, TableImageBadDigests, indexID)
 }
 
 // imageChecksTableSchema stores one *structs.ImageCheck per Key.
@@ -40,6 +62,15 @@ func imageWatchesTableSchema() *memdb.TableSchema {
 // ImageChecks returns every image check, sorted by Key.
 func (r reader) ImageChecks(ws memdb.WatchSet) ([]*structs.ImageCheck, error) {
 	return list[*structs.ImageCheck](r.txn(), ws, TableImageChecks, indexID)
+}
+
+// ImageCheck returns the image check of key, or nil.
+func (r reader) ImageCheck(ws memdb.WatchSet, key string) (*structs.ImageCheck, error) {
+	raw, err := first(r.txn(), ws, TableImageChecks, indexID, key)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return raw.(*structs.ImageCheck), nil
 }
 
 // ImageWatches returns every image watch, sorted by namespace, job, group
@@ -80,6 +111,44 @@ func (s *StateStore) UpsertImageWatch(index uint64, req *structs.ImageWatchUpdat
 				return err
 			}
 		}
+		for _, o := range req.Observations {
+			var prev *structs.ImageCheck
+			if old, err := first(tx.Txn, nil, TableImageChecks, indexID, o.Key); err != nil {
+				return err
+			} else if old != nil {
+				prev = old.(*structs.ImageCheck)
+			}
+			n := structs.Observe(prev, o)
+			if n == prev {
+				continue // older than the record
+			}
+			n.CreateIndex, n.ModifyIndex = index, index
+			if prev != nil {
+				n.CreateIndex = prev.CreateIndex
+			}
+			if err := tx.insert(TableImageChecks, n); err != nil {
+				return err
+			}
+		}
+		for _, b := range req.BadDigests {
+			if err := upsertBadDigest(tx, index, b); err != nil {
+				return err
+			}
+		}
+		for _, id := range req.ClearBad {
+			old, err := first(tx.Txn, nil, TableImageBadDigests, indexID, id.Reference, id.Digest)
+			if err != nil {
+				return err
+			}
+			if old == nil {
+				continue
+			}
+			n := *old.(*structs.ImageBadDigest)
+			n.ClearedIndex, n.ModifyIndex = index, index
+			if err := tx.insert(TableImageBadDigests, &n); err != nil {
+				return err
+			}
+		}
 		for _, w := range req.Watches {
 			n := w.Copy()
 			n.Namespace = nsOrDefault(n.Namespace)
@@ -117,6 +186,33 @@ func (s *StateStore) UpsertImageWatch(index uint64, req *structs.ImageWatchUpdat
 		}
 		return nil
 	})
+}
+
+// upsertBadDigest merges b into its record: the failure with the higher
+// FailedIndex wins, the higher ClearedIndex is kept (a clear committed
+// between the watcher's read and its write is not undone).
+func upsertBadDigest(tx *writeTxn, index uint64, b *structs.ImageBadDigest) error {
+	n := *b
+	n.CreateIndex, n.ModifyIndex = index, index
+	old, err := first(tx.Txn, nil, TableImageBadDigests, indexID, b.Reference, b.Digest)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		o := old.(*structs.ImageBadDigest)
+		if o.FailedIndex >= n.FailedIndex {
+			n = *o
+			n.ModifyIndex = index
+		}
+		n.CreateIndex = o.CreateIndex
+		n.ClearedIndex = max(o.ClearedIndex, b.ClearedIndex)
+	}
+	return tx.insert(TableImageBadDigests, &n)
+}
+
+// ImageBadDigestRestore restores a bad-digest record.
+func (r *Restore) ImageBadDigestRestore(b *structs.ImageBadDigest) error {
+	return r.insert(TableImageBadDigests, b)
 }
 
 // ImageCheckRestore restores an image check.

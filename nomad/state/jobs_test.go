@@ -288,19 +288,20 @@ func TestUpsertJob_VersionTagSurvivesUnchangedResubmission(t *testing.T) {
 
 func TestUpsertImageWatch(t *testing.T) {
 	s := NewStateStore()
-	w := &structs.ImageWatch{JobID: "web", Group: "g", Task: "t", Key: "r:1|", Bad: []string{"sha256:x"}}
+	w := &structs.ImageWatch{JobID: "web", Group: "g", Task: "t", Key: "r:1|", Assumed: "sha256:x"}
 	require.NoError(t, s.UpsertImageWatch(10, &structs.ImageWatchUpdateRequest{
 		Checks:  []*structs.ImageCheck{{Key: "r:1|", Digest: "sha256:a"}},
 		Watches: []*structs.ImageWatch{w},
 	}))
-	w.Bad = append(w.Bad, "sha256:y")
+	w.Assumed, w.AssumedVersion = "sha256:y", 2
 	require.NoError(t, s.UpsertImageWatch(20, &structs.ImageWatchUpdateRequest{Watches: []*structs.ImageWatch{w},
 		Checks: []*structs.ImageCheck{{Key: "r:1|", Digest: "sha256:b"}}}))
 	ws, err := s.ImageWatchesByJob(nil, "", "web")
 	require.NoError(t, err)
 	require.Len(t, ws, 1)
 	require.Equal(t, "default", ws[0].Namespace)
-	require.Equal(t, []string{"sha256:x", "sha256:y"}, ws[0].Bad)
+	require.Equal(t, "sha256:y", ws[0].Assumed)
+	require.EqualValues(t, 2, ws[0].AssumedVersion)
 	require.Equal(t, uint64(10), ws[0].CreateIndex)
 	require.Equal(t, uint64(20), ws[0].ModifyIndex)
 	cs, err := s.ImageChecks(nil)
@@ -315,4 +316,73 @@ func TestUpsertImageWatch(t *testing.T) {
 	cs, _ = s.ImageChecks(nil)
 	require.Empty(t, ws)
 	require.Empty(t, cs)
+}
+
+// Observations fold into the check record in commit order, but an answer
+// older than the record changes nothing; only the watcher's own answers
+// start a soak.
+func TestUpsertImageWatch_Observations(t *testing.T) {
+	s := NewStateStore()
+	obs := func(index uint64, at int64, digest string, byWatcher bool) *structs.ImageCheck {
+		t.Helper()
+		require.NoError(t, s.UpsertImageWatch(index, &structs.ImageWatchUpdateRequest{Observations: []*structs.ImageObservation{
+			{Key: "r:1|", Reference: "r:1", Registry: "docker.io", Time: at, Digest: digest, ByWatcher: byWatcher}}}))
+		cs, err := s.ImageChecks(nil)
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		return cs[0]
+	}
+	c := obs(10, 100, "sha256:a", true)
+	require.Equal(t, "sha256:a", c.Digest)
+	require.EqualValues(t, 100, c.DigestSince)
+	require.EqualValues(t, 10, c.CreateIndex)
+
+	c = obs(11, 200, "sha256:b", false) // a registration saw a new digest
+	require.Equal(t, "sha256:b", c.Digest)
+	require.Zero(t, c.DigestSince, "a registration starts no soak")
+	require.EqualValues(t, 200, c.LastCheck)
+
+	c = obs(12, 150, "sha256:a", true) // a slow watcher check committed late
+	require.Equal(t, "sha256:b", c.Digest, "an older answer changes nothing")
+	require.EqualValues(t, 11, c.ModifyIndex)
+
+	c = obs(13, 300, "sha256:b", true)
+	require.EqualValues(t, 300, c.DigestSince, "the soak runs from the watcher's first sight")
+	require.EqualValues(t, 3, c.Checks)
+	require.EqualValues(t, 10, c.CreateIndex)
+}
+
+// A bad digest's newest failure wins, and a clear is never undone by a
+// write the watcher prepared before it.
+func TestUpsertImageWatch_BadDigests(t *testing.T) {
+	s := NewStateStore()
+	apply := func(index uint64, req *structs.ImageWatchUpdateRequest) *structs.ImageBadDigest {
+		t.Helper()
+		require.NoError(t, s.UpsertImageWatch(index, req))
+		bs, err := s.ImageBadDigests(nil)
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		return bs[0]
+	}
+	mark := func(job, dep string, failed uint64) *structs.ImageWatchUpdateRequest {
+		return &structs.ImageWatchUpdateRequest{BadDigests: []*structs.ImageBadDigest{
+			{Reference: "r:1", Digest: "sha256:x", JobID: job, DeploymentID: dep, FailedIndex: failed}}}
+	}
+	b := apply(10, mark("auto", "d1", 8))
+	require.True(t, b.IsBad())
+	require.Equal(t, "auto", b.JobID)
+
+	b = apply(11, mark("other", "d0", 5))
+	require.Equal(t, "auto", b.JobID, "an older failure does not replace a newer one")
+
+	b = apply(12, &structs.ImageWatchUpdateRequest{ClearBad: []structs.ImageBadDigestID{{Reference: "r:1", Digest: "sha256:x"}, {Reference: "r:1", Digest: "sha256:none"}}})
+	require.False(t, b.IsBad())
+	require.EqualValues(t, 12, b.ClearedIndex)
+
+	b = apply(13, mark("auto", "d1", 9)) // prepared before the clear
+	require.False(t, b.IsBad(), "the clear is kept")
+	b = apply(14, mark("third", "d2", 13))
+	require.True(t, b.IsBad(), "a failure after the clear marks it bad again")
+	require.Equal(t, "third", b.JobID)
+	require.EqualValues(t, 10, b.CreateIndex)
 }

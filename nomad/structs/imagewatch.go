@@ -16,9 +16,11 @@ type ImageCheck struct {
 	// LastError what went wrong ("" when the check answered a digest).
 	LastCheck int64
 	LastError string
-	// Digest is the newest digest the tag answered, and DigestSince when
-	// the tag was first seen at it without a change in between (the soak
-	// runs from there).
+	// Digest is the newest digest the tag answered (to the watcher or to
+	// a registration or plan), and DigestSince when the image watcher's
+	// own check first saw the tag at it without a change in between: the
+	// soak runs from there. DigestSince is 0 while only a registration or
+	// plan has seen Digest (nothing rolls from it then).
 	Digest      string
 	DigestSince int64
 	// Checks and Errors count checks and failed checks.
@@ -38,9 +40,13 @@ type ImageWatch struct {
 	Task      string
 	// Key names the ImageCheck the task follows.
 	Key string
-	// Bad lists digests whose deployment failed for this job and tag; the
-	// watcher never rolls them out again (oldest first, bounded).
-	Bad []string
+	// Assumed is, for a job version that stores the task's image unpinned
+	// (its registry could not be reached at registration), the digest the
+	// watcher's first good check after that version found: the watcher
+	// takes it as what the nodes pulled and does not roll it; a later move
+	// of the tag rolls (pinned) as usual. AssumedVersion is that version.
+	Assumed        string
+	AssumedVersion uint64
 	// LastRoll is the watcher's newest job version for this task, or nil.
 	LastRoll *ImageRoll
 
@@ -71,7 +77,6 @@ func (w *ImageWatch) Copy() *ImageWatch {
 		return nil
 	}
 	c := *w
-	c.Bad = append([]string(nil), w.Bad...)
 	if w.LastRoll != nil {
 		r := *w.LastRoll
 		c.LastRoll = &r
@@ -79,12 +84,101 @@ func (w *ImageWatch) Copy() *ImageWatch {
 	return &c
 }
 
+// ImageObservation is one answer of a registry about a tag: from the
+// image watcher's check (ByWatcher) or from the resolution a registration
+// or plan made. The state store folds it into the ImageCheck of Key with
+// Observe.
+type ImageObservation struct {
+	Key, Reference, Registry, CredKey string
+	// Time is when the answer came (unix nanoseconds).
+	Time int64
+	// Digest is the answer; Error, when not "", is why there is none.
+	Digest string
+	Error  string
+	// ByWatcher marks the image watcher's own checks: only they start a
+	// soak.
+	ByWatcher bool
+}
+
+// Observe returns the ImageCheck after observation o, given the stored
+// record prev (nil: none; never modified). An observation older than
+// prev's last check changes nothing (prev is returned): records only move
+// forward in time whatever order the answers are committed in. A watcher
+// check that finds a new digest, or the digest a registration saw first,
+// starts the soak (DigestSince); a registration's answer of a new digest
+// records it with no soak started.
+func Observe(prev *ImageCheck, o *ImageObservation) *ImageCheck {
+	if prev != nil && o.Time < prev.LastCheck {
+		return prev
+	}
+	c := &ImageCheck{Key: o.Key, Reference: o.Reference, Registry: o.Registry, CredKey: o.CredKey}
+	if prev != nil {
+		*c = *prev
+	}
+	c.LastCheck = o.Time
+	c.Checks++
+	if o.Error != "" {
+		c.Errors++
+		c.LastError = o.Error
+		return c
+	}
+	c.LastError = ""
+	switch {
+	case o.Digest != c.Digest && o.ByWatcher:
+		c.Digest, c.DigestSince = o.Digest, o.Time
+	case o.Digest != c.Digest:
+		c.Digest, c.DigestSince = o.Digest, 0
+	case o.ByWatcher && c.DigestSince == 0:
+		c.DigestSince = o.Time
+	}
+	return c
+}
+
+// ImageBadDigest records that a digest of an image reference ("name:tag")
+// failed a deployment: the image watcher rolls it to no job on that
+// reference until an operator clears it. A failure after the clear marks
+// it bad again.
+type ImageBadDigest struct {
+	Reference string
+	Digest    string
+	// Namespace, JobID, JobVersion and DeploymentID name the newest failed
+	// deployment that ran the digest; FailedIndex is that deployment's
+	// ModifyIndex and FailedTime when the watcher recorded it.
+	Namespace    string
+	JobID        string
+	JobVersion   uint64
+	DeploymentID string
+	FailedIndex  uint64
+	FailedTime   int64
+	// ClearedIndex is the raft index of the operator's last clear (0:
+	// never cleared).
+	ClearedIndex uint64
+
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// IsBad reports whether the digest is bad now: it failed after the last
+// clear.
+func (b *ImageBadDigest) IsBad() bool { return b.FailedIndex > b.ClearedIndex }
+
+// ImageBadDigestID identifies an ImageBadDigest.
+type ImageBadDigestID struct {
+	Reference, Digest string
+}
+
 // ImageWatchUpdateRequest records what the image watcher checked and
-// decided. Upserts replace whole records; deletes name records that no
-// longer have a task to follow.
+// decided, and what registrations and operators told it. Upserts of
+// Checks and Watches replace whole records; Observations are folded into
+// the checks (Observe); BadDigests are merged (the newest failure wins, a
+// clear is kept); ClearBad clears bad digests at the entry's index;
+// deletes name records that no longer have a task to follow.
 type ImageWatchUpdateRequest struct {
 	Checks        []*ImageCheck
+	Observations  []*ImageObservation
 	Watches       []*ImageWatch
+	BadDigests    []*ImageBadDigest
+	ClearBad      []ImageBadDigestID
 	DeleteChecks  []string
 	DeleteWatches []ImageWatchID
 }

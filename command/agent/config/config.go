@@ -122,6 +122,11 @@ type ServerConfig struct {
 	// checks the image watcher sends one registry per minute; zero means
 	// the default (60).
 	RegistryRequestBudget int
+	// ImagePinning (image_pinning) is "on" (the default: Docker tags are
+	// resolved to a digest at registration and plan) or "off" (never: for
+	// clusters whose servers cannot reach any registry; images run by tag,
+	// as Nomad runs them, and auto_update is refused).
+	ImagePinning string
 	// MaxHeartbeatsPerSecond bounds the heartbeats all clients send
 	// together: the TTL grows with the node count. Zero means 50.
 	MaxHeartbeatsPerSecond float64
@@ -193,10 +198,17 @@ func DefaultConfig() *Config {
 		Region:     DefaultRegion,
 		LogLevel:   DefaultLogLevel,
 		Ports:      Ports{HTTP: DefaultHTTPPort, RPC: DefaultRPCPort},
+		Server:     ServerConfig{ImagePinning: ImagePinningOn},
 		Client:     ClientConfig{NodePool: DefaultNodePool},
 		Plugins:    map[string]PluginConfig{},
 	}
 }
+
+// The values of server.image_pinning.
+const (
+	ImagePinningOn  = "on"
+	ImagePinningOff = "off"
+)
 
 // DevConfig returns the -dev preset: one server (bootstrap_expect 1) and one
 // client in one process, bound to loopback, with the raw_exec and mock
@@ -299,6 +311,7 @@ func (c *Config) Merge(o *Config) *Config {
 	if o.Server.ClientIntroduction.MaxRequestIdentityTTL != 0 {
 		out.Server.ClientIntroduction.MaxRequestIdentityTTL = o.Server.ClientIntroduction.MaxRequestIdentityTTL
 	}
+	setString(&out.Server.ImagePinning, o.Server.ImagePinning)
 	mergeScaleConfig(&out.Server, &o.Server)
 	out.EnableDebug = out.EnableDebug || o.EnableDebug
 

@@ -57,7 +57,7 @@ client {
 		t.Run(tc.name, func(t *testing.T) {
 			want := DefaultConfig()
 			want.DataDir, want.Datacenter, want.Region, want.LogLevel = "/data", "dc-json", "r-file", "WARN"
-			want.Server = ServerConfig{Enabled: true, BootstrapExpect: 3, RetryJoin: []string{"file:4647"}}
+			want.Server = ServerConfig{Enabled: true, BootstrapExpect: 3, RetryJoin: []string{"file:4647"}, ImagePinning: ImagePinningOn}
 			want.Client = ClientConfig{Enabled: true, Servers: []string{"file:4646"}, NodeClass: "file",
 				NodePool: "pool-json", Meta: map[string]string{"rack": "r1", "zone": "z1"}}
 			tc.want(want)

@@ -132,6 +132,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
 			{Name: "registry_auth_config"}, {Name: "insecure_registries"}, {Name: "registry_request_budget"},
+			{Name: "image_pinning"},
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"}, {Name: "max_heartbeats_per_second"},
 			{Name: "eval_gc_threshold"}, {Name: "job_gc_threshold"}, {Name: "deployment_gc_threshold"}, {Name: "node_gc_threshold"},
 		},
@@ -244,6 +245,7 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 		"registry_auth_config":    &s.RegistryAuthConfig,
 		"insecure_registries":     &s.InsecureRegistries,
 		"registry_request_budget": &s.RegistryRequestBudget,
+		"image_pinning":           &s.ImagePinning,
 	})...)
 	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
 	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)

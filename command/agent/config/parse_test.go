@@ -300,10 +300,13 @@ func TestParseRegistrySettings(t *testing.T) {
   registry_auth_config    = "/etc/drover/docker.json"
   insecure_registries     = ["registry.lan:5000"]
   registry_request_budget = 30
+  image_pinning           = "off"
 }
 `))
 	require.NoError(t, err)
+	require.Equal(t, "on", DefaultConfig().Server.ImagePinning, "pinning is on by default")
 	merged := DefaultConfig().Merge(c)
+	require.Equal(t, "off", merged.Server.ImagePinning)
 	require.Equal(t, "/etc/drover/docker.json", merged.Server.RegistryAuthConfig)
 	require.Equal(t, []string{"registry.lan:5000"}, merged.Server.InsecureRegistries)
 	require.Equal(t, 30, merged.Server.RegistryRequestBudget)

@@ -62,6 +62,9 @@ func (c *Config) Validate() error {
 	if c.DevMode && c.Server.BootstrapExpect > 1 {
 		bad("server.bootstrap_expect", "must be at most 1 in -dev mode, got %d", c.Server.BootstrapExpect)
 	}
+	if p := c.Server.ImagePinning; p != "" && p != ImagePinningOn && p != ImagePinningOff { // "": the default, on
+		bad("server.image_pinning", "must be %q or %q, got %q", ImagePinningOn, ImagePinningOff, p)
+	}
 	for i, a := range c.Server.RetryJoin {
 		checkAddr(bad, fmt.Sprintf("server.server_join.retry_join[%d]", i), a, false)
 	}

@@ -29,6 +29,9 @@ func TestValidate(t *testing.T) {
 			c.Server = ServerConfig{}
 			c.Client.Servers = []string{"10.0.0.1:4646", "srv"}
 		}, nil},
+		{"image pinning off", func(c *Config) { c.Server.ImagePinning = "off" }, nil},
+		{"image pinning unknown", func(c *Config) { c.Server.ImagePinning = "maybe" },
+			[]string{`server.image_pinning: must be "on" or "off", got "maybe"`}},
 		{"lower-case log level", func(c *Config) { c.LogLevel = "debug" }, nil},
 		{"nothing enabled", func(c *Config) { c.Server.Enabled, c.Client.Enabled = false, false },
 			[]string{"server.enabled, client.enabled: neither server nor client is enabled"}},
