@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
 // newPlainClientAgent starts a client-only agent whose configuration has
@@ -39,8 +41,9 @@ client {
 `, name, p.dataDir, p.httpPort, p.rpcPort, quoted)
 	require.NoError(t, os.WriteFile(p.config, []byte(hcl), 0o600))
 	p.logPath = filepath.Join(dir, "agent.log")
+	taskprocs.Cleanup(t, p.dataDir) // after the kill below: executors outlive a killed agent
 	p.start(t)
-	t.Cleanup(func() { p.kill(); killTaskProcesses(p.dataDir) })
+	t.Cleanup(p.kill)
 	return p
 }
 
