@@ -131,7 +131,7 @@ func TestDecide(t *testing.T) {
 			states: st{"init": failed, "sidecar": done, "main": neverRan, "announce": neverRan}, phase: PhasePrestart,
 			wantPhase: PhasePoststop},
 		{name: "nothing ever started: poststop is killed", tasks: five,
-			states: st{"init": failedInit, "sidecar": neverRan, "main": neverRan, "announce": neverRan},
+			states:    st{"init": failedInit, "sidecar": neverRan, "main": neverRan, "announce": neverRan},
 			wantPhase: PhasePoststop, wantKill: kill(KillStop, "", "cleanup")},
 		{name: "poststop running: not done", tasks: five,
 			states: st{"init": done, "sidecar": done, "main": done, "announce": done, "cleanup": running}, phase: PhasePoststop,
