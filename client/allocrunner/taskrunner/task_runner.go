@@ -54,6 +54,14 @@ type Config struct {
 	// OnStateChange is called after every change of the task's state,
 	// without locks held; it must not block for long.
 	OnStateChange func()
+	// Gate, when set, holds every start of the task until it is open (the
+	// alloc runner's lifecycle ordering); nil starts at once.
+	Gate *Gate
+	// KeepAfterDone keeps Run waiting after the task completed successfully
+	// (dead, not failed), until Kill or Shutdown, so that ForceRestart can
+	// run it again (`alloc restart -all-tasks`). The alloc runner kills such
+	// runners once every task is dead.
+	KeepAfterDone bool
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -73,10 +81,13 @@ type TaskRunner struct {
 	now            func() time.Time
 	prepareTimeout time.Duration
 	onStateChange  func()
+	gate           *Gate // or nil
+	keepAfterDone  bool
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
 	restartCh  chan struct{}   // buffered(1): Restart asks the running task to restart
+	rerunCh    chan struct{}   // buffered(1): ForceRestart asks a completed task to run again
 	waitCh     chan struct{}   // closed when Run returns
 	ctx        context.Context // cancelled on Kill and Shutdown
 	cancel     context.CancelFunc
@@ -135,9 +146,12 @@ func New(cfg *Config) (*TaskRunner, error) {
 		now:            cfg.Now,
 		prepareTimeout: cfg.PrepareTimeout,
 		onStateChange:  cfg.OnStateChange,
+		gate:           cfg.Gate,
+		keepAfterDone:  cfg.KeepAfterDone,
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),
+		rerunCh:        make(chan struct{}, 1),
 		waitCh:         make(chan struct{}),
 		alloc:          cfg.Alloc,
 		task:           task,
@@ -157,7 +171,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		tr.onStateChange = func() {}
 	}
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
-	tr.tracker = restarts.NewTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, nil)
+	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }
 
@@ -352,7 +366,7 @@ func (tr *TaskRunner) Restore() error {
 	}
 	tr.mu.Lock()
 	tr.state = copyState(st)
-	tr.tracker = restarts.NewTracker(tr.currentPolicy(), tr.jobType, restartHistory(st))
+	tr.tracker = restarts.NewTaskTracker(tr.currentPolicy(), tr.jobType, tr.task.Lifecycle, restartHistory(st))
 	tr.mu.Unlock()
 	if st.State != StateRunning || h == nil || h.TaskID == "" {
 		return nil
