@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/client/allocrunner/health"
+	"github.com/drover-project/drover/client/allocrunner/lifecycle"
 	"github.com/drover-project/drover/client/allocrunner/restarts"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/nomad/structs"
@@ -348,19 +349,25 @@ func healthPolicy(a *structs.Allocation) (health.Input, bool) {
 }
 
 // healthInput gathers what health.Evaluate needs (pure). Tasks without a
-// state are pending; readiness checks do not count.
+// state are pending; readiness checks do not count. Poststop tasks do not
+// count (they run only once the allocation is done); ephemeral prestart
+// and poststart tasks that completed successfully need not run; sidecars
+// must run, as main tasks.
 func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, checks []health.CheckResult, start time.Time) health.Input {
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
 	in, _ := healthPolicy(a)
 	in.Start = start
 	batch := restarts.IsBatch(a.Job.Type)
 	for _, t := range tg.Tasks {
+		if t.Lifecycle != nil && t.Lifecycle.Hook == lifecycle.HookPoststop {
+			continue
+		}
 		ht := health.Task{Name: t.Name, State: taskrunner.StatePending}
 		if st := states[t.Name]; st != nil {
 			ht.State, ht.Failed, ht.StartedAt = st.State, st.Failed, st.StartedAt
 			ht.Restarts, ht.LastRestart = st.Restarts, st.LastRestart
 		}
-		ephemeral := t.Lifecycle != nil && !t.Lifecycle.Sidecar
+		ephemeral := lifecycle.TaskOf(t).IsEphemeral()
 		ht.CompleteOK = ht.State == taskrunner.StateDead && !ht.Failed && (batch || ephemeral)
 		in.Tasks = append(in.Tasks, ht)
 	}
