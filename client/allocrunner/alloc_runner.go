@@ -125,13 +125,13 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			Node:           cfg.Node,
 			Driver:         cfg.Drivers[task.Driver], // nil when missing: the task fails
 			AllocDir:       ar.allocDir,
+			Gate:           ar.lc.gates[task.Name],
+			KeepAfterDone:  true,
 			StateDB:        cfg.StateDB,
 			Logger:         ar.logger,
 			Now:            ar.now,
 			PrepareTimeout: ar.prepareTimeout,
 			OnStateChange:  ar.taskStateChanged,
-			Gate:           ar.lc.gates[task.Name],
-			KeepAfterDone:  true,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)

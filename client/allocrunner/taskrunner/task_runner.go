@@ -49,11 +49,6 @@ type Config struct {
 	StateDB  StateDB            // required
 	Logger   hclog.Logger       // default: null logger
 	Now      func() time.Time   // default: time.Now
-	// PrepareTimeout bounds one Prepare call; 0 means DefaultPrepareTimeout.
-	PrepareTimeout time.Duration
-	// OnStateChange is called after every change of the task's state,
-	// without locks held; it must not block for long.
-	OnStateChange func()
 	// Gate, when set, holds every start of the task until it is open (the
 	// alloc runner's lifecycle ordering); nil starts at once.
 	Gate *Gate
@@ -62,6 +57,11 @@ type Config struct {
 	// run it again (`alloc restart -all-tasks`). The alloc runner kills such
 	// runners once every task is dead.
 	KeepAfterDone bool
+	// PrepareTimeout bounds one Prepare call; 0 means DefaultPrepareTimeout.
+	PrepareTimeout time.Duration
+	// OnStateChange is called after every change of the task's state,
+	// without locks held; it must not block for long.
+	OnStateChange func()
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -81,18 +81,21 @@ type TaskRunner struct {
 	now            func() time.Time
 	prepareTimeout time.Duration
 	onStateChange  func()
-	gate           *Gate // or nil
-	keepAfterDone  bool
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
 	restartCh  chan struct{}   // buffered(1): Restart asks the running task to restart
-	rerunCh    chan struct{}   // buffered(1): ForceRestart asks a completed task to run again
 	waitCh     chan struct{}   // closed when Run returns
 	ctx        context.Context // cancelled on Kill and Shutdown
 	cancel     context.CancelFunc
 	killOnce   sync.Once
 	shutOnce   sync.Once
+
+	// Lifecycle ordering (immutable after New): see Config.Gate and
+	// Config.KeepAfterDone.
+	gate          *Gate // or nil
+	keepAfterDone bool
+	rerunCh       chan struct{} // buffered(1): ForceRestart asks a completed task to run again
 
 	// tracker is owned by Restore, then by the Run goroutine.
 	tracker *restarts.Tracker
@@ -146,12 +149,9 @@ func New(cfg *Config) (*TaskRunner, error) {
 		now:            cfg.Now,
 		prepareTimeout: cfg.PrepareTimeout,
 		onStateChange:  cfg.OnStateChange,
-		gate:           cfg.Gate,
-		keepAfterDone:  cfg.KeepAfterDone,
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),
-		rerunCh:        make(chan struct{}, 1),
 		waitCh:         make(chan struct{}),
 		alloc:          cfg.Alloc,
 		task:           task,
@@ -171,6 +171,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		tr.onStateChange = func() {}
 	}
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
+	tr.gate, tr.keepAfterDone, tr.rerunCh = cfg.Gate, cfg.KeepAfterDone, make(chan struct{}, 1)
 	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }
