@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/mock"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -263,5 +265,49 @@ func TestPrefetchPreparesEveryLifecycleTask(t *testing.T) {
 		require.Equal(t, st["init"].FinishedAt, st["web"].StartedAt)
 		require.Equal(t, taskrunner.StatePending, st["cleanup"].State)
 		r.destroy()
+	})
+}
+
+// TestLifecycleAcrossAClientRestart: a client restart while init runs
+// keeps main waiting for it; one while main runs resumes in the main
+// phase, and a later stop still runs the poststop task.
+func TestLifecycleAcrossAClientRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		tasks := fiveTasks(map[string]any{})
+		tasks[0].Config = map[string]any{"run_for": "10s"}
+		alloc := newAlloc(newJob(structs.JobTypeService, tasks...))
+		ar1 := h.runner(alloc)
+		began := time.Now()
+		go ar1.Run()
+		settle(4 * time.Second)
+
+		ar2, d2 := restart(t, h, ar1, alloc)
+		go ar2.Run()
+		settle(5 * time.Second)
+		require.Equal(t, taskrunner.StateRunning, taskState(t, ar2, "init").State)
+		require.Equal(t, taskrunner.StatePending, taskState(t, ar2, "main").State, "main still waits for init")
+		settle(time.Minute)
+		st := ar2.Alloc().TaskStates
+		require.Equal(t, began.Add(10*time.Second), st["init"].FinishedAt)
+		require.Equal(t, st["init"].FinishedAt, st["main"].StartedAt)
+		require.Equal(t, taskrunner.StateDead, st["announce"].State)
+
+		ar3, _ := restart(t, h, ar2, alloc, func(c *Config) { c.Drivers = drivers.Catalog{mock.Name: d2} })
+		go ar3.Run()
+		settle(time.Minute)
+		st = ar3.Alloc().TaskStates
+		require.Equal(t, 1, countEvents(st["announce"], taskrunner.EventStarted), "the completed poststart is not run again")
+		require.Equal(t, 1, countEvents(st["main"], taskrunner.EventStarted), "main was reattached, not started again")
+		require.Equal(t, taskrunner.StateRunning, st["main"].State)
+		require.Equal(t, taskrunner.StatePending, st["cleanup"].State)
+		stop := alloc.Copy()
+		stop.DesiredStatus = structs.AllocDesiredStatusStop
+		stop.AllocModifyIndex = 20
+		ar3.Update(stop)
+		<-ar3.WaitCh()
+		st = ar3.Alloc().TaskStates
+		require.False(t, st["cleanup"].StartedAt.IsZero(), "poststop ran after the stop")
+		require.Equal(t, structs.AllocClientStatusComplete, ar3.Alloc().ClientStatus)
 	})
 }
