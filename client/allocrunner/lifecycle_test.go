@@ -161,19 +161,26 @@ func TestStoppedAllocationRunsPoststop(t *testing.T) {
 }
 
 // TestDestroyDoesNotRunPoststop: destroying a running allocation (garbage
-// collection) kills every task; the poststop task never starts.
+// collection, a dev agent's exit) kills every task at once, the sidecar
+// with main (so the stop takes no longer than the longest kill_timeout);
+// the poststop task never starts.
 func TestDestroyDoesNotRunPoststop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
-		alloc := newAlloc(newJob(structs.JobTypeService, fiveTasks(map[string]any{})...))
+		tasks := fiveTasks(map[string]any{"kill_after": "2s"}) // main takes 2s to stop
+		tasks[2].KillTimeout = 3 * time.Second
+		alloc := newAlloc(newJob(structs.JobTypeService, tasks...))
 		ar := h.runner(alloc)
 		go ar.Run()
 		settle(time.Minute)
+		destroyAt := time.Now()
 		ar.Destroy()
+		require.Equal(t, 2*time.Second, time.Since(destroyAt))
 		st := h.lastPublished(alloc.ID).TaskStates
 		require.Equal(t, taskrunner.StateDead, st["cleanup"].State)
 		require.True(t, st["cleanup"].StartedAt.IsZero())
-		require.Equal(t, taskrunner.StateDead, st["main"].State)
+		require.Equal(t, destroyAt.Add(2*time.Second), st["main"].FinishedAt)
+		require.Equal(t, destroyAt, st["sidecar"].FinishedAt, "killed with main, not after it")
 	})
 }
 

@@ -22,7 +22,8 @@
 // never start; a dead leader kills the others ("Leader Task Dead"); when
 // only sidecars are left alive they are killed ("Main Tasks Dead") and end
 // dead but not failed. Killing is staged: sidecars are killed only once
-// the other live tasks are dead, so a sidecar outlives what it serves.
+// the other live tasks are dead, so a sidecar outlives what it serves
+// (except on a Destroy, which kills every task at once).
 //
 // Decide is a pure function of the tasks' roles, their states and the
 // phase reached so far; the alloc runner calls it on every task state

@@ -117,7 +117,9 @@ type Input struct {
 	// replacement stopping it, Destroy). Every task but the poststop ones
 	// is killed; the phase no longer moves to main or poststart.
 	Stopping bool
-	// NoPoststop: poststop tasks must not run (Destroy): they are killed.
+	// NoPoststop: poststop tasks must not run (Destroy): they are killed,
+	// and a stop kills the sidecars together with the other tasks, so the
+	// stop takes no longer than the longest kill_timeout.
 	NoPoststop bool
 	// Restarting holds the tasks an operator's restart is restarting. Until
 	// its restart shows in its state (Restarts grows), such a task counts
@@ -260,8 +262,9 @@ func othersDead(tasks []Task, views map[string]view) bool {
 }
 
 // kills returns the tasks to kill: the live non-poststop tasks when there
-// is a reason (non-sidecars first, sidecars once those are dead), and the
-// poststop tasks that must not run.
+// is a reason (non-sidecars first, sidecars once those are dead; all at
+// once on a Destroy, which waits for no one), and the poststop tasks that
+// must not run.
 func kills(in Input, views map[string]view, phase Phase) []Kill {
 	reason, cause := killReason(in, views)
 	var live, liveNonSidecar []Task
@@ -277,7 +280,7 @@ func kills(in Input, views map[string]view, phase Phase) []Kill {
 	var out []Kill
 	if reason != "" {
 		targets := live
-		if len(liveNonSidecar) > 0 {
+		if len(liveNonSidecar) > 0 && !in.NoPoststop {
 			targets = liveNonSidecar
 		}
 		for _, t := range targets {

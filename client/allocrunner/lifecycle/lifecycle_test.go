@@ -162,7 +162,10 @@ func TestDecide(t *testing.T) {
 		{name: "destroy kills poststop at once", tasks: five,
 			states: st{"init": done, "sidecar": running, "main": running, "announce": done}, phase: PhasePoststart,
 			stopping: true, noPoststop: true, wantPhase: PhasePoststart,
-			wantKill: append(kill(KillStop, "", "main"), Kill{Task: "cleanup", Reason: KillStop})},
+			wantKill: append(kill(KillStop, "", "sidecar", "main"), Kill{Task: "cleanup", Reason: KillStop})},
+		{name: "destroy before the stop kills only poststop", tasks: five,
+			states: st{"init": done, "sidecar": running, "main": running, "announce": done}, phase: PhasePoststart,
+			noPoststop: true, wantPhase: PhasePoststart, wantKill: kill(KillStop, "", "cleanup")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(Input{Tasks: tc.tasks, States: tc.states, Phase: tc.phase, Stopping: tc.stopping, NoPoststop: tc.noPoststop})
