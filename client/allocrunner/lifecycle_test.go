@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/mock"
@@ -317,4 +318,38 @@ func TestLifecycleAcrossAClientRestart(t *testing.T) {
 		require.False(t, st["cleanup"].StartedAt.IsZero(), "poststop ran after the stop")
 		require.Equal(t, structs.AllocClientStatusComplete, ar3.Alloc().ClientStatus)
 	})
+}
+
+// TestLifecycleHealthInput: for deployment health, poststop tasks do not
+// count, ephemeral prestart and poststart tasks that completed need not
+// run, and a sidecar must run like a main task.
+func TestLifecycleHealthInput(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := &structs.TaskState{State: taskrunner.StateRunning, StartedAt: start}
+	done := &structs.TaskState{State: taskrunner.StateDead, StartedAt: start, FinishedAt: start}
+	pending := &structs.TaskState{State: taskrunner.StatePending}
+	alloc := deploymentAlloc(newJob(structs.JobTypeService, fiveTasks(map[string]any{})...), structs.UpdateHealthCheckTaskStates)
+	for _, tc := range []struct {
+		name    string
+		states  map[string]*structs.TaskState
+		healthy bool
+	}{
+		{"ephemeral tasks done, sidecar and main running, poststop waiting", map[string]*structs.TaskState{
+			"init": done, "sidecar": run, "main": run, "announce": done, "cleanup": pending}, true},
+		{"the sidecar is not running", map[string]*structs.TaskState{
+			"init": done, "sidecar": pending, "main": run, "announce": done, "cleanup": pending}, false},
+		{"the poststart task has not run yet", map[string]*structs.TaskState{
+			"init": done, "sidecar": run, "main": run, "announce": pending, "cleanup": pending}, false},
+		{"the poststart task runs", map[string]*structs.TaskState{
+			"init": done, "sidecar": run, "main": run, "announce": run, "cleanup": pending}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := healthInput(alloc, tc.states, nil, start)
+			for _, ht := range in.Tasks {
+				require.NotEqual(t, "cleanup", ht.Name, "poststop tasks do not count")
+			}
+			res := health.Evaluate(in, start.Add(10*time.Second))
+			require.Equal(t, tc.healthy, res.Decided && res.Healthy, "%+v", res)
+		})
+	}
 }
