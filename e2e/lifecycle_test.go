@@ -55,7 +55,11 @@ func lifecycleJob(id string, initExit int) *api.Job {
 	tg.AddTask(lifecycleTask("init", "prestart", false, fmt.Sprintf(`log "init start"; sleep 1; log "init end"; exit %d`, initExit)))
 	tg.AddTask(lifecycleTask("sidecar", "prestart", true, untilStopped("sidecar")))
 	tg.AddTask(lifecycleTask("main", "", false, untilStopped("main")))
-	tg.AddTask(lifecycleTask("announce", "poststart", false, `log "announce start"`))
+	// A poststart task starts once main's process runs, maybe before main's
+	// shell wrote its first line: announce waits half a second before it
+	// logs. Started with the prestart tasks, it would still log a good half
+	// second before main (init takes a second).
+	tg.AddTask(lifecycleTask("announce", "poststart", false, `sleep 0.5; log "announce start"`))
 	tg.AddTask(lifecycleTask("cleanup", "poststop", false, `log "cleanup start"`))
 	job.AddTaskGroup(tg)
 	return job
@@ -141,6 +145,13 @@ func TestLifecycleOrderOfAFiveTaskGroup(t *testing.T) {
 	require.Less(t, got["init end"], got["main start"], "init completed before main started:\n%s", raw)
 	require.Less(t, got["sidecar start"], got["main start"], "the sidecar ran before main:\n%s", raw)
 	require.Less(t, got["main start"], got["announce start"], "poststart after main started:\n%s", raw)
+	// The client's own record agrees, to its clock's resolution.
+	ts := a.TaskStates
+	require.False(t, ts["main"].StartedAt.Before(ts["init"].FinishedAt), "main started after init finished")
+	require.True(t, ts["sidecar"].StartedAt.Before(ts["main"].StartedAt), "the sidecar started before main")
+	require.False(t, ts["announce"].StartedAt.Before(ts["main"].StartedAt), "announce started after main")
+	require.False(t, ts["cleanup"].StartedAt.Before(ts["sidecar"].FinishedAt), "cleanup started after the sidecar finished")
+	require.False(t, ts["sidecar"].FinishedAt.Before(ts["main"].FinishedAt), "the sidecar finished after main")
 	require.LessOrEqual(t, got["main end"], got["sidecar end"], "the sidecar outlived main:\n%s", raw)
 	require.Less(t, got["main end"], got["cleanup start"], "poststop after main ended:\n%s", raw)
 	require.Less(t, got["sidecar end"], got["cleanup start"], "poststop after the sidecar ended:\n%s", raw)
