@@ -14,13 +14,13 @@ import (
 // runner starts behind its gate; applyLifecycle opens the gates the phase
 // allows.
 type lifecycleState struct {
-	roles []lifecycle.Task                 // immutable, in the group's order
-	gates map[string]*taskrunner.Gate      // by task name; immutable map
-	mu    sync.Mutex                       // guards the fields below; held while a decision is carried out
-	phase lifecycle.Phase                  // the phase reached
-	stop  bool                             // the allocation is stopping (after the prekill hooks)
-	noPS  bool                             // Destroy: poststop tasks must not run
-	marks map[string]lifecycle.RestartMark // tasks an operator's restart is restarting
+	roles      []lifecycle.Task                 // immutable, in the group's order
+	gates      map[string]*taskrunner.Gate      // by task name; immutable map
+	mu         sync.Mutex                       // guards the fields below; held while a decision is carried out
+	phase      lifecycle.Phase                  // the phase reached
+	stopping   bool                             // the allocation is stopping (after the prekill hooks)
+	noPoststop bool                             // Destroy: poststop tasks must not run
+	marks      map[string]lifecycle.RestartMark // tasks an operator's restart is restarting
 }
 
 // newLifecycleState returns the state of a group's tasks, every gate
@@ -33,7 +33,8 @@ func newLifecycleState(tg *structs.TaskGroup) *lifecycleState {
 	return ls
 }
 
-// resume sets the phase a (restored) allocation starts from.
+// resumeLifecycle sets the phase the allocation starts from: the
+// restored task states say how far it had gone (prestart for a new one).
 func (ar *AllocRunner) resumeLifecycle() {
 	ls := ar.lc
 	states := ar.taskStates()
@@ -53,7 +54,7 @@ func (ar *AllocRunner) applyLifecycle() {
 	defer ls.mu.Unlock()
 	d := lifecycle.Decide(lifecycle.Input{
 		Tasks: ls.roles, States: ar.taskStates(), Phase: ls.phase,
-		Stopping: ls.stop, NoPoststop: ls.noPS, Restarting: ls.marks,
+		Stopping: ls.stopping, NoPoststop: ls.noPoststop, Restarting: ls.marks,
 	})
 	if d.Phase != ls.phase {
 		ar.logger.Debug("lifecycle phase", "from", ls.phase, "to", d.Phase)
@@ -96,8 +97,8 @@ func (ar *AllocRunner) killEvent(k lifecycle.Kill) *structs.TaskEvent {
 // must not run either) and carries it out.
 func (ar *AllocRunner) stopLifecycle(stop, noPoststop bool) {
 	ar.lc.mu.Lock()
-	ar.lc.stop = ar.lc.stop || stop
-	ar.lc.noPS = ar.lc.noPS || noPoststop
+	ar.lc.stopping = ar.lc.stopping || stop
+	ar.lc.noPoststop = ar.lc.noPoststop || noPoststop
 	ar.lc.mu.Unlock()
 	ar.applyLifecycle()
 }
@@ -110,7 +111,7 @@ func (ar *AllocRunner) restartLifecycle(marks map[string]lifecycle.RestartMark) 
 	ls := ar.lc
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.stop || ls.phase == lifecycle.PhasePoststop {
+	if ls.stopping || ls.phase == lifecycle.PhasePoststop {
 		return false
 	}
 	ls.phase = lifecycle.PhasePrestart
