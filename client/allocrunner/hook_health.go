@@ -349,17 +349,17 @@ func healthPolicy(a *structs.Allocation) (health.Input, bool) {
 }
 
 // healthInput gathers what health.Evaluate needs (pure). Tasks without a
-// state are pending; readiness checks do not count. Poststop tasks do not
-// count (they run only once the allocation is done); ephemeral prestart
-// and poststart tasks that completed successfully need not run; sidecars
-// must run, as main tasks.
+// state are pending; readiness checks do not count.
 func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, checks []health.CheckResult, start time.Time) health.Input {
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
 	in, _ := healthPolicy(a)
 	in.Start = start
 	batch := restarts.IsBatch(a.Job.Type)
 	for _, t := range tg.Tasks {
-		if t.Lifecycle != nil && t.Lifecycle.Hook == lifecycle.HookPoststop {
+		// Lifecycle tasks: a poststop task does not count (it runs once the
+		// allocation is done); an ephemeral prestart or poststart task that
+		// completed need not run; a sidecar must run, as a main task.
+		if lifecycle.TaskOf(t).IsPoststop() {
 			continue
 		}
 		ht := health.Task{Name: t.Name, State: taskrunner.StatePending}
