@@ -29,10 +29,10 @@ type AllocRunner struct {
 	prevAlloc      PrevAllocController       // or nil
 	allocDir       *allocdir.AllocDir
 	tasks          []*taskrunner.TaskRunner // in the group's order
-	leaders        map[string]bool          // leader tasks by name
 	hooks          []RunnerHook
 	healthHook     *healthHook
 	prepareTimeout time.Duration
+	lc             *lifecycleState // lifecycle ordering: gates, phase, stop
 
 	runCtx    context.Context // cancelled on kill and shutdown; aborts prerun
 	runCancel context.CancelFunc
@@ -92,7 +92,6 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		stateUpdater: cfg.StateUpdater,
 		prevAlloc:    cfg.PrevAlloc,
 		allocDir:     dir,
-		leaders:      map[string]bool{},
 		killCh:       make(chan struct{}),
 		shutdownCh:   make(chan struct{}),
 		waitCh:       make(chan struct{}),
@@ -109,6 +108,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	ar.runCtx, ar.runCancel = context.WithCancel(context.Background())
 	tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup)
 	ar.prepareTimeout = prepareTimeout(alloc.Job, tg)
+	ar.lc = newLifecycleState(tg)
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
@@ -128,6 +128,8 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			Node:           cfg.Node,
 			Driver:         cfg.Drivers[task.Driver], // nil when missing: the task fails
 			AllocDir:       ar.allocDir,
+			Gate:           ar.lc.gates[task.Name],
+			KeepAfterDone:  true,
 			StateDB:        cfg.StateDB,
 			Logger:         ar.logger,
 			Now:            ar.now,
@@ -139,7 +141,6 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			return fmt.Errorf("allocrunner: %w", err)
 		}
 		ar.tasks = append(ar.tasks, tr)
-		ar.leaders[task.Name] = task.Leader
 	}
 	return nil
 }
@@ -224,9 +225,11 @@ func (ar *AllocRunner) Run() {
 	if ar.isShutdown() {
 		return
 	}
+	ar.resumeLifecycle()
 	if ar.isKilled() {
 		ar.killTasks() // before the task runners start, so none starts its task
 	}
+	ar.applyLifecycle() // opens the gates of the first phase
 	for _, tr := range ar.tasks {
 		go tr.Run()
 	}
@@ -286,9 +289,10 @@ func (ar *AllocRunner) supervise() bool {
 	}
 }
 
-// killTasks runs the prekill hooks, then kills every task runner. It runs
-// once. Shutdown delays are skipped when the allocation's desired
-// transition says so.
+// killTasks runs the prekill hooks, then stops the tasks in lifecycle
+// order (see package lifecycle: sidecars after the others, then the
+// poststop tasks run). It runs once. Shutdown delays are skipped when the
+// allocation's desired transition says so.
 func (ar *AllocRunner) killTasks() {
 	ar.killTasksOnce.Do(func() {
 		started := false
@@ -306,8 +310,8 @@ func (ar *AllocRunner) killTasks() {
 			if noDelay {
 				tr.SkipShutdownDelay()
 			}
-			tr.Kill(nil)
 		}
+		ar.stopLifecycle(true, false)
 	})
 }
 
@@ -320,23 +324,12 @@ func (ar *AllocRunner) allDead() bool {
 	return true
 }
 
-// taskStateChanged is every task runner's OnStateChange: it kills the
-// siblings of a failed task (or of a dead leader), tells the hooks, then
-// publishes.
+// taskStateChanged is every task runner's OnStateChange: it carries out
+// the lifecycle decision (start gates; the siblings of a failed task, or
+// of a dead leader, or sidecars left alone are killed), tells the hooks,
+// then publishes.
 func (ar *AllocRunner) taskStateChanged() {
-	states := ar.taskStates()
-	if reason, sibling := siblingKill(states, ar.leaders); reason != killNone {
-		for _, tr := range ar.tasks {
-			if tr.Name() == sibling || states[tr.Name()].State == taskrunner.StateDead {
-				continue
-			}
-			ev := taskrunner.NewLeaderDead(ar.now())
-			if reason == killSiblingDied {
-				ev = taskrunner.NewSiblingFailed(ar.now(), sibling)
-			}
-			tr.Kill(ev)
-		}
-	}
+	ar.applyLifecycle()
 	for _, h := range ar.hooks {
 		if w, ok := h.(TaskStateWatcher); ok {
 			w.TaskStateChanged()
@@ -519,6 +512,7 @@ func (ar *AllocRunner) SkipShutdownDelays() {
 // are only known to their drivers after Restore.
 func (ar *AllocRunner) Destroy() {
 	ar.destroyOnce.Do(func() {
+		ar.stopLifecycle(false, true) // poststop tasks do not run
 		ar.requestKill()
 		ar.ensureRun()
 		<-ar.waitCh

@@ -5,10 +5,11 @@
 // states, and reports that state through Config.StateUpdater. The client
 // agent creates one AllocRunner per allocation it is assigned.
 //
-// Sub-packages: taskrunner (one task), restarts (the pure restart policy),
-// health (the pure deployment health decision and the service check
-// runner), taskenv (environment and ${...} interpolation), allocdir
-// (directory layout).
+// Sub-packages: taskrunner (one task), lifecycle (the pure ordering of
+// prestart, main, poststart and poststop tasks), restarts (the pure
+// restart policy), health (the pure deployment health decision and the
+// service check runner), taskenv (environment and ${...} interpolation),
+// allocdir (directory layout).
 //
 // Lifecycle:
 //
@@ -21,11 +22,16 @@
 //	                               │    prepare     prepare tasks ── failure ──► task failed, previous alloc untouched
 //	                               │                PrevAlloc.Stop(); PrevAlloc.Wait()
 //	                               │                prepare tasks with prefetch = false
-//	                               ├─ task runners run (start, wait, restart per policy)
-//	                               │    a failed task (or a dead leader) kills its siblings
+//	                               ├─ task runners run (start, wait, restart per policy),
+//	                               │    each behind its lifecycle gate (lifecycle.go):
+//	                               │    prestart ─► main ─► poststart; a failed task (or a
+//	                               │    dead leader) kills its siblings; sidecars left alone
+//	                               │    are killed; then poststop
 //	                               │
 //	     Update(desired stop) ─────┤─ kill: prekill hooks (group shutdown_delay), then
-//	     StopTasks, Destroy        │        every task: kill_signal, kill_timeout
+//	     StopTasks, Destroy        │        the tasks (kill_signal, kill_timeout): sidecars
+//	                               │        after the others, then poststop tasks run
+//	                               │        (not on Destroy)
 //	                               ▼
 //	                       every task dead ──► TasksExitedCh closed, postrun hooks, Run returns
 //
@@ -50,6 +56,21 @@
 // (health_check, min_healthy_time, healthy_deadline): the server waits for
 // that verdict before a drain migrates the group's next allocation.
 //
+// Lifecycle (lifecycle.go, deciding with package lifecycle): every task
+// runner starts behind a closed gate; on every task state change the
+// runner asks lifecycle.Decide which phase the allocation is in (prestart,
+// main once every ephemeral prestart task completed and every prestart
+// sidecar runs, poststart once every main task runs, poststop once every
+// other task is dead), opens the gates that phase allows and kills what
+// the decision names. A task's gate holds every start of it, restarts
+// included; phases only move forward, except that an operator's restart of
+// the whole allocation (Restart with no task) starts over at prestart.
+// Ephemeral lifecycle tasks are not restarted when they exit 0 (restarts.
+// DoneOnSuccess); their runners wait (taskrunner KeepAfterDone) so that
+// `alloc restart -all-tasks` can run them again, and are released once
+// every task is dead. Poststop tasks do not count for deployment health.
+// A client restart resumes from lifecycle.ResumePhase.
+//
 // Client status (ClientStatus, pure): failed if a task failed, else running
 // if a task runs, else pending if a task has not started (or waits to
 // restart), else complete.
@@ -73,8 +94,7 @@
 // Progress is reported as "Driver" task events (bytes and percent in
 // Details), at most one a second.
 //
-// Known limits: task lifecycle hooks (prestart, poststop, sidecar) are not
-// honoured (every task starts together); logs are not rotated
+// Known limits: logs are not rotated
 // (log_config is not enforced; see allocdir); the restart policy has no
 // jitter; directory variables (NOMAD_ALLOC_DIR, ...) are host paths.
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/client/allocrunner/health"
+	"github.com/drover-project/drover/client/allocrunner/lifecycle"
 	"github.com/drover-project/drover/client/allocrunner/restarts"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/nomad/structs"
@@ -355,12 +356,18 @@ func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, ch
 	in.Start = start
 	batch := restarts.IsBatch(a.Job.Type)
 	for _, t := range tg.Tasks {
+		// Lifecycle tasks: a poststop task does not count (it runs once the
+		// allocation is done); an ephemeral prestart or poststart task that
+		// completed need not run; a sidecar must run, as a main task.
+		if lifecycle.TaskOf(t).IsPoststop() {
+			continue
+		}
 		ht := health.Task{Name: t.Name, State: taskrunner.StatePending}
 		if st := states[t.Name]; st != nil {
 			ht.State, ht.Failed, ht.StartedAt = st.State, st.Failed, st.StartedAt
 			ht.Restarts, ht.LastRestart = st.Restarts, st.LastRestart
 		}
-		ephemeral := t.Lifecycle != nil && !t.Lifecycle.Sidecar
+		ephemeral := lifecycle.TaskOf(t).IsEphemeral()
 		ht.CompleteOK = ht.State == taskrunner.StateDead && !ht.Failed && (batch || ephemeral)
 		in.Tasks = append(in.Tasks, ht)
 	}

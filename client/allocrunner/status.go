@@ -1,8 +1,6 @@
 package allocrunner
 
 import (
-	"sort"
-
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -51,43 +49,4 @@ func ClientStatus(states map[string]*structs.TaskState) (status, description str
 		return structs.AllocClientStatusPending, DescPending
 	}
 	return structs.AllocClientStatusComplete, DescComplete
-}
-
-// Kill reasons returned by siblingKill.
-const (
-	killNone        = ""
-	killSiblingDied = taskrunner.EventSiblingFailed
-	killLeaderDead  = taskrunner.EventLeaderDead
-)
-
-// siblingKill decides whether the tasks still alive must be killed because
-// of another task: a task that failed (Nomad's "Sibling Task Failed"; the
-// first failed task by name is named), or a leader task that died. It
-// returns killNone when nothing is to be done.
-func siblingKill(states map[string]*structs.TaskState, leaders map[string]bool) (reason, sibling string) {
-	names := make([]string, 0, len(states))
-	for n := range states {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	alive := false
-	for _, n := range names {
-		if st := states[n]; st == nil || st.State != taskrunner.StateDead {
-			alive = true
-		}
-	}
-	if !alive {
-		return killNone, ""
-	}
-	for _, n := range names {
-		if st := states[n]; st != nil && st.State == taskrunner.StateDead && st.Failed {
-			return killSiblingDied, n
-		}
-	}
-	for _, n := range names {
-		if st := states[n]; leaders[n] && st != nil && st.State == taskrunner.StateDead {
-			return killLeaderDead, n
-		}
-	}
-	return killNone, ""
 }

@@ -46,32 +46,6 @@ func TestClientStatus(t *testing.T) {
 	}
 }
 
-func TestSiblingKill(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		states      map[string]*structs.TaskState
-		leaders     map[string]bool
-		wantReason  string
-		wantSibling string
-	}{
-		{"all running", map[string]*structs.TaskState{"a": running, "b": running}, nil, killNone, ""},
-		{"one complete", map[string]*structs.TaskState{"a": complete, "b": running}, nil, killNone, ""},
-		{"one failed", map[string]*structs.TaskState{"a": running, "b": failed}, nil, killSiblingDied, "b"},
-		{"first failed by name", map[string]*structs.TaskState{"c": failed, "b": failed, "a": running}, nil, killSiblingDied, "b"},
-		{"failed while others pending", map[string]*structs.TaskState{"a": pending, "b": failed}, nil, killSiblingDied, "b"},
-		{"everything dead: nothing to kill", map[string]*structs.TaskState{"a": complete, "b": failed}, nil, killNone, ""},
-		{"leader complete", map[string]*structs.TaskState{"l": complete, "b": running}, map[string]bool{"l": true}, killLeaderDead, "l"},
-		{"leader running", map[string]*structs.TaskState{"l": running, "b": complete}, map[string]bool{"l": true}, killNone, ""},
-		{"failure beats leader", map[string]*structs.TaskState{"l": complete, "b": failed, "c": running}, map[string]bool{"l": true}, killSiblingDied, "b"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			reason, sibling := siblingKill(tc.states, tc.leaders)
-			require.Equal(t, tc.wantReason, reason)
-			require.Equal(t, tc.wantSibling, sibling)
-		})
-	}
-}
-
 func TestMemDBRoundTrip(t *testing.T) {
 	db := NewMemDB()
 	h, err := db.GetTaskHandle("a", "web")

@@ -13,7 +13,10 @@
 //
 //  1. A batch or sysbatch task that exited successfully is done. A system
 //     or service task is long-running: any exit, even code 0, is a failure
-//     to restart (as in Nomad).
+//     to restart (as in Nomad). With a lifecycle block (EvaluateTask,
+//     NewTaskTracker), an ephemeral task (prestart or poststart without
+//     sidecar, and poststop) is done after a successful exit in every job
+//     type, and a sidecar is restarted even in a batch job.
 //  2. An error marked unrecoverable (a drivers.RecoverableError with
 //     Recoverable false, such as a bad image name at start) fails the task.
 //  3. Fewer than attempts restarts in the window: restart after delay.

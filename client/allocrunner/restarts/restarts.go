@@ -51,7 +51,29 @@ func Decide(policy structs.RestartPolicy, jobType string, history []time.Time, e
 // callers may keep or prune them. jobType tells long-running tasks (system,
 // service) from batch ones (sysbatch, batch).
 func Evaluate(policy structs.RestartPolicy, jobType string, history []time.Time, exit *drivers.ExitResult, now time.Time) Decision {
-	if exit.Successful() && IsBatch(jobType) {
+	return evaluate(policy, IsBatch(jobType), history, exit, now)
+}
+
+// EvaluateTask is Evaluate for a task with a lifecycle block (lc, or nil):
+// see DoneOnSuccess.
+func EvaluateTask(policy structs.RestartPolicy, jobType string, lc *structs.TaskLifecycle, history []time.Time, exit *drivers.ExitResult, now time.Time) Decision {
+	return evaluate(policy, DoneOnSuccess(jobType, lc), history, exit, now)
+}
+
+// DoneOnSuccess reports whether a task that exits successfully is done
+// rather than restarted (Nomad's rule): an ephemeral lifecycle task
+// (prestart or poststart without sidecar, and every poststop task) is done
+// in every job type, a sidecar is restarted even in a batch job, and other
+// tasks are done in batch and sysbatch jobs only.
+func DoneOnSuccess(jobType string, lc *structs.TaskLifecycle) bool {
+	if lc != nil && lc.Hook != "" {
+		return lc.Hook == "poststop" || !lc.Sidecar
+	}
+	return IsBatch(jobType)
+}
+
+func evaluate(policy structs.RestartPolicy, doneOnSuccess bool, history []time.Time, exit *drivers.ExitResult, now time.Time) Decision {
+	if exit.Successful() && doneOnSuccess {
 		return Decision{Action: ActionDone, Reason: ReasonSuccess}
 	}
 	if exit != nil && unrecoverable(exit.Err) {
@@ -127,9 +149,10 @@ func nonNegative(d time.Duration) time.Duration {
 // Tracker is the restart history of one task. It is not safe for concurrent
 // use; the task runner goroutine owns it.
 type Tracker struct {
-	policy  structs.RestartPolicy
-	jobType string
-	history []time.Time
+	policy    structs.RestartPolicy
+	jobType   string
+	lifecycle *structs.TaskLifecycle // or nil
+	history   []time.Time
 }
 
 // NewTracker returns a tracker with the given history (restored from task
@@ -138,13 +161,21 @@ func NewTracker(policy structs.RestartPolicy, jobType string, history []time.Tim
 	return &Tracker{policy: policy, jobType: jobType, history: append([]time.Time(nil), history...)}
 }
 
+// NewTaskTracker is NewTracker for a task with a lifecycle block (lc, or
+// nil): its decisions follow EvaluateTask.
+func NewTaskTracker(policy structs.RestartPolicy, jobType string, lc *structs.TaskLifecycle, history []time.Time) *Tracker {
+	t := NewTracker(policy, jobType, history)
+	t.lifecycle = lc
+	return t
+}
+
 // SetPolicy replaces the policy (an in-place job update); history is kept.
 func (t *Tracker) SetPolicy(policy structs.RestartPolicy) { t.policy = policy }
 
 // Next evaluates exit and, when the decision is to restart, records the
 // restart at now+delay and prunes entries older than the interval.
 func (t *Tracker) Next(exit *drivers.ExitResult, now time.Time) Decision {
-	d := Evaluate(t.policy, t.jobType, t.history, exit, now)
+	d := EvaluateTask(t.policy, t.jobType, t.lifecycle, t.history, exit, now)
 	if d.Action == ActionRestart {
 		at := now.Add(d.Delay)
 		kept := t.history[:0]

@@ -129,3 +129,40 @@ func TestNeverMoreThanAttemptsPerInterval(t *testing.T) {
 		}
 	})
 }
+
+func TestLifecycleTasksOnSuccess(t *testing.T) {
+	policy := structs.RestartPolicy{Attempts: 2, Interval: 10 * time.Minute, Delay: 15 * time.Second, Mode: ModeFail}
+	exit0 := &drivers.ExitResult{}
+	exit1 := &drivers.ExitResult{ExitCode: 1}
+	prestart := &structs.TaskLifecycle{Hook: "prestart"}
+	prestartSidecar := &structs.TaskLifecycle{Hook: "prestart", Sidecar: true}
+	poststart := &structs.TaskLifecycle{Hook: "poststart"}
+	poststartSidecar := &structs.TaskLifecycle{Hook: "poststart", Sidecar: true}
+	poststop := &structs.TaskLifecycle{Hook: "poststop"}
+	for _, tc := range []struct {
+		name    string
+		jobType string
+		lc      *structs.TaskLifecycle
+		exit    *drivers.ExitResult
+		want    string
+	}{
+		{"service main success restarts", structs.JobTypeService, nil, exit0, ActionRestart},
+		{"batch main success is done", structs.JobTypeBatch, nil, exit0, ActionDone},
+		{"empty lifecycle block is a main task", structs.JobTypeService, &structs.TaskLifecycle{}, exit0, ActionRestart},
+		{"service ephemeral prestart success is done", structs.JobTypeService, prestart, exit0, ActionDone},
+		{"system ephemeral poststart success is done", structs.JobTypeSystem, poststart, exit0, ActionDone},
+		{"service poststop success is done", structs.JobTypeService, poststop, exit0, ActionDone},
+		{"batch prestart sidecar success restarts", structs.JobTypeBatch, prestartSidecar, exit0, ActionRestart},
+		{"sysbatch poststart sidecar success restarts", structs.JobTypeSysBatch, poststartSidecar, exit0, ActionRestart},
+		{"ephemeral prestart failure restarts per policy", structs.JobTypeService, prestart, exit1, ActionRestart},
+		{"poststop failure restarts per policy", structs.JobTypeBatch, poststop, exit1, ActionRestart},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, EvaluateTask(policy, tc.jobType, tc.lc, nil, tc.exit, t0).Action)
+			require.Equal(t, tc.want, NewTaskTracker(policy, tc.jobType, tc.lc, nil).Next(tc.exit, t0).Action)
+		})
+	}
+	// Attempts still bound an ephemeral task that keeps failing.
+	d := EvaluateTask(policy, structs.JobTypeService, prestart, []time.Time{at(0), at(time.Minute)}, exit1, at(2*time.Minute))
+	require.Equal(t, ActionFail, d.Action)
+}

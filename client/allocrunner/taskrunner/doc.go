@@ -32,6 +32,15 @@
 //	                                    └ error: "Failed Restoring Task", then the restart policy
 //	Shutdown: Run returns at once; the task keeps running for the next client process.
 //
+// Start gates: with Config.Gate, every start (the first, and each restart)
+// waits until the gate is open; the alloc runner opens it in the task's
+// lifecycle phase. A kill while waiting ends the task dead, never started.
+// With Config.KeepAfterDone, Run does not return when the task completed
+// successfully: it waits for ForceRestart (run again: "Restart Signaled",
+// "Restarting") or Kill. Ephemeral lifecycle tasks (prestart and poststart
+// without sidecar, poststop) are done when they exit 0, in every job type;
+// sidecars are restarted, even in batch jobs (restarts.DoneOnSuccess).
+//
 // Prepare runs at most once per runner. The alloc runner calls it early for
 // "prefetch before kill"; Run calls it itself when the task starts without
 // the alloc runner having done so (a restored task waiting to restart). The

@@ -32,6 +32,7 @@ const (
 	EventFailedValidation = "Failed Validation"
 	EventSiblingFailed    = "Sibling Task Failed"
 	EventLeaderDead       = "Leader Task Dead"
+	EventMainDead         = "Main Tasks Dead"
 	EventShutdownDelay    = "Waiting for shutdown delay"
 	EventRestoreFailed    = "Failed Restoring Task"
 	EventAllocUnhealthy   = "Alloc Unhealthy"
@@ -224,6 +225,12 @@ func NewSiblingFailed(now time.Time, sibling string) *structs.TaskEvent {
 // NewLeaderDead is the kill reason of a task whose group's leader task died.
 func NewLeaderDead(now time.Time) *structs.TaskEvent {
 	return newEvent(EventLeaderDead, now, "Leader Task in Group dead")
+}
+
+// NewMainDead is the kill reason of a sidecar left alive after every other
+// task of its group died.
+func NewMainDead(now time.Time) *structs.TaskEvent {
+	return newEvent(EventMainDead, now, "Main tasks in the group died")
 }
 
 // NewAllocUnhealthy records why the client marked the allocation unhealthy

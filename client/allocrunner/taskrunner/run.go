@@ -11,10 +11,11 @@ import (
 )
 
 // Run supervises the task until it is dead, or until Shutdown (leaving it
-// running). It starts the task (preparing it first if the alloc runner has
-// not), or waits for the task Restore reattached to; after each exit it
-// applies the restart policy. Call it once, in a goroutine; a second call
-// waits for the first.
+// running). It starts the task once its Gate is open (preparing it first if
+// the alloc runner has not), or waits for the task Restore reattached to;
+// after each exit it applies the restart policy. With KeepAfterDone, a task
+// that completed successfully waits for ForceRestart (run again) or Kill.
+// Call it once, in a goroutine; a second call waits for the first.
 func (tr *TaskRunner) Run() {
 	tr.mu.Lock()
 	if tr.runStarted {
@@ -29,6 +30,17 @@ func (tr *TaskRunner) Run() {
 	defer close(tr.waitCh)
 	defer tr.cancel()
 
+	for {
+		tr.runUntilDead(recoverErr)
+		recoverErr = nil
+		if !tr.waitRerun() {
+			return
+		}
+	}
+}
+
+// runUntilDead runs the task until it is dead or Run must return.
+func (tr *TaskRunner) runUntilDead(recoverErr error) {
 	var exit *drivers.ExitResult
 	var exitEvent *structs.TaskEvent
 	if recoverErr != nil {
@@ -73,6 +85,9 @@ func (tr *TaskRunner) runOnce() (exit *drivers.ExitResult, ev *structs.TaskEvent
 			tr.finishKilled()
 			return nil, nil, true
 		}
+		if !tr.waitGate() {
+			return nil, nil, true
+		}
 		if err := tr.Prepare(tr.ctx); err != nil {
 			if tr.killed() && !tr.shuttingDown() {
 				tr.finishKilled()
@@ -87,6 +102,55 @@ func (tr *TaskRunner) runOnce() (exit *drivers.ExitResult, ev *structs.TaskEvent
 		}
 	}
 	return tr.waitExit()
+}
+
+// waitGate waits until the task's gate is open. It reports false when the
+// task was killed meanwhile (then marked dead) or the runner shuts down.
+func (tr *TaskRunner) waitGate() bool {
+	if tr.gate != nil {
+		select {
+		case <-tr.gate.opened():
+		case <-tr.killCh:
+		case <-tr.shutdownCh:
+		}
+	}
+	switch {
+	case tr.shuttingDown():
+		return false
+	case tr.killed():
+		tr.finishKilled()
+		return false
+	}
+	return true
+}
+
+// waitRerun keeps a runner with KeepAfterDone whose task completed
+// successfully until ForceRestart (it records the restart and reports
+// true: run again), Kill or Shutdown (false).
+func (tr *TaskRunner) waitRerun() bool {
+	if !tr.keepAfterDone || tr.killed() || tr.shuttingDown() {
+		return false
+	}
+	if st := tr.State(); st.State != StateDead || st.Failed {
+		return false
+	}
+	select {
+	case <-tr.rerunCh:
+	case <-tr.killCh:
+		return false
+	case <-tr.shutdownCh:
+		return false
+	}
+	now := tr.now()
+	tr.update(func(st *structs.TaskState) bool {
+		appendEvent(st, newEvent(EventRestartSignal, now, "User requested task to restart"))
+		appendEvent(st, eventRestarting(now, 0, "User requested restart"))
+		st.State = StatePending
+		st.Restarts++
+		st.LastRestart = now
+		return true
+	})
+	return true
 }
 
 func (tr *TaskRunner) attached() bool {

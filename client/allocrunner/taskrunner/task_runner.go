@@ -49,6 +49,14 @@ type Config struct {
 	StateDB  StateDB            // required
 	Logger   hclog.Logger       // default: null logger
 	Now      func() time.Time   // default: time.Now
+	// Gate, when set, holds every start of the task until it is open (the
+	// alloc runner's lifecycle ordering); nil starts at once.
+	Gate *Gate
+	// KeepAfterDone keeps Run waiting after the task completed successfully
+	// (dead, not failed), until Kill or Shutdown, so that ForceRestart can
+	// run it again (`alloc restart -all-tasks`). The alloc runner kills such
+	// runners once every task is dead.
+	KeepAfterDone bool
 	// PrepareTimeout bounds one Prepare call; 0 means DefaultPrepareTimeout.
 	PrepareTimeout time.Duration
 	// OnStateChange is called after every change of the task's state,
@@ -87,6 +95,12 @@ type TaskRunner struct {
 	cancel     context.CancelFunc
 	killOnce   sync.Once
 	shutOnce   sync.Once
+
+	// Lifecycle ordering (immutable after New): see Config.Gate and
+	// Config.KeepAfterDone.
+	gate          *Gate // or nil
+	keepAfterDone bool
+	rerunCh       chan struct{} // buffered(1): ForceRestart asks a completed task to run again
 
 	// tracker is owned by Restore, then by the Run goroutine.
 	tracker *restarts.Tracker
@@ -163,7 +177,8 @@ func New(cfg *Config) (*TaskRunner, error) {
 		tr.onStateChange = func() {}
 	}
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
-	tr.tracker = restarts.NewTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, nil)
+	tr.gate, tr.keepAfterDone, tr.rerunCh = cfg.Gate, cfg.KeepAfterDone, make(chan struct{}, 1)
+	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }
 
@@ -358,7 +373,7 @@ func (tr *TaskRunner) Restore() error {
 	}
 	tr.mu.Lock()
 	tr.state = copyState(st)
-	tr.tracker = restarts.NewTracker(tr.currentPolicy(), tr.jobType, restartHistory(st))
+	tr.tracker = restarts.NewTaskTracker(tr.currentPolicy(), tr.jobType, tr.task.Lifecycle, restartHistory(st))
 	tr.mu.Unlock()
 	if st.State != StateRunning || h == nil || h.TaskID == "" {
 		return nil

@@ -61,6 +61,26 @@ func (tr *TaskRunner) Restart() error {
 	return nil
 }
 
+// ForceRestart restarts the task whether it runs (as Restart) or has
+// completed successfully and its runner keeps it (KeepAfterDone): then it
+// runs again, once its gate is open. A task that failed, was killed or has
+// not started gives ErrTaskNotRunning. It does not block.
+func (tr *TaskRunner) ForceRestart() error {
+	err := tr.Restart()
+	if !errors.Is(err, ErrTaskNotRunning) {
+		return err
+	}
+	st := tr.State()
+	if !tr.keepAfterDone || tr.killed() || st.State != StateDead || st.Failed || st.StartedAt.IsZero() {
+		return ErrTaskNotRunning
+	}
+	select {
+	case tr.rerunCh <- struct{}{}:
+	default: // a re-run is already pending
+	}
+	return nil
+}
+
 // stopForRestart stops the attached task for Restart and records the
 // restart; Run then starts it again.
 func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.ExitResult) *drivers.ExitResult {
