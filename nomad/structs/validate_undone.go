@@ -37,9 +37,6 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 
 // undoneTask adds the refusals of a task's settings.
 func (t *Task) undoneTask(p *problems) {
-	if t.Lifecycle != nil {
-		p.addf("lifecycle: hook %q is not supported by Drover yet: every task of the group would start at once; remove the lifecycle block", t.Lifecycle.Hook)
-	}
 	if t.Resources != nil {
 		for _, n := range t.Resources.Networks {
 			undoneNetwork(p, "resources: network: ", n)
