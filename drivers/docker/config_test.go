@@ -48,7 +48,7 @@ func TestValidateTaskConfig(t *testing.T) {
 	}{
 		{"missing image", map[string]any{}, []string{"image is required"}},
 		{"bad image", map[string]any{"image": "web:bad tag!"}, []string{"image is not a valid image reference"}},
-		{"unknown key", map[string]any{"image": "web", "privileged": true}, []string{"privileged is not a known option"}},
+		{"unknown key", map[string]any{"image": "web", "privileges": true}, []string{"privileges is not a known option"}},
 		{"types", map[string]any{"image": "web", "args": "x", "force_pull": "maybe", "ports": []any{1}},
 			[]string{"args must be a list of strings", "force_pull must be a bool", "ports[0] must be a string"}},
 		{"durations", map[string]any{"image": "web", "image_pull_timeout": "soon", "pull_activity_timeout": "0s"},
@@ -230,7 +230,9 @@ func TestContainerSpec(t *testing.T) {
 		"mount":   []any{map[string]any{"type": "bind", "source": "rel", "target": "/rel", "readonly": true}},
 	}, defaultPluginConfig())
 	require.NoError(t, err)
-	cc, hc, err := containerSpec(cfg, tc, "web:v1")
+	open := defaultSecurityOptions()
+	open.VolumesEnabled = true // named volumes and /srv
+	cc, hc, err := containerSpec(cfg, tc, open, "web:v1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"-x"}, []string(cc.Cmd))
 	require.Empty(t, cc.Entrypoint)
@@ -255,10 +257,10 @@ func TestContainerSpec(t *testing.T) {
 
 	tc.Command = "/server"
 	tc.Ports = []string{"nope"}
-	_, _, err = containerSpec(cfg, tc, "web:v1")
+	_, _, err = containerSpec(cfg, tc, open, "web:v1")
 	require.ErrorContains(t, err, `ports names port "nope", which is not a port of the group's network block`)
 	tc.NetworkMode = "host"
-	cc, hc, err = containerSpec(cfg, tc, "web:v1")
+	cc, hc, err = containerSpec(cfg, tc, open, "web:v1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"/server", "-x"}, []string(cc.Cmd))
 	require.Empty(t, hc.PortBindings, "host networking publishes nothing")

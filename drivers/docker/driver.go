@@ -171,6 +171,17 @@ func (d *Driver) PrepareTask(ctx context.Context, cfg *drivers.TaskConfig, progr
 	if err != nil {
 		return fmt.Errorf("invalid docker config: %w", err)
 	}
+	// The security options are checked before anything is pulled. The
+	// pull ahead of a wave has no task directories: its binds are checked
+	// by the task's own prepare and start.
+	if err := checkPolicy(tc, pc.Security); err != nil {
+		return drivers.NewRecoverableError(err, false)
+	}
+	if cfg.AllocDir != "" || cfg.TaskDir != "" {
+		if err := checkBinds(cfg, tc, pc.Security); err != nil {
+			return err
+		}
+	}
 	_, err = d.ensureImage(ctx, tc, tc.ForcePull, progress)
 	return err
 }
@@ -240,7 +251,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.tasks[cfg.ID] = nil // reserve the ID while starting; get ignores it
 	d.mu.Unlock()
 
-	t, err := d.startContainer(cfg.Copy(), tc)
+	t, err := d.startContainer(cfg.Copy(), tc, pc.Security)
 	d.mu.Lock()
 	if err != nil {
 		delete(d.tasks, cfg.ID)
@@ -255,10 +266,17 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	return t.handle()
 }
 
-func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig) (*task, error) {
+func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) (*task, error) {
 	cli, err := d.client()
 	if err != nil {
 		return nil, err
+	}
+	// The spec (with the security options' verdict and the bind sources
+	// resolved now, at every start) comes before any pull.
+	ref, _ := pullRef(tc.Image)
+	cc, hc, err := containerSpec(cfg, tc, so, ref)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
 	}
 	// The pull runs here only when prepare did not (prefetch = false, or a
 	// task restarting after its image was removed); it has its own timeouts.
@@ -267,11 +285,6 @@ func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig) (*task,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	ref, _ := pullRef(tc.Image)
-	cc, hc, err := containerSpec(cfg, tc, ref)
-	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
 	name := containerName(cfg)
 	created, err := cli.ContainerCreate(ctx, cc, hc, nil, nil, name)
 	if cerrdefs.IsConflict(err) {
