@@ -174,13 +174,12 @@ func (d *Driver) PrepareTask(ctx context.Context, cfg *drivers.TaskConfig, progr
 	// The security options are checked before anything is pulled. The
 	// pull ahead of a wave has no task directories: its binds are checked
 	// by the task's own prepare and start.
-	if err := checkPolicy(tc, pc.Security); err != nil {
-		return drivers.NewRecoverableError(err, false)
-	}
+	refused := checkPolicy(tc, pc.Security)
 	if cfg.AllocDir != "" || cfg.TaskDir != "" {
-		if err := checkBinds(cfg, tc, pc.Security); err != nil {
-			return err
-		}
+		refused = errors.Join(refused, checkBinds(cfg, tc, pc.Security))
+	}
+	if refused != nil {
+		return drivers.NewRecoverableError(refused, false)
 	}
 	_, err = d.ensureImage(ctx, tc, tc.ForcePull, progress)
 	return err

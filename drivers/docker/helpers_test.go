@@ -192,3 +192,17 @@ func eventuallyContains(t *testing.T, path, s string) string {
 	}, 10*time.Second, 50*time.Millisecond, "%s never contained %q", path, s)
 	return got
 }
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func splitLines(s string) []string { return strings.Split(s, "\n") }
+
+func sscanHex(s string, dst *uint64) (int, error) { return fmt.Sscanf(strings.TrimSpace(s), "%x", dst) }
