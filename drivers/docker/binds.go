@@ -68,14 +68,17 @@ func allocRoots(cfg *drivers.TaskConfig) []string {
 }
 
 // guardBind returns the source Docker is given for b. With volumes
-// enabled that is b's path, cleaned. With volumes disabled the path is
+// enabled that is b's path, cleaned, and exists is whether it exists
+// (following links). With volumes disabled the path is
 // resolved (every symlink followed, see pathguard) and must be inside the
 // allocation directory; the resolved path is returned, so that Docker
 // follows no link of the task's making, and exists reports whether it
 // exists. A path outside gives an unrecoverable *PolicyError.
 func guardBind(cfg *drivers.TaskConfig, b userBind, so securityOptions) (source string, exists bool, err error) {
 	if so.VolumesEnabled {
-		return filepath.Clean(b.HostPath), true, nil
+		// Docker follows the links; exists is its view.
+		_, err := os.Stat(b.HostPath)
+		return filepath.Clean(b.HostPath), err == nil, nil
 	}
 	policy := func(reason string) error {
 		return drivers.NewRecoverableError(&PolicyError{Field: b.Field, Value: fmt.Sprintf("%q", b.Value),
@@ -115,8 +118,8 @@ func checkBinds(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) err
 
 // taskMounts returns the task's mounts: the alloc dir at /alloc, the task's
 // local/ and secrets/ at /local and /secrets, then volumes and mount blocks
-// (sources through guardBind). With volumes disabled, a bind source that
-// does not exist is a recoverable error (a sibling task may be about to
+// (sources through guardBind). A bind source that does not exist is a
+// recoverable error (a sibling task may be about to
 // create it). With volumes { selinuxlabel } set, the driver's binds and
 // the volumes entries are returned as Binds with the label instead
 // (Docker relabels only those).

@@ -223,10 +223,14 @@ func TestContainerSpec(t *testing.T) {
 		},
 		MemoryMB: 64, CPU: 1,
 	}
+	for _, d := range []string{"web/local/conf", "web/rel"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	srv := t.TempDir() // a host path outside the allocation
 	tc, err := parseTaskConfig(map[string]any{
 		"image": "web:v1", "args": []any{"-x"}, "ports": []any{"http-api"},
 		"labels":  map[string]any{"drover.test": "1"},
-		"volumes": []any{"data:/data", "local/conf:/etc/conf:ro", "/srv:/srv"},
+		"volumes": []any{"data:/data", "local/conf:/etc/conf:ro", srv + ":/srv"},
 		"mount":   []any{map[string]any{"type": "bind", "source": "rel", "target": "/rel", "readonly": true}},
 	}, defaultPluginConfig())
 	require.NoError(t, err)
@@ -249,7 +253,7 @@ func TestContainerSpec(t *testing.T) {
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "secrets"), Target: "/secrets"},
 		{Type: mount.TypeVolume, Source: "data", Target: "/data"},
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "local/conf"), Target: "/etc/conf", ReadOnly: true},
-		{Type: mount.TypeBind, Source: "/srv", Target: "/srv"},
+		{Type: mount.TypeBind, Source: srv, Target: "/srv"},
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "rel"), Target: "/rel", ReadOnly: true},
 	}, hc.Mounts)
 	require.DirExists(t, filepath.Join(cfg.TaskDir, "secrets"))

@@ -11,7 +11,8 @@
 // "webserver probe STEP..." runs steps instead, for tests of what a task can
 // reach (the image has no shell): "ln TARGET LINK" (a symlink), "write PATH"
 // (creates PATH holding "written by probe"), "cat PATH" (to stdout), "ls
-// DIR" (names to stdout), "exit CODE", and "sleep" (until SIGTERM). A failed
+// DIR" (names to stdout), "readlink PATH" (the target, to stdout), "exit
+// CODE", and "sleep" (until SIGTERM). A failed
 // step prints "probe: ..." to stderr and exits 3.
 package main
 
@@ -105,6 +106,12 @@ func probe(args []string) {
 			for _, e := range ents {
 				fmt.Println(e.Name())
 			}
+		case "readlink":
+			target, err := os.Readlink(need(1)[0])
+			if err != nil {
+				fail(err)
+			}
+			fmt.Println(target)
 		case "exit":
 			var code int
 			if _, err := fmt.Sscan(need(1)[0], &code); err != nil {
