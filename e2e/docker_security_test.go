@@ -319,7 +319,7 @@ func TestDockerHostileJobs(t *testing.T) {
 	}
 
 	// settled waits until every group of job has an allocation whose
-	// hostile task is running or dead, and returns them by group.
+	// hostile task is running or has failed it, and returns them by group.
 	settled := func(jobID string) map[string]*api.Allocation {
 		out := map[string]*api.Allocation{}
 		require.Eventually(t, func() bool {
@@ -328,8 +328,11 @@ func TestDockerHostileJobs(t *testing.T) {
 				return false
 			}
 			for _, s := range stubs {
+				// Running, or failed for good: a task waiting to restart
+				// (a bind source not planted yet) has not settled.
 				ts := s.TaskStates["hostile"]
-				if ts == nil || (ts.State != "dead" && ts.State != "running") {
+				terminal := s.ClientStatus == "failed" || s.ClientStatus == "complete"
+				if ts == nil || !(ts.State == "running" || (ts.State == "dead" && terminal)) {
 					continue
 				}
 				a, _, err := c.Allocations().Info(s.ID, nil)
@@ -388,6 +391,49 @@ func TestDockerHostileJobs(t *testing.T) {
 		require.Contains(t, out, hostNS("net"))
 	})
 
+	// A refused new version leaves the old allocation running: the
+	// replacement fails at prepare, before the old one is stopped.
+	t.Run("refused update keeps the old allocation", func(t *testing.T) {
+		v0 := escape{group: "web", args: []string{"readlink", "/proc/self/ns/pid"}}
+		v1 := v0
+		v1.config = `privileged = true`
+		for _, v := range []escape{v0, v1} {
+			code, out := drover(t, srv.httpAddr(), "job", "run", "-detach", writeJobFile(t, hostileJobHCL("hostile-update", strictNode, ref, []escape{v})))
+			require.Equal(t, 0, code, out)
+			if v.config == "" {
+				require.Eventually(t, func() bool { return len(runningAllocs(t, c, "hostile-update")) == 1 },
+					60*time.Second, 250*time.Millisecond, "version 0 runs")
+			}
+		}
+		t.Cleanup(func() { _, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "hostile-update") })
+		var old, repl *api.AllocationListStub
+		require.Eventually(t, func() bool {
+			stubs, _, err := c.Jobs().Allocations("hostile-update", true, nil)
+			if err != nil {
+				return false
+			}
+			old, repl = nil, nil
+			for _, s := range stubs {
+				switch s.JobVersion {
+				case 0:
+					old = s
+				case 1:
+					repl = s
+				}
+			}
+			return repl != nil && repl.ClientStatus == "failed"
+		}, 60*time.Second, 250*time.Millisecond, "version 1 fails")
+		for _, a := range []*api.AllocationListStub{old, repl} {
+			allocIDs = append(allocIDs, a.ID)
+		}
+		require.Contains(t, lastFailure(repl.TaskStates["hostile"].Events), `privileged = true: privileged containers are not allowed on this client`)
+		require.Equal(t, "running", old.ClientStatus, "the old allocation keeps running")
+		ins := hostileContainer(old.ID)
+		require.NotNil(t, ins)
+		require.True(t, ins.State.Running)
+		require.Nil(t, hostileContainer(repl.ID))
+	})
+
 	run("hostile-open", openNode)
 	open := settled("hostile-open")
 	for _, e := range append(slices.Clone(escapes), allowedByDefault) {
@@ -396,6 +442,9 @@ func TestDockerHostileJobs(t *testing.T) {
 			ts := a.TaskStates["hostile"]
 			ins := hostileContainer(a.ID)
 			if ts.State != "running" {
+				for _, ev := range ts.Events {
+					t.Logf("%s event %s: %s", ts.State, ev.Type, ev.DisplayMessage)
+				}
 				require.NotNil(t, e.allowed, "the task failed: %s", lastFailure(ts.Events))
 				require.NotContains(t, lastFailure(ts.Events), "on this client: set plugin")
 				e.allowed(t, "", nil, ts.Events)
