@@ -67,7 +67,10 @@ func (d *Driver) Name() string { return Name }
 
 // SetConfig applies plugin "docker" { config {...} }: enabled, endpoint,
 // image_delay, gc { image, image_delay, container }, auth { config },
-// image_pull_timeout and pull_activity_timeout (defaults for tasks).
+// image_pull_timeout and pull_activity_timeout (defaults for tasks), and
+// the security options (volumes, allow_privileged, allow_caps,
+// allowed_modes, allow_runtimes, allow_devices; see the package doc). A
+// rejected config changes nothing.
 func (d *Driver) SetConfig(plugin map[string]any) error {
 	pc, err := parsePluginConfig(plugin)
 	if err != nil {
