@@ -63,9 +63,12 @@ func hostileJobHCL(jobID, node, image string, escapes []escape) string {
 	}
 	for _, e := range escapes {
 		fmt.Fprintf(&b, `  group %q {
+    # A hostile task whose planted link is not there yet retries (a
+    # missing bind source is recoverable) while the planter starts.
     restart {
-      attempts = 5
-      delay    = "1s"
+      attempts = 40
+      interval = "10m"
+      delay    = "500ms"
       mode     = "fail"
     }
     reschedule {
