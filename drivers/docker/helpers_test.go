@@ -200,9 +200,3 @@ func anySlice(ss []string) []any {
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func splitLines(s string) []string { return strings.Split(s, "\n") }
-
-func sscanHex(s string, dst *uint64) (int, error) { return fmt.Sscanf(strings.TrimSpace(s), "%x", dst) }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,15 +114,14 @@ func TestDefaultCapabilitiesWithinAllowCaps(t *testing.T) {
 	require.Equal(t, []string{"net_raw"}, normalizeCaps(ins.HostConfig.CapDrop))
 	require.Equal(t, []string{"net_bind_service"}, normalizeCaps(ins.HostConfig.CapAdd))
 	require.False(t, ins.HostConfig.Privileged)
-	// /proc/1/status of the container shows the effective set: no
+	// The status of the container's process shows the effective set: no
 	// CAP_NET_RAW (bit 13).
-	pid := ins.State.Pid
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "status"))
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(ins.State.Pid), "status"))
 	require.NoError(t, err)
 	var eff uint64
-	for _, line := range splitLines(string(b)) {
-		if len(line) > 7 && line[:7] == "CapEff:" {
-			_, err := sscanHex(line[7:], &eff)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			eff, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			require.NoError(t, err)
 		}
 	}
