@@ -36,13 +36,19 @@ type taskConfig struct {
 	Auth                *authConfig
 	ImagePullTimeout    time.Duration
 	PullActivityTimeout time.Duration
+	Security            securityConfig
 }
 
 // volumeSpec is one "host:container[:ro|rw]" entry of volumes.
 type volumeSpec struct {
+	Raw            string // the entry as written
 	Source, Target string
 	ReadOnly       bool
 }
+
+// named reports whether the entry names a Docker volume ("data:/data")
+// rather than a host path (anything with a "/" or a ".").
+func (v volumeSpec) named() bool { return !strings.ContainsAny(v.Source, "/.") }
 
 // mountSpec is one mount block.
 type mountSpec struct {
@@ -61,14 +67,14 @@ type authConfig struct {
 	IdentityToken string
 }
 
-var taskFields = []string{
+var taskFields = append([]string{
 	"image", "command", "args", "entrypoint", "work_dir", "ports", "labels", "volumes", "mount",
 	"network_mode", "force_pull", "auth", "image_pull_timeout", "pull_activity_timeout", "prefetch",
 	"prefetch_parallel",
 	// Read by the server (digest pinning and the image watcher, see
 	// nomad/imageresolve); accepted and ignored here.
 	"pin_digest", "auto_update", "auto_update_interval", "auto_update_soak",
-}
+}, securityTaskFields...)
 
 var (
 	mountFields = []string{"type", "source", "target", "readonly"}
@@ -158,6 +164,8 @@ func parseTaskConfig(m map[string]any, pc pluginConfig) (*taskConfig, error) {
 	add(err)
 	tc.Auth, err = parseAuth(m)
 	add(err)
+	tc.Security, err = parseSecurityConfig(m)
+	add(err)
 
 	dur := func(key string, dst *time.Duration) {
 		d, ok, err := drivers.ConfigDuration(m, key)
@@ -185,7 +193,7 @@ func parseVolume(v string) (volumeSpec, error) {
 	if len(parts) < 2 || len(parts) > 3 {
 		return volumeSpec{}, fmt.Errorf("must be \"host_path:container_path[:ro]\", got %q", v)
 	}
-	spec := volumeSpec{Source: parts[0], Target: parts[1]}
+	spec := volumeSpec{Raw: v, Source: parts[0], Target: parts[1]}
 	if spec.Source == "" || spec.Target == "" {
 		return volumeSpec{}, fmt.Errorf("must name both a host path and a container path, got %q", v)
 	}
@@ -351,10 +359,12 @@ type pluginConfig struct {
 	ImageDelay          time.Duration
 	ImagePullTimeout    time.Duration
 	PullActivityTimeout time.Duration
+	Security            securityOptions
 }
 
 func defaultPluginConfig() pluginConfig {
 	return pluginConfig{
+		Security:            defaultSecurityOptions(),
 		Enabled:             true,
 		ImageGC:             true,
 		ImageDelay:          DefaultImageDelay,
@@ -363,7 +373,8 @@ func defaultPluginConfig() pluginConfig {
 	}
 }
 
-var pluginFields = []string{"enabled", "endpoint", "auth", "gc", "image_delay", "pull_activity_timeout", "image_pull_timeout"}
+var pluginFields = append([]string{"enabled", "endpoint", "auth", "gc", "image_delay", "pull_activity_timeout", "image_pull_timeout"},
+	securityPluginFields...)
 
 // parsePluginConfig parses the plugin block over the defaults. image_delay
 // may be given at the top level or inside gc (Nomad's place for it).
@@ -433,5 +444,6 @@ func parsePluginConfig(m map[string]any) (pluginConfig, error) {
 		}
 		pc.AuthConfigPath = s
 	}
+	add(parseSecurityOptions(m, &pc.Security))
 	return pc, errors.Join(errs...)
 }

@@ -48,7 +48,7 @@ func TestValidateTaskConfig(t *testing.T) {
 	}{
 		{"missing image", map[string]any{}, []string{"image is required"}},
 		{"bad image", map[string]any{"image": "web:bad tag!"}, []string{"image is not a valid image reference"}},
-		{"unknown key", map[string]any{"image": "web", "privileged": true}, []string{"privileged is not a known option"}},
+		{"unknown key", map[string]any{"image": "web", "privileges": true}, []string{"privileges is not a known option"}},
 		{"types", map[string]any{"image": "web", "args": "x", "force_pull": "maybe", "ports": []any{1}},
 			[]string{"args must be a list of strings", "force_pull must be a bool", "ports[0] must be a string"}},
 		{"durations", map[string]any{"image": "web", "image_pull_timeout": "soon", "pull_activity_timeout": "0s"},
@@ -223,14 +223,20 @@ func TestContainerSpec(t *testing.T) {
 		},
 		MemoryMB: 64, CPU: 1,
 	}
+	for _, d := range []string{"web/local/conf", "web/rel"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	srv := t.TempDir() // a host path outside the allocation
 	tc, err := parseTaskConfig(map[string]any{
 		"image": "web:v1", "args": []any{"-x"}, "ports": []any{"http-api"},
 		"labels":  map[string]any{"drover.test": "1"},
-		"volumes": []any{"data:/data", "local/conf:/etc/conf:ro", "/srv:/srv"},
+		"volumes": []any{"data:/data", "local/conf:/etc/conf:ro", srv + ":/srv"},
 		"mount":   []any{map[string]any{"type": "bind", "source": "rel", "target": "/rel", "readonly": true}},
 	}, defaultPluginConfig())
 	require.NoError(t, err)
-	cc, hc, err := containerSpec(cfg, tc, "web:v1")
+	open := defaultSecurityOptions()
+	open.VolumesEnabled = true // named volumes and /srv
+	cc, hc, err := containerSpec(cfg, tc, open, "web:v1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"-x"}, []string(cc.Cmd))
 	require.Empty(t, cc.Entrypoint)
@@ -247,7 +253,7 @@ func TestContainerSpec(t *testing.T) {
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "secrets"), Target: "/secrets"},
 		{Type: mount.TypeVolume, Source: "data", Target: "/data"},
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "local/conf"), Target: "/etc/conf", ReadOnly: true},
-		{Type: mount.TypeBind, Source: "/srv", Target: "/srv"},
+		{Type: mount.TypeBind, Source: srv, Target: "/srv"},
 		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "rel"), Target: "/rel", ReadOnly: true},
 	}, hc.Mounts)
 	require.DirExists(t, filepath.Join(cfg.TaskDir, "secrets"))
@@ -255,10 +261,10 @@ func TestContainerSpec(t *testing.T) {
 
 	tc.Command = "/server"
 	tc.Ports = []string{"nope"}
-	_, _, err = containerSpec(cfg, tc, "web:v1")
+	_, _, err = containerSpec(cfg, tc, open, "web:v1")
 	require.ErrorContains(t, err, `ports names port "nope", which is not a port of the group's network block`)
 	tc.NetworkMode = "host"
-	cc, hc, err = containerSpec(cfg, tc, "web:v1")
+	cc, hc, err = containerSpec(cfg, tc, open, "web:v1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"/server", "-x"}, []string(cc.Cmd))
 	require.Empty(t, hc.PortBindings, "host networking publishes nothing")

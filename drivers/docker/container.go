@@ -2,14 +2,12 @@ package docker
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-connections/nat"
 
 	"github.com/drover-project/drover/drivers"
@@ -65,8 +63,15 @@ func cleanKey(key string) string {
 	}, key)
 }
 
-// containerSpec builds the create request of a task's container.
-func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, image string) (*container.Config, *container.HostConfig, error) {
+// containerSpec builds the create request of a task's container. It is the
+// gate of the security options so: a setting they do not allow (see
+// checkPolicy), or a bind source outside the allocation directory with
+// volumes disabled (see taskMounts), gives an unrecoverable *PolicyError
+// and no spec.
+func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions, image string) (*container.Config, *container.HostConfig, error) {
+	if err := checkPolicy(tc, so); err != nil {
+		return nil, nil, drivers.NewRecoverableError(err, false)
+	}
 	labels := map[string]string{}
 	for k, v := range tc.Labels {
 		labels[k] = v
@@ -93,7 +98,24 @@ func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, image string) (*cont
 		cc.Cmd = append([]string(nil), tc.Args...)
 	}
 
-	hc := &container.HostConfig{NetworkMode: container.NetworkMode(tc.NetworkMode)}
+	sc := tc.Security
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(tc.NetworkMode),
+		Privileged:  sc.Privileged,
+		CapAdd:      slices.Clone(sc.CapAdd),
+		CapDrop:     capDrop(sc, so),
+		PidMode:     container.PidMode(sc.PidMode),
+		IpcMode:     container.IpcMode(sc.IpcMode),
+		UTSMode:     container.UTSMode(sc.UtsMode),
+		UsernsMode:  container.UsernsMode(sc.UsernsMode),
+		SecurityOpt: slices.Clone(sc.SecurityOpt),
+		Runtime:     sc.Runtime,
+	}
+	for _, d := range sc.Devices {
+		hc.Devices = append(hc.Devices, container.DeviceMapping{
+			PathOnHost: d.HostPath, PathInContainer: d.ContainerPath, CgroupPermissions: d.CgroupPermissions,
+		})
+	}
 	if cfg.MemoryMB > 0 {
 		hc.Memory = int64(cfg.MemoryMB) << 20
 	}
@@ -101,11 +123,11 @@ func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, image string) (*cont
 		hc.CPUShares = int64(max(cfg.CPU, 2)) // docker's least share is 2
 	}
 
-	mounts, err := taskMounts(cfg, tc)
+	mounts, binds, err := taskMounts(cfg, tc, so)
 	if err != nil {
 		return nil, nil, err
 	}
-	hc.Mounts = mounts
+	hc.Mounts, hc.Binds = mounts, binds
 
 	if len(tc.Ports) > 0 && !hc.NetworkMode.IsHost() {
 		exposed, bindings, err := portBindings(tc.Ports, cfg.Env)
@@ -163,54 +185,4 @@ func portBindings(labels []string, env map[string]string) (nat.PortSet, nat.Port
 		}
 	}
 	return exposed, bindings, nil
-}
-
-// taskMounts returns the task's mounts: the alloc dir at /alloc, the task's
-// local/ and secrets/ at /local and /secrets, then volumes and mount blocks.
-// Relative host paths are taken from the task dir.
-func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig) ([]mount.Mount, error) {
-	var out []mount.Mount
-	bind := func(src, dst string, ro bool) error {
-		if err := os.MkdirAll(src, 0o777); err != nil {
-			return fmt.Errorf("creating %s: %w", src, err)
-		}
-		out = append(out, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro})
-		return nil
-	}
-	if cfg.AllocDir != "" {
-		if err := bind(cfg.AllocDir, containerAllocDir, false); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.TaskDir != "" {
-		if err := bind(filepath.Join(cfg.TaskDir, "local"), containerLocalDir, false); err != nil {
-			return nil, err
-		}
-		if err := bind(filepath.Join(cfg.TaskDir, "secrets"), containerSecretsDir, false); err != nil {
-			return nil, err
-		}
-	}
-	hostPath := func(p string) string {
-		if filepath.IsAbs(p) || cfg.TaskDir == "" {
-			return p
-		}
-		return filepath.Join(cfg.TaskDir, p)
-	}
-	for _, v := range tc.Volumes {
-		// A bare name ("data:/data") is a named docker volume; anything
-		// path-like is a bind mount of a host path.
-		if !strings.ContainsAny(v.Source, "/.") {
-			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
-			continue
-		}
-		out = append(out, mount.Mount{Type: mount.TypeBind, Source: hostPath(v.Source), Target: v.Target, ReadOnly: v.ReadOnly})
-	}
-	for _, m := range tc.Mounts {
-		mm := mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}
-		if m.Type == "bind" {
-			mm.Source = hostPath(m.Source)
-		}
-		out = append(out, mm)
-	}
-	return out, nil
 }

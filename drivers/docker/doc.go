@@ -44,7 +44,12 @@
 // {type = bind|volume|tmpfs, source, target, readonly}, network_mode,
 // force_pull, auth {username, password, email, server_address,
 // identity_token}, image_pull_timeout (default 5m), pull_activity_timeout
-// (default 2m) and prefetch (consumed by the task runner; accepted here).
+// (default 2m) and prefetch (consumed by the task runner; accepted here),
+// and the security keys privileged, cap_add, cap_drop, pid_mode, ipc_mode,
+// uts_mode, userns_mode, devices [{host_path, container_path (default
+// host_path), cgroup_permissions (default "rwm")}], security_opt and
+// runtime, passed to the container as written once the plugin options
+// allow them (see Security).
 // pin_digest, auto_update, auto_update_interval and auto_update_soak are read
 // by the server (digest pinning and the image watcher, nomad/imageresolve)
 // and accepted and ignored here; a pinned image "name:tag@sha256:…" is
@@ -57,7 +62,48 @@
 // Plugin config: enabled (default true), endpoint (default: DOCKER_HOST or
 // the local socket), image_delay (default 3m; also accepted as
 // gc { image_delay }), gc { image = true, container }, auth { config },
-// and defaults for image_pull_timeout and pull_activity_timeout.
+// defaults for image_pull_timeout and pull_activity_timeout, and the
+// security options below.
+//
+// Security: a job submitter gets no more of the node than the operator's
+// plugin options grant (Nomad's names and defaults, plus allow_devices):
+//
+//	volumes { enabled = false, selinuxlabel = "" }  bind sources outside the allocation directory, named volumes
+//	allow_privileged = false                          privileged, and security_opt other than no-new-privileges
+//	allow_caps = [audit_write, chown, dac_override, fowner, fsetid, kill, mknod,
+//	              net_bind_service, setfcap, setgid, setpcap, setuid, sys_chroot]
+//	allowed_modes { pid = ["private"], ipc = ["private"], uts = ["private"], userns = ["private"],
+//	                network = ["default", "bridge", "host", "none"] }
+//	allow_runtimes = ["runc", "nvidia"]
+//	allow_devices = false                             devices
+//
+// cap_add entries must be in allow_caps ("all" allows any), and the driver
+// drops every capability Docker grants by default that allow_caps does not
+// list (net_raw, by default). A mode "" is "private" ("default" for the
+// network) and "container:<name>" is "container". selinuxlabel ("z" or "Z")
+// is applied to the driver's /alloc, /local and /secrets binds and to the
+// volumes entries (passed as Binds; mount blocks are not relabelled).
+//
+// checkPolicy is the pure verdict on a task config; every refusal is a
+// *PolicyError naming the field, the value, why, and the option:
+//
+//	privileged = true: privileged containers are not allowed on this client: set plugin "docker" { config { allow_privileged = true } }
+//
+// With volumes disabled, every bind source (volumes entries and bind mount
+// blocks, relative ones joined to the task dir) is resolved with
+// helper/pathguard, following symlinks as the kernel does, and must lie in
+// the allocation directory (the parent of the alloc dir and the task
+// dirs); Docker is given the resolved path, so it follows no link a task
+// planted. A named volume needs volumes enabled. PrepareTask checks all of
+// it before anything is pulled (so a refused replacement fails before the
+// previous allocation is stopped; the pull ahead of a wave, which has no
+// task directories, checks all but the binds), and containerSpec checks it
+// again at every start, before any container is created; a refusal is not
+// recoverable. A bind source that does not exist is a recoverable start
+// error (a sibling task may be creating it). The check and Docker's mount
+// are two steps: a sibling task that swaps a checked directory of the
+// allocation for a symlink between them (at the container's start) is not
+// caught; the check is repeated at each start.
 //
 // Image GC support for the client: ImageID, RemoveImage (never forced; an
 // image used by a container gives an *ImageInUseError matching
@@ -73,7 +119,8 @@
 // loses its attachment.
 //
 // Importers: drivers/builtin. The client's image GC uses the image methods
-// above through an interface of its own (client/images.go).
+// above through an interface of its own (client/images.go). It imports
+// drivers, helper/pathguard and the Docker client libraries.
 // Clients run tasks through the drivers.Driver and drivers.Preparer
 // interfaces.
 package docker

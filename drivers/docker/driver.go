@@ -67,7 +67,10 @@ func (d *Driver) Name() string { return Name }
 
 // SetConfig applies plugin "docker" { config {...} }: enabled, endpoint,
 // image_delay, gc { image, image_delay, container }, auth { config },
-// image_pull_timeout and pull_activity_timeout (defaults for tasks).
+// image_pull_timeout and pull_activity_timeout (defaults for tasks), and
+// the security options (volumes, allow_privileged, allow_caps,
+// allowed_modes, allow_runtimes, allow_devices; see the package doc). A
+// rejected config changes nothing.
 func (d *Driver) SetConfig(plugin map[string]any) error {
 	pc, err := parsePluginConfig(plugin)
 	if err != nil {
@@ -171,6 +174,16 @@ func (d *Driver) PrepareTask(ctx context.Context, cfg *drivers.TaskConfig, progr
 	if err != nil {
 		return fmt.Errorf("invalid docker config: %w", err)
 	}
+	// The security options are checked before anything is pulled. The
+	// pull ahead of a wave has no task directories: its binds are checked
+	// by the task's own prepare and start.
+	refused := checkPolicy(tc, pc.Security)
+	if cfg.AllocDir != "" || cfg.TaskDir != "" {
+		refused = errors.Join(refused, checkBinds(cfg, tc, pc.Security))
+	}
+	if refused != nil {
+		return drivers.NewRecoverableError(refused, false)
+	}
 	_, err = d.ensureImage(ctx, tc, tc.ForcePull, progress)
 	return err
 }
@@ -240,7 +253,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	d.tasks[cfg.ID] = nil // reserve the ID while starting; get ignores it
 	d.mu.Unlock()
 
-	t, err := d.startContainer(cfg.Copy(), tc)
+	t, err := d.startContainer(cfg.Copy(), tc, pc.Security)
 	d.mu.Lock()
 	if err != nil {
 		delete(d.tasks, cfg.ID)
@@ -255,10 +268,17 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	return t.handle()
 }
 
-func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig) (*task, error) {
+func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) (*task, error) {
 	cli, err := d.client()
 	if err != nil {
 		return nil, err
+	}
+	// The spec (with the security options' verdict and the bind sources
+	// resolved now, at every start) comes before any pull.
+	ref, _ := pullRef(tc.Image)
+	cc, hc, err := containerSpec(cfg, tc, so, ref)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
 	}
 	// The pull runs here only when prepare did not (prefetch = false, or a
 	// task restarting after its image was removed); it has its own timeouts.
@@ -267,11 +287,6 @@ func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig) (*task,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	ref, _ := pullRef(tc.Image)
-	cc, hc, err := containerSpec(cfg, tc, ref)
-	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
 	name := containerName(cfg)
 	created, err := cli.ContainerCreate(ctx, cc, hc, nil, nil, name)
 	if cerrdefs.IsConflict(err) {

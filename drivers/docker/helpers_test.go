@@ -192,3 +192,11 @@ func eventuallyContains(t *testing.T, path, s string) string {
 	}, 10*time.Second, 50*time.Millisecond, "%s never contained %q", path, s)
 	return got
 }
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

@@ -1,14 +1,26 @@
-// Package pathguard checks that a path, after every symlink in it is
-// followed, stays inside a root directory: the allocation or task
-// directory a job's paths must not leave.
+// Package pathguard decides whether a host path a job names stays inside
+// the directory it is confined to (the allocation directory) once every
+// symlink is followed, as the kernel would follow them when the path is
+// used (a bind mount's source, a template's destination, an artifact's
+// target).
 //
-// Within is the whole API. It is a check, not a sandbox: a path it accepts
-// can still be redirected by whoever may write below root between the
-// check and the use. Callers therefore check when nothing of the job runs
-// in root (before a task starts, after it ended), operate on the resolved
-// path it returns, and where a final component is created or opened they
-// also refuse to follow a symlink there (O_NOFOLLOW, Lstat).
+// Resolve walks an absolute path component by component: a symlink is
+// replaced by its target (an absolute target restarts at "/"), and ".."
+// leaves the directory reached so far, not the one written (so
+// "a/link/.." is the parent of link's target, not "a"). Components past the
+// first one that does not exist are appended as written, with "." and ".."
+// applied lexically (nothing that does not exist can be a symlink).
+// Within (one root, a relative path taken from it, the resolved path or an
+// error naming where the path leads) and WithinAny (several roots, the
+// whole Resolution) resolve a path and check it against the resolved roots
+// with filepath.Rel, so "/alloc-x" is not inside "/alloc".
 //
-// It imports nothing of Drover's; anyone may import it (the task drivers,
-// the client's allocation runner).
+// The answer holds for the file system as it is when it is asked: it is a
+// check, not a sandbox. Callers check when nothing of the job runs in the
+// root (before a task starts, after it ended), hand over or operate on the
+// resolved path (which has no symlinks left), check again before each use,
+// and where a final component is created or opened also refuse to follow
+// a symlink there (O_NOFOLLOW, Lstat).
+//
+// It imports only the standard library; anyone may import it.
 package pathguard

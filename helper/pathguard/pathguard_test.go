@@ -4,122 +4,123 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
-// tree builds, under a fresh temp dir, outside/ (a host directory) and
-// root/ holding a file, a directory and the symlinks of the table below.
-func tree(t *testing.T) (base, root string) {
+// tree builds, under a temp dir, an allocation directory "alloc" with a
+// task dir and links planted inside it, plus a sibling "alloc-x" and an
+// "outside" directory, and returns the temp dir (resolved).
+func tree(t *testing.T) string {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	require.NoError(t, err)
+	for _, d := range []string{"alloc/alloc/data", "alloc/web/local", "alloc-x/data", "outside/etc"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o755))
 	}
-	root = filepath.Join(base, "root")
-	for _, d := range []string{"root/sub/deep", "outside/secret"} {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(root, "file"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(base, "alloc/web/local/file"), nil, 0o644))
 	links := map[string]string{
-		"root/in-abs":     filepath.Join(root, "sub"),     // absolute, inside
-		"root/in-rel":     "sub/deep",                     // relative, inside
-		"root/out-abs":    filepath.Join(base, "outside"), // absolute, outside
-		"root/out-rel":    "../outside",                   // relative, outside
-		"root/sub/up":     "../..",                        // climbs out from below
-		"root/dangle-in":  "sub/not-yet",                  // dangling, inside
-		"root/dangle-out": filepath.Join(base, "outside", "not-yet"),
-		"root/loop-a":     "loop-b",
-		"root/loop-b":     "loop-a",
-		"root/chain":      "in-rel/../../out-rel", // through a link, then .. from where it led
-		"root/to-root":    ".",
-		"link-to-root":    "root", // beside root: the root reached through a symlink
+		"alloc/alloc/data/root":     "/",
+		"alloc/alloc/data/out":      filepath.Join(base, "outside"),
+		"alloc/alloc/data/rel-out":  "../../../outside",
+		"alloc/alloc/data/chain1":   "chain2",
+		"alloc/alloc/data/chain2":   "../../web/chain3",
+		"alloc/web/chain3":          filepath.Join(base, "outside/etc"),
+		"alloc/alloc/data/in":       "../../web/local",
+		"alloc/alloc/data/abs-in":   filepath.Join(base, "alloc/web/local"),
+		"alloc/alloc/data/loop":     "loop",
+		"alloc/alloc/data/x-prefix": filepath.Join(base, "alloc-x/data"),
+		"alloc/alloc/data/dotdot":   "root/..",
 	}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
-			t.Fatal(err)
-		}
+	for link, target := range links {
+		require.NoError(t, os.Symlink(target, filepath.Join(base, link)))
 	}
-	return base, root
+	return base
 }
 
-func TestWithin(t *testing.T) {
-	base, root := tree(t)
-	outside := filepath.Join(base, "outside")
+func TestWithinAny(t *testing.T) {
+	base := tree(t)
+	root := filepath.Join(base, "alloc")
+	task := filepath.Join(root, "web")
+	// Paths are concatenated, not filepath.Join-ed: Join would clean the
+	// ".." away before Within sees it.
 	cases := []struct {
 		name    string
-		root    string // default: root
-		path    string // relative paths are taken from the root
-		want    string // resolved, when allowed
-		outside bool   // refused with ErrOutside
-		fails   bool   // refused with another error
+		path    string
+		want    string // resolved path; "" = no check
+		exists  bool
+		outside bool
 	}{
-		{name: "the root itself", path: root, want: root},
-		{name: "a file below", path: "file", want: filepath.Join(root, "file")},
-		{name: "a missing tail", path: "sub/new/file", want: filepath.Join(root, "sub/new/file")},
-		{name: "a missing tail with dot-dot", path: "sub/new/../other", want: filepath.Join(root, "sub/other")},
-		{name: "lexical dot-dot escape", path: "sub/../../outside", outside: true},
-		{name: "absolute path outside", path: outside, outside: true},
-		{name: "absolute symlink inside", path: "in-abs/deep", want: filepath.Join(root, "sub/deep")},
-		{name: "relative symlink inside", path: "in-rel", want: filepath.Join(root, "sub/deep")},
-		{name: "absolute symlink outside", path: "out-abs/secret", outside: true},
-		{name: "relative symlink outside", path: "out-rel", outside: true},
-		{name: "missing tail below an outside symlink", path: "out-abs/new/file", outside: true},
-		{name: "symlink climbing out from a subdirectory", path: "sub/up/outside", outside: true},
-		{name: "dot-dot applies where a symlink led", path: "in-rel/../x", want: filepath.Join(root, "sub/x")},
-		{name: "dangling symlink inside", path: "dangle-in", want: filepath.Join(root, "sub/not-yet")},
-		{name: "dangling symlink outside", path: "dangle-out", outside: true},
-		{name: "chain of symlinks and dot-dot leading out", path: "chain", outside: true},
-		{name: "symlink to the root", path: "to-root/file", want: filepath.Join(root, "file")},
-		{name: "root given through a symlink", root: filepath.Join(base, "link-to-root"), path: "sub", want: filepath.Join(root, "sub")},
-		{name: "path given through the root's symlink", path: filepath.Join(base, "link-to-root", "file"), want: filepath.Join(root, "file")},
-		{name: "symlink loop", path: "loop-a/x", fails: true},
-		{name: "component below a file", path: "file/x", fails: true},
-		{name: "missing root", root: filepath.Join(base, "nope"), path: "x", fails: true},
+		{"the alloc dir itself", root, root, true, false},
+		{"a task's local dir", filepath.Join(task, "local"), filepath.Join(task, "local"), true, false},
+		{"a file", filepath.Join(task, "local/file"), filepath.Join(task, "local/file"), true, false},
+		{"missing inside", filepath.Join(task, "local/new/deeper"), filepath.Join(task, "local/new/deeper"), false, false},
+		{"host root", "/", "/", true, true},
+		{"an absolute host path", "/etc", "", true, true},
+		{"../ escape from the task dir", task + "/../../../../../../etc", "/etc", true, true},
+		{"../ escape to the alloc dir's parent", task + "/../..", base, true, true},
+		{"../ that stays inside", task + "/../alloc/data", filepath.Join(root, "alloc/data"), true, false},
+		{"missing then ../ out", task + "/nope/../../../outside", filepath.Join(base, "outside"), false, true},
+		{"prefix trick", filepath.Join(base, "alloc-x/data"), filepath.Join(base, "alloc-x/data"), true, true},
+		{"link to /", filepath.Join(root, "alloc/data/root"), "/", true, true},
+		{"below a link to /", filepath.Join(root, "alloc/data/root/etc"), "/etc", true, true},
+		{"link to an absolute dir outside", filepath.Join(root, "alloc/data/out"), filepath.Join(base, "outside"), true, true},
+		{"relative link out", filepath.Join(root, "alloc/data/rel-out"), filepath.Join(base, "outside"), true, true},
+		{"chain of links out", filepath.Join(root, "alloc/data/chain1"), filepath.Join(base, "outside/etc"), true, true},
+		{"relative link inside", filepath.Join(root, "alloc/data/in"), filepath.Join(task, "local"), true, false},
+		{"absolute link inside", filepath.Join(root, "alloc/data/abs-in/file"), filepath.Join(task, "local/file"), true, false},
+		{"link to the prefix sibling", filepath.Join(root, "alloc/data/x-prefix"), filepath.Join(base, "alloc-x/data"), true, true},
+		{"link then .. is the target's parent", root + "/alloc/data/root/../etc", "/etc", true, true},
+		{"link whose target ends in ..", filepath.Join(root, "alloc/data/dotdot"), "/", true, true},
+		{"below a file", filepath.Join(task, "local/file/x"), filepath.Join(task, "local/file/x"), false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := c.root
-			if r == "" {
-				r = root
+			res, err := WithinAny(c.path, root)
+			if c.outside {
+				require.ErrorIs(t, err, ErrOutside)
+				require.Contains(t, err.Error(), res.Path)
+			} else {
+				require.NoError(t, err)
 			}
-			got, err := Within(r, c.path)
-			switch {
-			case c.outside:
-				if !errors.Is(err, ErrOutside) {
-					t.Fatalf("Within(%q) = %q, %v; want ErrOutside", c.path, got, err)
-				}
-				if got != "" {
-					t.Fatalf("resolved %q returned with an error", got)
-				}
-			case c.fails:
-				if err == nil || errors.Is(err, ErrOutside) {
-					t.Fatalf("Within(%q) = %q, %v; want a non-ErrOutside error", c.path, got, err)
-				}
-			default:
-				if err != nil || got != c.want {
-					t.Fatalf("Within(%q) = %q, %v; want %q", c.path, got, err, c.want)
-				}
+			if c.want != "" {
+				require.Equal(t, c.want, res.Path)
 			}
+			require.Equal(t, c.exists, res.Exists)
 		})
 	}
 }
 
-// TestWithinNamesThePath checks that the refusal names the path and where
-// it leads, which the task event shows.
-func TestWithinNamesThePath(t *testing.T) {
-	base, root := tree(t)
-	_, err := Within(root, filepath.Join(root, "out-abs", "secret"))
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{filepath.Join(root, "out-abs", "secret"), filepath.Join(base, "outside", "secret")} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %q", err, want)
-		}
+func TestWithinAnyErrors(t *testing.T) {
+	base := tree(t)
+	root := filepath.Join(base, "alloc")
+	_, err := WithinAny(filepath.Join(root, "alloc/data/loop"), root)
+	require.ErrorIs(t, err, ErrTooManyLinks)
+	_, err = WithinAny("relative/path", root)
+	require.Error(t, err)
+	_, err = WithinAny(root, filepath.Join(base, "missing-root"))
+	require.ErrorContains(t, err, "does not exist")
+	_, err = WithinAny(root)
+	require.Error(t, err)
+	require.False(t, errors.Is(err, ErrOutside))
+
+	// A root reached through a symlink is resolved before the comparison.
+	link := filepath.Join(base, "alloc-link")
+	require.NoError(t, os.Symlink(root, link))
+	res, err := WithinAny(filepath.Join(link, "web/local"), link)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, "web/local"), res.Path)
+}
+
+func TestInside(t *testing.T) {
+	for _, c := range []struct {
+		root, p string
+		want    bool
+	}{
+		{"/a", "/a", true}, {"/a", "/a/b", true}, {"/a", "/a-x", false}, {"/a", "/ab", false},
+		{"/a", "/", false}, {"/a/b", "/a", false}, {"/", "/anything", true}, {"/a", "/a/..b", true},
+	} {
+		require.Equal(t, c.want, Inside(c.root, c.p), "%s in %s", c.p, c.root)
 	}
 }

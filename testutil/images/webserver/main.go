@@ -7,6 +7,13 @@
 //
 // It shuts down promptly on SIGTERM or SIGINT (as PID 1 it must handle them
 // itself). It uses only the standard library so that it builds anywhere.
+//
+// "webserver probe STEP..." runs steps instead, for tests of what a task can
+// reach (the image has no shell): "ln TARGET LINK" (a symlink), "write PATH"
+// (creates PATH holding "written by probe"), "cat PATH" (to stdout), "ls
+// DIR" (names to stdout), "readlink PATH" (the target, to stdout), "exit
+// CODE", and "sleep" (until SIGTERM). A failed
+// step prints "probe: ..." to stderr and exits 3.
 package main
 
 import (
@@ -21,6 +28,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "probe" {
+		probe(os.Args[2:])
+		return
+	}
 	port := os.Getenv("PORT")
 	if port == "" {
 		port = "8080"
@@ -51,4 +62,69 @@ func main() {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+}
+
+// probe runs the steps of "webserver probe" (see the package doc).
+func probe(args []string) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(3)
+	}
+	need := func(n int) []string {
+		if len(args) < n+1 {
+			fail(fmt.Errorf("%s needs %d arguments", args[0], n))
+		}
+		a := args[1 : n+1]
+		args = args[n+1:]
+		return a
+	}
+	for len(args) > 0 {
+		switch args[0] {
+		case "ln":
+			a := need(2)
+			if err := os.Symlink(a[0], a[1]); err != nil {
+				fail(err)
+			}
+			fmt.Printf("linked %s -> %s\n", a[1], a[0])
+		case "write":
+			a := need(1)
+			if err := os.WriteFile(a[0], []byte("written by probe\n"), 0o644); err != nil {
+				fail(err)
+			}
+			fmt.Printf("wrote %s\n", a[0])
+		case "cat":
+			b, err := os.ReadFile(need(1)[0])
+			if err != nil {
+				fail(err)
+			}
+			os.Stdout.Write(b)
+		case "ls":
+			ents, err := os.ReadDir(need(1)[0])
+			if err != nil {
+				fail(err)
+			}
+			for _, e := range ents {
+				fmt.Println(e.Name())
+			}
+		case "readlink":
+			target, err := os.Readlink(need(1)[0])
+			if err != nil {
+				fail(err)
+			}
+			fmt.Println(target)
+		case "exit":
+			var code int
+			if _, err := fmt.Sscan(need(1)[0], &code); err != nil {
+				fail(err)
+			}
+			os.Exit(code)
+		case "sleep":
+			need(0)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			<-ctx.Done()
+			stop()
+		default:
+			fail(fmt.Errorf("unknown step %q", args[0]))
+		}
+	}
 }
