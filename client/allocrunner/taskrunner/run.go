@@ -50,6 +50,7 @@ func (tr *TaskRunner) Run() {
 			// The task ended by itself: a restart asked meanwhile is moot.
 			select {
 			case <-tr.restartCh:
+				tr.takeCheckRestart()
 			default:
 			}
 		}
@@ -182,6 +183,10 @@ func (tr *TaskRunner) waitExit() (exit *drivers.ExitResult, ev *structs.TaskEven
 	case <-tr.shutdownCh:
 		return nil, nil, true
 	case <-tr.restartCh:
+		if reason := tr.takeCheckRestart(); reason != "" {
+			exit, ev := tr.stopUnhealthy(h, ch, reason)
+			return exit, ev, false
+		}
 		return tr.stopForRestart(h, ch), nil, false
 	}
 }
