@@ -34,28 +34,35 @@ func (h *healthHook) execInTask(ctx context.Context, task string, command []stri
 }
 
 // taskStarted returns when the named task last started, or the zero time
-// while it is not running.
+// while it is not running. For "" (a group service check without a task,
+// whose check_restart restarts the whole allocation) it is the latest
+// start of the running tasks, zero when none runs.
 func (h *healthHook) taskStarted(task string) time.Time {
+	var latest time.Time
 	for _, tr := range h.ar.tasks {
-		if tr.Name() != task {
+		if task != "" && tr.Name() != task {
 			continue
 		}
-		if st := tr.State(); st != nil && st.State == taskrunner.StateRunning {
-			return st.StartedAt
+		if st := tr.State(); st != nil && st.State == taskrunner.StateRunning && st.StartedAt.After(latest) {
+			latest = st.StartedAt
 		}
 	}
-	return time.Time{}
+	return latest
 }
 
-// restartUnhealthy carries out check_restart's decision for def's task.
+// restartUnhealthy carries out check_restart's decision for def's task,
+// or for every running task of the allocation when def has none.
 func (h *healthHook) restartUnhealthy(def health.CheckDef, reason string) {
 	trs, err := h.ar.selectTasks(def.Task)
-	if err == nil && def.Task != "" {
-		err = trs[0].RestartUnhealthy(reason)
-	}
 	if err != nil {
-		h.ar.logger.Warn("check_restart: not restarting the task", "task", def.Task, "check", def.Name, "error", err)
+		h.ar.logger.Warn("check_restart: not restarting", "task", def.Task, "check", def.Name, "error", err)
 		return
 	}
-	h.ar.logger.Info("check_restart: restarting the task", "task", def.Task, "check", def.Name)
+	for _, tr := range trs {
+		if err := tr.RestartUnhealthy(reason); err != nil {
+			h.ar.logger.Warn("check_restart: not restarting the task", "task", tr.Name(), "check", def.Name, "error", err)
+			continue
+		}
+		h.ar.logger.Info("check_restart: restarting the task", "task", tr.Name(), "check", def.Name)
+	}
 }

@@ -22,7 +22,8 @@ type serviceScope struct {
 
 // CheckTask returns the task a check of s runs in (script checks) and
 // restarts (check_restart): the check's task, else the service's; for a
-// task service, that task.
+// task service, that task. "" for a group service check without one: its
+// check_restart restarts every task of the allocation.
 func (s *Service) CheckTask(c ServiceCheck, serviceTask string) string {
 	switch {
 	case serviceTask != "":
@@ -38,7 +39,6 @@ func (s *Service) CheckTask(c ServiceCheck, serviceTask string) string {
 func (s *Service) validateCheckTask(c ServiceCheck, scope serviceScope) []string {
 	var p problems
 	cr := s.CheckRestart.Merge(c.CheckRestart)
-	restarts := cr != nil && cr.Limit > 0
 	if scope.task != "" {
 		if c.TaskName != "" && c.TaskName != scope.task {
 			p.addf("task %q must be unset or the service's own task %q", c.TaskName, scope.task)
@@ -48,8 +48,6 @@ func (s *Service) validateCheckTask(c ServiceCheck, scope serviceScope) []string
 		switch {
 		case task == "" && c.Type == "script":
 			p.addf("task is required for script checks of a group service: it names the task the command runs in")
-		case task == "" && restarts:
-			p.addf("check_restart: task is required for checks of a group service: it names the task to restart")
 		case task != "" && !scope.groupTasks[task]:
 			p.addf("task %q is not a task of the group", task)
 		}

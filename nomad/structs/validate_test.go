@@ -120,6 +120,9 @@ func TestValidate_ValidJobs(t *testing.T) {
 				CheckRestart: &CheckRestart{Limit: 3, Grace: time.Second},
 			}}}}
 		}},
+		{"check_restart on a group service check without a task (restarts the allocation)", func(j *Job) {
+			j.TaskGroups[0].Services[0].CheckRestart = &CheckRestart{Limit: 2, Grace: time.Second}
+		}},
 		{"check_restart on a group service check with a task", func(j *Job) {
 			s := j.TaskGroups[0].Services[0]
 			s.TaskName, s.CheckRestart = "server", &CheckRestart{Limit: 2, Grace: time.Second}
@@ -254,8 +257,6 @@ func TestValidate_Problems(t *testing.T) {
 			`network: mode "cni/mynet" is not supported by Drover yet: CNI networks are not set up by Drover yet`},
 		{"group script check without a task", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
 			`check "alive": task is required for script checks of a group service`},
-		{"group check_restart without a task", func(j *Job) { tg(j).Services[0].CheckRestart = &CheckRestart{Limit: 1} },
-			`check "alive": check_restart: task is required for checks of a group service`},
 		{"check task unknown", func(j *Job) { tg(j).Services[0].Checks[0].TaskName = "nope" },
 			`check "alive": task "nope" is not a task of the group`},
 		{"task check naming another task", func(j *Job) {
