@@ -136,8 +136,17 @@ func (h *healthHook) Destroy() error {
 	return nil
 }
 
-// TaskStateChanged wakes the tracking goroutine. It does not block.
-func (h *healthHook) TaskStateChanged() { h.poke() }
+// TaskStateChanged wakes the tracking goroutine and the script checks
+// waiting for their task. It does not block.
+func (h *healthHook) TaskStateChanged() {
+	h.poke()
+	h.mu.Lock()
+	c := h.checker
+	h.mu.Unlock()
+	if c != nil {
+		c.Wake()
+	}
+}
 
 func (h *healthHook) poke() {
 	select {
@@ -190,7 +199,10 @@ func (h *healthHook) syncChecksLocked(a *structs.Allocation) {
 	if len(defs) == 0 {
 		return
 	}
-	h.checker = health.NewChecker(health.CheckerConfig{Checks: defs, Probe: h.probe, Now: h.ar.now, OnChange: h.poke}, h.ar.now())
+	h.checker = health.NewChecker(health.CheckerConfig{
+		Checks: defs, Probe: health.ProbeWith(h.execInTask, h.probe), Now: h.ar.now, OnChange: h.poke,
+		TaskStarted: h.taskStarted, Restart: h.restartUnhealthy,
+	}, h.ar.now())
 	h.checker.Start(h.ar.runCtx)
 }
 
@@ -349,7 +361,8 @@ func healthPolicy(a *structs.Allocation) (health.Input, bool) {
 }
 
 // healthInput gathers what health.Evaluate needs (pure). Tasks without a
-// state are pending; readiness checks do not count.
+// state are pending; readiness checks do not count; a check passes when it
+// is Healthy (success, or a warning with on_update "ignore_warnings").
 func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, checks []health.CheckResult, start time.Time) health.Input {
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
 	in, _ := healthPolicy(a)
@@ -375,7 +388,7 @@ func healthInput(a *structs.Allocation, states map[string]*structs.TaskState, ch
 		if c.Def.Mode == health.ModeReadiness {
 			continue
 		}
-		in.Checks = append(in.Checks, health.Check{ID: c.Def.ID, Name: c.Def.Name, Passing: c.Passing(), Since: c.Since})
+		in.Checks = append(in.Checks, health.Check{ID: c.Def.ID, Name: c.Def.Name, Passing: c.Healthy, Since: c.HealthySince})
 	}
 	return in
 }

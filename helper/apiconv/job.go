@@ -203,8 +203,6 @@ var refusalReasons = map[string]string{
 	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
 	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",
 	"Service.Identity":                    "service identities are for Consul: this cluster has no Consul integration",
-	"Service.CheckRestart":                "check_restart is not done by Drover yet",
-	"ServiceCheck.CheckRestart":           "check_restart is not done by Drover yet",
 	"ServiceCheck.Expose":                 "exposed checks need Consul Connect: this cluster has no Consul integration",
 	"ServiceCheck.GRPCService":            "gRPC checks need Consul: this cluster has no Consul integration",
 	"ServiceCheck.GRPCUseTLS":             "gRPC checks need Consul: this cluster has no Consul integration",

@@ -278,3 +278,30 @@ func TestJobFromAPI_Nulls(t *testing.T) {
 		assert.EqualError(t, err, want)
 	}
 }
+
+// TestJobFromAPI_ScriptChecksAndCheckRestart: script checks and
+// check_restart are carried; a service's check_restart is merged into its
+// checks (the check's own fields win) and a check's grace defaults to 1s.
+func TestJobFromAPI_ScriptChecksAndCheckRestart(t *testing.T) {
+	j := apiSystemJob(t)
+	s := j.TaskGroups[0].Services[0]
+	s.TaskName = "envoy"
+	s.CheckRestart = &api.CheckRestart{Limit: 3, IgnoreWarnings: true}
+	s.Checks = append(s.Checks, api.ServiceCheck{
+		Name: "config", Type: "script", Command: "/bin/sh", Args: []string{"-c", "test -f /local/envoy.yaml"},
+		Interval: 5 * time.Second, Timeout: time.Second, CheckRestart: &api.CheckRestart{Limit: 1, Grace: new(30 * time.Second)},
+	})
+	job, warnings, err := JobFromAPI(j)
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+	got := job.TaskGroups[0].Services[0]
+	assert.Equal(t, &structs.CheckRestart{Limit: 3, IgnoreWarnings: true}, got.CheckRestart, "kept as submitted")
+	require.Len(t, got.Checks, 2)
+	assert.Equal(t, &structs.CheckRestart{Limit: 3, Grace: time.Second, IgnoreWarnings: true}, got.Checks[0].CheckRestart)
+	script := got.Checks[1]
+	assert.Equal(t, "script", script.Type)
+	assert.Equal(t, "/bin/sh", script.Command)
+	assert.Equal(t, []string{"-c", "test -f /local/envoy.yaml"}, script.Args)
+	assert.Equal(t, &structs.CheckRestart{Limit: 1, Grace: 30 * time.Second, IgnoreWarnings: true}, script.CheckRestart)
+	require.NoError(t, job.Validate())
+}

@@ -85,6 +85,9 @@ type Service struct {
 	Checks      []ServiceCheck
 	Meta        map[string]string
 	OnUpdate    string
+	// CheckRestart applies to every check of the service; a check's own
+	// block overrides it field by field.
+	CheckRestart *CheckRestart
 }
 
 // ServiceCheck is a health check of a service.
@@ -105,4 +108,40 @@ type ServiceCheck struct {
 	Body          string
 	TaskName      string
 	OnUpdate      string
+	CheckRestart  *CheckRestart // restart the task when the check stays unhealthy; or nil
+}
+
+// CheckRestart restarts a task whose check is unhealthy Limit times in a
+// row (Nomad's check_restart block). The restart goes through the task's
+// restart policy.
+type CheckRestart struct {
+	Limit          int           // consecutive unhealthy results; 0 disables
+	Grace          time.Duration // results this long after the task (re)started do not count
+	IgnoreWarnings bool          // a warning counts as passing
+}
+
+// Merge returns c with the set fields of o (a check's own block) over it;
+// nil when both are nil.
+func (c *CheckRestart) Merge(o *CheckRestart) *CheckRestart {
+	switch {
+	case c == nil && o == nil:
+		return nil
+	case c == nil:
+		m := *o
+		return &m
+	}
+	m := *c
+	if o == nil {
+		return &m
+	}
+	if o.Limit > 0 {
+		m.Limit = o.Limit
+	}
+	if o.Grace > 0 {
+		m.Grace = o.Grace
+	}
+	if o.IgnoreWarnings {
+		m.IgnoreWarnings = true
+	}
+	return &m
 }

@@ -220,8 +220,14 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	}
 	tg.undoneGroup(&p)
 	groupLabels := validatePorts(&p, "network: ", tg.Networks)
+	groupScope := serviceScope{groupTasks: map[string]bool{}}
+	for _, t := range tg.Tasks {
+		if t != nil {
+			groupScope.groupTasks[t.Name] = true
+		}
+	}
 	for i, s := range tg.Services {
-		p.addAll(servicePrefix(s, i), s.validate(groupLabels))
+		p.addAll(servicePrefix(s, i), s.validate(groupLabels, groupScope))
 	}
 	tg.validateTasks(&p, groupLabels)
 	return p
@@ -310,7 +316,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 		p.addAllWith("affinity: ", describeAffinity(a), a.validate())
 	}
 	for i, s := range t.Services {
-		p.addAll(servicePrefix(s, i), s.validate(labels))
+		p.addAll(servicePrefix(s, i), s.validate(labels, serviceScope{task: t.Name}))
 	}
 	if t.DispatchPayload != nil {
 		p = append(p, t.DispatchPayload.validate()...)
@@ -641,8 +647,9 @@ func servicePrefix(s *Service, i int) string {
 var checkTypes = []string{"http", "tcp", "script", "grpc"}
 
 // validate returns the problems of a service; labels are the port labels in
-// scope (the group's networks, plus the task's for task services).
-func (s *Service) validate(labels map[string]bool) []string {
+// scope (the group's networks, plus the task's for task services) and
+// scope says whose service it is.
+func (s *Service) validate(labels map[string]bool, scope serviceScope) []string {
 	if s == nil {
 		return []string{"service is null"}
 	}
@@ -659,6 +666,7 @@ func (s *Service) validate(labels map[string]bool) []string {
 			prefix = fmt.Sprintf("check %d: ", i)
 		}
 		p.addAll(prefix, c.validate(labels))
+		p.addAll(prefix, s.validateCheckTask(c, scope))
 	}
 	return p
 }

@@ -108,6 +108,32 @@ func TestValidate_ValidJobs(t *testing.T) {
 			j.Constraints = []*Constraint{{LTarget: "${meta.rack}", Operand: ConstraintAttributeIsSet}}
 		}},
 		{"numeric check port", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].PortLabel = "8081" }},
+		{"group script check naming its task", func(j *Job) {
+			c := &j.TaskGroups[0].Services[0].Checks[0]
+			c.Type, c.Command, c.Args, c.TaskName = "script", "/bin/test", []string{"-f", "/tmp/ready"}, "server"
+		}},
+		{"group script check inheriting the service's task", func(j *Job) {
+			s := j.TaskGroups[0].Services[0]
+			s.TaskName = "server"
+			s.Checks[0].Type, s.Checks[0].Command = "script", "/bin/true"
+		}},
+		{"task script check", func(j *Job) {
+			j.TaskGroups[0].Tasks[0].Services = []*Service{{Name: "db", Checks: []ServiceCheck{{
+				Type: "script", Command: "/bin/true", Interval: time.Second, Timeout: time.Second,
+				CheckRestart: &CheckRestart{Limit: 3, Grace: time.Second},
+			}}}}
+		}},
+		{"check_restart on a group service check without a task (restarts the allocation)", func(j *Job) {
+			j.TaskGroups[0].Services[0].CheckRestart = &CheckRestart{Limit: 2, Grace: time.Second}
+		}},
+		{"check_restart on a group service check with a task", func(j *Job) {
+			s := j.TaskGroups[0].Services[0]
+			s.TaskName, s.CheckRestart = "server", &CheckRestart{Limit: 2, Grace: time.Second}
+		}},
+		{"on_update ignore_warnings with check_restart ignore_warnings", func(j *Job) {
+			c := &j.TaskGroups[0].Services[0].Checks[0]
+			c.TaskName, c.OnUpdate, c.CheckRestart = "server", OnUpdateIgnoreWarnings, &CheckRestart{Limit: 1, IgnoreWarnings: true}
+		}},
 		{"interpolated service port", func(j *Job) { j.TaskGroups[0].Services[0].PortLabel = "${NOMAD_PORT_http}" }},
 		{"task service on a task port", func(j *Job) {
 			task := j.TaskGroups[0].Tasks[0]
@@ -230,8 +256,33 @@ func TestValidate_Problems(t *testing.T) {
 			`network: mode "bridge" is not supported by Drover yet: tasks would run in the node's network namespace; use mode = "host"`},
 		{"cni network", func(j *Job) { tg(j).Networks[0].Mode = "cni/mynet" },
 			`network: mode "cni/mynet" is not supported by Drover yet: CNI networks are not set up by Drover yet`},
-		{"script check", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
-			`check "alive": type "script" is not supported by Drover yet: the check would never run`},
+		{"group script check without a task", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
+			`check "alive": task is required for script checks of a group service`},
+		{"check task unknown", func(j *Job) { tg(j).Services[0].Checks[0].TaskName = "nope" },
+			`check "alive": task "nope" is not a task of the group`},
+		{"task check naming another task", func(j *Job) {
+			task(j).Services = []*Service{{Name: "db", Checks: []ServiceCheck{{
+				Name: "db", Type: "script", Command: "/bin/true", TaskName: "other", Interval: time.Second, Timeout: time.Second,
+			}}}}
+		}, `task "server": service "db": check "db": task "other" must be unset or the service's own task "server"`},
+		{"check_restart limit negative", func(j *Job) {
+			c := &tg(j).Services[0].Checks[0]
+			c.TaskName, c.CheckRestart = "server", &CheckRestart{Limit: -1}
+		}, "check_restart: limit must not be negative, got -1"},
+		{"check_restart grace negative", func(j *Job) {
+			c := &tg(j).Services[0].Checks[0]
+			c.TaskName, c.CheckRestart = "server", &CheckRestart{Limit: 1, Grace: -time.Second}
+		}, "check_restart: grace must not be negative, got -1s"},
+		{"check_restart with on_update ignore", func(j *Job) {
+			c := &tg(j).Services[0].Checks[0]
+			c.TaskName, c.OnUpdate, c.CheckRestart = "server", OnUpdateIgnore, &CheckRestart{Limit: 1}
+		}, `check_restart must be omitted when on_update is "ignore"`},
+		{"on_update ignore_warnings without check_restart ignore_warnings", func(j *Job) {
+			s := tg(j).Services[0]
+			s.OnUpdate, s.TaskName, s.CheckRestart = OnUpdateIgnoreWarnings, "server", &CheckRestart{Limit: 1}
+		}, `on_update "ignore_warnings" needs check_restart ignore_warnings = true`},
+		{"on_update unknown", func(j *Job) { tg(j).Services[0].Checks[0].OnUpdate = "sometimes" },
+			`on_update must be one of require_healthy, ignore_warnings or ignore, got "sometimes"`},
 		{"grpc check", func(j *Job) { tg(j).Services[0].Checks[0].Type = "grpc" },
 			`type "grpc" needs Consul: this cluster has no Consul integration`},
 		{"lifecycle hook unknown", func(j *Job) { task(j).Lifecycle = &TaskLifecycle{Hook: "later"} },

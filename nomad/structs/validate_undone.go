@@ -47,8 +47,6 @@ func (t *Task) undoneTask(p *problems) {
 // undoneCheck adds the refusals of a service check's settings.
 func (c *ServiceCheck) undoneCheck(p *problems) {
 	switch c.Type {
-	case "script":
-		p.addf("type \"script\" is not supported by Drover yet: the check would never run; use an http or tcp check")
 	case "grpc":
 		p.addf("type \"grpc\" needs Consul: this cluster has no Consul integration; use an http or tcp check")
 	}

@@ -14,14 +14,16 @@ import (
 
 // Check types the client runs.
 const (
-	CheckHTTP = "http"
-	CheckTCP  = "tcp"
+	CheckHTTP   = "http"
+	CheckTCP    = "tcp"
+	CheckScript = "script" // a command run inside the check's task
 )
 
 // Check statuses, as /v1/client/allocation/:id/checks reports them.
 const (
 	StatusPending = "pending"
 	StatusSuccess = "success"
+	StatusWarning = "warning" // a script check that exited 1
 	StatusFailure = "failure"
 )
 
@@ -50,27 +52,51 @@ type CheckDef struct {
 	Service string
 	Mode    string // ModeHealthiness or ModeReadiness
 
-	Type     string // CheckHTTP or CheckTCP
-	Address  string // host:port
+	Type     string // CheckHTTP, CheckTCP or CheckScript
+	Address  string // host:port (http and tcp)
 	Protocol string // http or https (http checks)
 	Method   string // default GET
 	Path     string
 	Header   map[string][]string
 	Body     string
+	Command  []string // script: the program and its arguments, run in Task
 
 	Interval      time.Duration
 	Timeout       time.Duration
 	InitialPassed bool // initial_status = "passing"
+	// IgnoreWarnings (on_update = "ignore_warnings"): a warning counts as
+	// passing for deployment health.
+	IgnoreWarnings bool
+	// Restart is the check's check_restart (merged with its service's);
+	// Limit 0 never restarts.
+	Restart CheckRestart
 	// Err, when set, is why the check cannot be probed (an unknown port
 	// label): it fails every time with Err as its output.
 	Err string
 }
 
-// Outcome is the result of one probe.
+// Outcome is the result of one probe: passing, warning (script checks),
+// or else failing.
 type Outcome struct {
 	Passing    bool
+	Warning    bool
 	StatusCode int // HTTP status; 0 otherwise
 	Output     string
+	// NotRun: the check could not run because its task is not running.
+	// Nothing is recorded; the check runs again when its task starts
+	// (Checker.Wake) or at the next interval.
+	NotRun bool
+}
+
+// status is the check status an outcome records.
+func (o Outcome) status() string {
+	switch {
+	case o.Passing:
+		return StatusSuccess
+	case o.Warning:
+		return StatusWarning
+	}
+	return StatusFailure
 }
 
 // Prober runs a check once; ctx carries the check's timeout.
@@ -84,10 +110,21 @@ type CheckResult struct {
 	Timestamp  time.Time // of the latest probe; zero while pending
 	StatusCode int
 	Output     string
+	// Healthy is whether the check counts as passing for deployment
+	// health: success, or warning with Def.IgnoreWarnings. HealthySince is
+	// when Healthy took its current value.
+	Healthy      bool
+	HealthySince time.Time
 }
 
 // Passing reports whether the check passes.
 func (r CheckResult) Passing() bool { return r.Status == StatusSuccess }
+
+// healthyStatus reports whether status counts as passing for deployment
+// health (on_update "ignore_warnings" lets a warning pass).
+func healthyStatus(status string, ignoreWarnings bool) bool {
+	return status == StatusSuccess || (status == StatusWarning && ignoreWarnings)
+}
 
 // CheckerConfig configures a Checker.
 type CheckerConfig struct {
@@ -95,6 +132,13 @@ type CheckerConfig struct {
 	Probe    Prober           // default Probe
 	Now      func() time.Time // timestamps; default time.Now
 	OnChange func()           // after a check's status changed; must not block
+	// TaskStarted returns when the named task last started, or the zero
+	// time while it is not running (check_restart's grace counts from
+	// it). Nil: no check restarts a task.
+	TaskStarted func(task string) time.Time
+	// Restart restarts the check's task: check_restart decided so. It is
+	// called from the check's goroutine and must not block for long.
+	Restart func(def CheckDef, reason string)
 }
 
 // Checker runs checks, each in its own goroutine at its interval, and keeps
@@ -104,9 +148,12 @@ type Checker struct {
 	cfg CheckerConfig
 	wg  sync.WaitGroup
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc     // set by Start; guarded by mu
-	results map[string]CheckResult // by check ID; guarded by mu
+	wake map[string]chan struct{} // by check ID; room for one token (Wake)
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc     // set by Start; guarded by mu
+	results  map[string]CheckResult // by check ID; guarded by mu
+	failures map[string]int         // check_restart's count by check ID; guarded by mu
 }
 
 // NewChecker returns a checker whose results are pending (or passing, per
@@ -121,15 +168,32 @@ func NewChecker(cfg CheckerConfig, start time.Time) *Checker {
 	if cfg.OnChange == nil {
 		cfg.OnChange = func() {}
 	}
-	c := &Checker{cfg: cfg, results: make(map[string]CheckResult, len(cfg.Checks))}
+	c := &Checker{
+		cfg:      cfg,
+		wake:     make(map[string]chan struct{}, len(cfg.Checks)),
+		results:  make(map[string]CheckResult, len(cfg.Checks)),
+		failures: map[string]int{},
+	}
 	for _, def := range cfg.Checks {
-		r := CheckResult{Def: def, Status: StatusPending, Since: start}
+		r := CheckResult{Def: def, Status: StatusPending, Since: start, HealthySince: start}
 		if def.InitialPassed {
-			r.Status = StatusSuccess
+			r.Status, r.Healthy = StatusSuccess, true
 		}
 		c.results[def.ID] = r
+		c.wake[def.ID] = make(chan struct{}, 1)
 	}
 	return c
+}
+
+// Wake runs at once the checks that could not run because their task was
+// not running (a task state changed). It does not block.
+func (c *Checker) Wake() {
+	for _, ch := range c.wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Start runs every check until ctx ends or Stop. Call it once.
@@ -170,19 +234,34 @@ func (c *Checker) Results() []CheckResult {
 	return out
 }
 
-// run probes def at once, then every interval, until ctx ends.
+// run probes def at once, then every interval, until ctx ends. A check
+// that could not run (its task is not running) also runs on Wake.
 func (c *Checker) run(ctx context.Context, def CheckDef) {
 	interval := orDefault(def.Interval, DefaultCheckInterval)
 	timeout := orDefault(def.Timeout, DefaultCheckTimeout)
+	wake := c.wake[def.ID]
 	for {
+		select { // a Wake before this probe is served by it
+		case <-wake:
+		default:
+		}
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		out := c.cfg.Probe(pctx, def)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if c.record(def.ID, out) {
-			c.cfg.OnChange()
+		var wakeCh <-chan struct{}
+		if out.NotRun {
+			wakeCh = wake
+		} else {
+			changed, restart, reason := c.record(def, out)
+			if changed {
+				c.cfg.OnChange()
+			}
+			if restart {
+				c.cfg.Restart(def, reason)
+			}
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -190,27 +269,39 @@ func (c *Checker) run(ctx context.Context, def CheckDef) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-wakeCh:
+			t.Stop()
 		}
 	}
 }
 
-// record stores an outcome; it reports whether the status changed.
-func (c *Checker) record(id string, out Outcome) bool {
+// record stores an outcome and applies check_restart to it. changed
+// reports that the status changed; restart that the check's task must
+// restart now, for reason.
+func (c *Checker) record(def CheckDef, out Outcome) (changed, restart bool, reason string) {
 	now := c.cfg.Now()
-	status := StatusFailure
-	if out.Passing {
-		status = StatusSuccess
+	status := out.status()
+	var started time.Time
+	if c.cfg.TaskStarted != nil && c.cfg.Restart != nil && def.Restart.Limit > 0 {
+		started = c.cfg.TaskStarted(def.Task)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := c.results[id]
-	changed := r.Status != status
+	r := c.results[def.ID]
+	changed = r.Status != status
 	if changed {
 		r.Status, r.Since = status, now
 	}
+	if healthy := healthyStatus(status, def.IgnoreWarnings); healthy != r.Healthy {
+		r.Healthy, r.HealthySince = healthy, now
+	}
 	r.Timestamp, r.StatusCode, r.Output = now, out.StatusCode, out.Output
-	c.results[id] = r
-	return changed
+	c.results[def.ID] = r
+	c.failures[def.ID], restart = ObserveRestart(def.Restart, c.failures[def.ID], status, started, now)
+	if restart {
+		reason = RestartReason(def.Name)
+	}
+	return changed, restart, reason
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -224,7 +315,8 @@ func orDefault(d, def time.Duration) time.Duration {
 // each probe sees the service as a new client would.
 var probeTransport = &http.Transport{DisableKeepAlives: true, Proxy: nil}
 
-// Probe runs one HTTP or TCP check against the network. An HTTP check
+// Probe runs one HTTP or TCP check against the network (script checks
+// need a TaskExec: see ProbeWith). An HTTP check
 // passes on a 2xx or 3xx answer (redirects are not followed); a TCP check
 // passes when a connection opens. ctx bounds the probe.
 func Probe(ctx context.Context, c CheckDef) Outcome {

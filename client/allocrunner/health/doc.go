@@ -34,9 +34,21 @@
 // NOMAD_HOST_PORT_<label>). A Checker runs each check in a goroutine at its
 // interval with its timeout (Probe: HTTP 2xx/3xx passes, redirects not
 // followed; TCP passes on connect) and keeps the latest results;
-// initial_status = "passing" starts a check passing. Checks with
-// on_update = "ignore" are readiness checks: reported, not counted. The
+// initial_status = "passing" starts a check passing. Script checks
+// (ProbeWith and a TaskExec) run their command inside their task through
+// the driver's exec: exit 0 is "success", 1 "warning", anything else and
+// the timeout "failure" (ScriptOutcome, pure); while the task is not
+// running they are not run, and run again when a task state changes
+// (Checker.Wake). Checks with on_update = "ignore" are readiness checks:
+// reported, not counted; with "ignore_warnings" a warning counts as
+// passing (CheckResult.Healthy), otherwise a warning is not healthy. The
 // prober is injectable, so loops are tested in a synctest bubble.
+//
+// check_restart: ObserveRestart (pure) counts a check's unhealthy results
+// in a row, skipping those while its task is not running or within grace
+// of the task's latest start; at limit the Checker calls
+// CheckerConfig.Restart, which restarts the task through its restart
+// policy ("Restart Signaled": health check: check "<name>" unhealthy).
 //
 // Importers: client/allocrunner (its health hook), the client agent (check
 // results), client/state (persisted records) and the node simulator

@@ -18,9 +18,6 @@ import (
 // (also assumed when a service names none).
 const ProviderNomad = "nomad"
 
-// onUpdateIgnore is the on_update value of readiness checks.
-const onUpdateIgnore = "ignore"
-
 // ResolveChecks returns the Nomad-native checks of the allocation's group
 // services and task services (provider "nomad" or unset; Consul services
 // are skipped), in definition order, with addresses resolved from the
@@ -28,7 +25,11 @@ const onUpdateIgnore = "ignore"
 // the node's address, else 127.0.0.1) and port NOMAD_HOST_PORT_<label>, as
 // the task environment has them. A numeric port label is a port on that
 // host. Paths and headers are interpolated with the task environment.
-// skipped names the checks left out (unsupported types). A check whose port
+// Script checks run in the check's task (a group service names it with
+// task, on the check or the service) with the command and args
+// interpolated with that task's environment; they need no port. Every
+// check carries its check_restart merged with its service's. skipped names
+// the checks left out (unsupported types). A check whose port or task
 // cannot be resolved is kept with Err set: it always fails.
 func ResolveChecks(a *structs.Allocation, node *structs.Node) (checks []CheckDef, skipped []string) {
 	if a == nil || a.Job == nil {
@@ -39,7 +40,10 @@ func ResolveChecks(a *structs.Allocation, node *structs.Node) (checks []CheckDef
 		return nil, nil
 	}
 	groupEnv := taskenv.Build(taskenv.Input{Alloc: a, Node: node})
-	r := resolver{alloc: a, group: tg.Name, nodeIP: "127.0.0.1"}
+	r := resolver{alloc: a, group: tg.Name, nodeIP: "127.0.0.1", taskEnvs: map[string]*taskenv.Env{}}
+	for _, t := range tg.Tasks {
+		r.taskEnvs[t.Name] = taskenv.Build(taskenv.Input{Alloc: a, Task: t, Node: node})
+	}
 	if node != nil && node.Attributes[taskenv.NodeIPAttribute] != "" {
 		r.nodeIP = node.Attributes[taskenv.NodeIPAttribute]
 	}
@@ -47,36 +51,34 @@ func ResolveChecks(a *structs.Allocation, node *structs.Node) (checks []CheckDef
 		r.service(groupEnv, "", s)
 	}
 	for _, t := range tg.Tasks {
-		env := taskenv.Build(taskenv.Input{Alloc: a, Task: t, Node: node})
 		for _, s := range t.Services {
-			r.service(env, t.Name, s)
+			r.service(r.taskEnvs[t.Name], t.Name, s)
 		}
 	}
 	return r.checks, r.skipped
 }
 
 type resolver struct {
-	alloc   *structs.Allocation
-	group   string
-	nodeIP  string // for numeric port labels
-	checks  []CheckDef
-	skipped []string
+	alloc    *structs.Allocation
+	group    string
+	nodeIP   string                  // for numeric port labels
+	taskEnvs map[string]*taskenv.Env // by task name
+	checks   []CheckDef
+	skipped  []string
 }
 
 func (r *resolver) service(env *taskenv.Env, task string, s *structs.Service) {
 	if s == nil || (s.Provider != "" && s.Provider != ProviderNomad) {
 		return
 	}
+	serviceTask := task
 	for i, sc := range s.Checks {
-		task := task
-		if task == "" {
-			task = sc.TaskName
-		}
+		task := s.CheckTask(sc, serviceTask)
 		name := sc.Name
 		if name == "" {
 			name = fmt.Sprintf("service: %q check", s.Name)
 		}
-		if sc.Type != CheckHTTP && sc.Type != CheckTCP {
+		if sc.Type != CheckHTTP && sc.Type != CheckTCP && sc.Type != CheckScript {
 			r.skipped = append(r.skipped, fmt.Sprintf("check %q of service %q: type %q is not supported", name, s.Name, sc.Type))
 			continue
 		}
@@ -96,10 +98,18 @@ func (r *resolver) service(env *taskenv.Env, task string, s *structs.Service) {
 			Interval: sc.Interval,
 			Timeout:  sc.Timeout,
 
-			InitialPassed: sc.InitialStatus == "passing",
+			InitialPassed:  sc.InitialStatus == "passing",
+			IgnoreWarnings: onUpdate(s, sc) == structs.OnUpdateIgnoreWarnings,
 		}
-		if onUpdate(s, sc) == onUpdateIgnore {
+		if cr := s.CheckRestart.Merge(sc.CheckRestart); cr != nil {
+			def.Restart = CheckRestart{Limit: cr.Limit, Grace: cr.Grace, IgnoreWarnings: cr.IgnoreWarnings}
+		}
+		if onUpdate(s, sc) == structs.OnUpdateIgnore {
 			def.Mode = ModeReadiness
+		}
+		if sc.Type == CheckScript {
+			r.script(&def, sc)
+			continue
 		}
 		label := sc.PortLabel
 		if label == "" {
@@ -112,6 +122,22 @@ func (r *resolver) service(env *taskenv.Env, task string, s *structs.Service) {
 		def.Address = addr
 		r.checks = append(r.checks, def)
 	}
+}
+
+// script completes a script check: its command, interpolated with its
+// task's environment.
+func (r *resolver) script(def *CheckDef, sc structs.ServiceCheck) {
+	def.Path, def.Header = "", nil
+	env := r.taskEnvs[def.Task]
+	switch {
+	case def.Task == "":
+		def.Err = "script check has no task to run in"
+	case env == nil:
+		def.Err = fmt.Sprintf("script check task %q is not a task of the group", def.Task)
+	default:
+		def.Command = env.ReplaceSlice(append([]string{sc.Command}, sc.Args...))
+	}
+	r.checks = append(r.checks, *def)
 }
 
 // onUpdate is the check's on_update, else its service's.

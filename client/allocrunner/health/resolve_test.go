@@ -18,10 +18,14 @@ func resolveAlloc() *structs.Allocation {
 					Method: "HEAD", Header: map[string][]string{"X-Alloc": {"${NOMAD_SHORT_ALLOC_ID}"}}, InitialStatus: "passing", TaskName: "app"},
 				{Name: "port", Type: "tcp", PortLabel: "admin"},
 				{Name: "ready", Type: "tcp", OnUpdate: "ignore"},
-				{Name: "script", Type: "script", Command: "/bin/true"},
+				{Name: "script", Type: "script", Command: "/bin/sh", Args: []string{"-c", "test -f ${NOMAD_TASK_NAME}.ready"}, TaskName: "app",
+					Interval: 3 * time.Second, Timeout: 2 * time.Second, OnUpdate: "ignore_warnings",
+					CheckRestart: &structs.CheckRestart{Limit: 2, Grace: 5 * time.Second}},
+				{Name: "taskless", Type: "script", Command: "/bin/true"},
+				{Name: "grpc", Type: "grpc", PortLabel: "http"},
 				{Name: "missing", Type: "tcp", PortLabel: "db"},
 				{Type: "tcp", PortLabel: "9000"},
-			}},
+			}, CheckRestart: &structs.CheckRestart{Limit: 3, Grace: time.Second, IgnoreWarnings: true}},
 			{Name: "elsewhere", PortLabel: "http", Provider: "consul", Checks: []structs.ServiceCheck{{Name: "consul", Type: "tcp"}}},
 		},
 		Tasks: []*structs.Task{{Name: "app", Services: []*structs.Service{
@@ -40,8 +44,8 @@ func resolveAlloc() *structs.Allocation {
 func TestResolveChecks(t *testing.T) {
 	node := &structs.Node{Attributes: map[string]string{"unique.network.ip-address": "10.0.0.7"}}
 	got, skipped := ResolveChecks(resolveAlloc(), node)
-	require.Equal(t, []string{`check "script" of service "web": type "script" is not supported`}, skipped)
-	require.Len(t, got, 6, "consul services are skipped")
+	require.Equal(t, []string{`check "grpc" of service "web": type "grpc" is not supported`}, skipped)
+	require.Len(t, got, 8, "consul services are skipped")
 	byName := map[string]CheckDef{}
 	ids := map[string]bool{}
 	for _, c := range got {
@@ -57,7 +61,17 @@ func TestResolveChecks(t *testing.T) {
 		ID: alive.ID, Name: "alive", Group: "g", Task: "app", Service: "web", Mode: ModeHealthiness,
 		Type: "http", Address: "10.0.0.7:25000", Method: "HEAD", Path: "health/3",
 		Header: map[string][]string{"X-Alloc": {"01234567"}}, Interval: 5 * time.Second, Timeout: time.Second, InitialPassed: true,
+		Restart: CheckRestart{Limit: 3, Grace: time.Second, IgnoreWarnings: true},
 	}, alive)
+
+	script := byName["script"]
+	require.Equal(t, CheckDef{
+		ID: script.ID, Name: "script", Group: "g", Task: "app", Service: "web", Mode: ModeHealthiness,
+		Type: "script", Command: []string{"/bin/sh", "-c", "test -f app.ready"},
+		Interval: 3 * time.Second, Timeout: 2 * time.Second, IgnoreWarnings: true,
+		Restart: CheckRestart{Limit: 2, Grace: 5 * time.Second, IgnoreWarnings: true},
+	}, script, "command interpolated with its task's environment; check_restart merged over the service's")
+	require.Equal(t, "script check has no task to run in", byName["taskless"].Err)
 	require.Equal(t, "192.168.1.5:25001", byName["port"].Address, "the check's own port label and the port's host IP")
 	require.Equal(t, ModeReadiness, byName["ready"].Mode)
 	require.Equal(t, "10.0.0.7:25000", byName["ready"].Address, "the service's port label")

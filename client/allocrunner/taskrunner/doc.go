@@ -27,6 +27,10 @@
 //	          │
 //	          └ Kill: [reason event] ["Waiting for shutdown delay"] "Killing"
 //	                  StopTask(kill_timeout, kill_signal) "Terminated" "Killed" ──► dead
+//	  running ── RestartUnhealthy (check_restart): "Restart Signaled" "Killing",
+//	             StopTask ──► "Terminated", then restarts.Evaluate as for an exit
+//	  running ── Restart (user): "Restart Signaled" "Killing" "Terminated"
+//	             "Restarting" ──► start again at once, outside the restart policy
 //
 //	Restore: state running + handle ──► RecoverTask ──► running (same process, no new start)
 //	                                    └ error: "Failed Restoring Task", then the restart policy

@@ -62,6 +62,7 @@ func (tr *TaskRunner) runUntilDead(recoverErr error) {
 			// The task ended by itself: a restart asked meanwhile is moot.
 			select {
 			case <-tr.restartCh:
+				tr.takeCheckRestart()
 			default:
 			}
 		}
@@ -246,6 +247,10 @@ func (tr *TaskRunner) waitExit() (exit *drivers.ExitResult, ev *structs.TaskEven
 	case <-tr.shutdownCh:
 		return nil, nil, true
 	case <-tr.restartCh:
+		if reason := tr.takeCheckRestart(); reason != "" {
+			exit, ev := tr.stopUnhealthy(h, ch, reason)
+			return exit, ev, false
+		}
 		return tr.stopForRestart(h, ch), nil, false
 	}
 }

@@ -121,6 +121,7 @@ type TaskRunner struct {
 	recoverErr    error                  // RecoverTask failed at Restore; Run handles it
 	lastPrepare   time.Time              // when the last prepare progress event was emitted
 	pendingPolicy *structs.RestartPolicy // from Update, for the tracker; or nil
+	checkRestart  string                 // reason of a pending RestartUnhealthy, or ""
 }
 
 // New returns a task runner for cfg.TaskName of cfg.Alloc; the task is
