@@ -112,7 +112,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
-	ar.initHooks(cfg.Node)
+	ar.initHooks(cfg.Node, cfg.PrevData)
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}
