@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,6 +65,12 @@ type Config struct {
 	// dev agent sets it: its state dies with it, so nothing could ever
 	// reattach or stop tasks it left. See stopAllocsForExit.
 	StopAllocsOnShutdown bool
+	// PeerTransport and PeerScheme are how this client reaches another
+	// node's client agent (fetching a previous allocation's ephemeral data,
+	// ephemeral_disk migrate): with TLS the agent's node transport and
+	// "https"; nil and "" mean http.DefaultTransport over plain HTTP.
+	PeerTransport http.RoundTripper
+	PeerScheme    string
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now
@@ -97,6 +104,11 @@ type timing struct {
 	// exitGrace is added to the longest kill_timeout to bound the stop of
 	// the allocations on exit (StopAllocsOnShutdown).
 	exitGrace time.Duration
+	// migratePoll is how often a replacement asks the previous node for
+	// its allocation's data while that allocation still runs, and
+	// migrateGiveUp how long the previous node may stay unreachable before
+	// the replacement starts without the data.
+	migratePoll, migrateGiveUp time.Duration
 }
 
 func (t timing) withDefaults() timing {
@@ -114,6 +126,8 @@ func (t timing) withDefaults() timing {
 	def(&t.logPoll, 250*time.Millisecond)
 	def(&t.logHeartbeat, 10*time.Second)
 	def(&t.exitGrace, exitStopGrace)
+	def(&t.migratePoll, time.Second)
+	def(&t.migrateGiveUp, 2*time.Minute)
 	return t
 }
 

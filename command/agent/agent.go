@@ -174,6 +174,9 @@ func (a *Agent) startClient() error {
 		// it stops its allocations on the way out instead of leaving tasks
 		// that nothing could reattach or stop.
 		StopAllocsOnShutdown: cfg.DevMode,
+		// Another node's client (ephemeral_disk migrate) is dialled as
+		// the servers dial nodes.
+		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)

@@ -1,0 +1,154 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// ephemeral_disk migrate between nodes. The server tells the node of a
+// replacement where its previous allocation ran (PreviousNodeAddr) and
+// gives it a token for that allocation only (structs.MigrateToken, keyed by
+// the previous node's secret). The replacement's client asks the previous
+// node's client for the snapshot:
+//
+//	GET /v1/client/allocation/{id}/snapshot   X-Nomad-Token: <migrate token>
+//
+// 200: a tar stream of alloc/data and each task's local/ (aborted, never
+// cut short cleanly, on a read error); 409 while the allocation's tasks
+// still run; 404 once the allocation is gone from that node; 403 for any
+// other token (nothing else is accepted, not even a management token).
+
+// prevPeer is where a new allocation's previous allocation ran on another
+// node, as the server's list said.
+type prevPeer struct {
+	addr, token string
+}
+
+// handleAllocSnapshot serves a stopped allocation's ephemeral data to its
+// replacement's client.
+func (c *Client) handleAllocSnapshot(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !structs.MigrateTokenValid(id, c.secretID, requestToken(r)) {
+		writeError(w, &httpError{Code: http.StatusForbidden, Msg: "Permission denied"})
+		return
+	}
+	ar := c.runner(id)
+	if ar == nil {
+		writeError(w, notFound("Unknown allocation %q", id))
+		return
+	}
+	a := ar.Alloc()
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg == nil || tg.EphemeralDisk == nil || !tg.EphemeralDisk.Migrate {
+		writeError(w, &httpError{Code: http.StatusForbidden, Msg: "allocation " + id + ": its ephemeral disk does not migrate"})
+		return
+	}
+	select {
+	case <-ar.TasksExitedCh():
+	default:
+		writeError(w, &httpError{Code: http.StatusConflict, Msg: allocrunner.ErrStillRunning.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-tar")
+	if err := ar.WriteSnapshot(w); err != nil {
+		c.logger.Error("failed to send allocation data to its replacement", "alloc_id", id, "error", err)
+		// Abort the response: the receiver must see a broken stream, not
+		// a short archive that looks complete.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// peerFetcher fetches a previous allocation's data from its node's client
+// (allocrunner.PrevDataFetcher).
+type peerFetcher struct {
+	http   *http.Client
+	url    string // .../v1/client/allocation/<prev>/snapshot
+	token  string
+	poll   time.Duration // between asks while the allocation runs
+	giveUp time.Duration // how long the node may stay unreachable
+	now    func() time.Time
+	logger hclog.Logger
+}
+
+var _ allocrunner.PrevDataFetcher = (*peerFetcher)(nil)
+
+// newPeerFetcher returns the fetcher of prevID's data from peer.
+func (c *Client) newPeerFetcher(prevID string, peer prevPeer) *peerFetcher {
+	scheme := c.cfg.PeerScheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	return &peerFetcher{
+		http:   &http.Client{Transport: c.cfg.PeerTransport},
+		url:    baseURL(scheme, peer.addr) + "/v1/client/allocation/" + url.PathEscape(prevID) + "/snapshot",
+		token:  peer.token,
+		poll:   c.cfg.timing.migratePoll,
+		giveUp: c.cfg.timing.migrateGiveUp,
+		now:    c.cfg.Now,
+		logger: c.logger.Named("migrate").With("previous_alloc_id", prevID),
+	}
+}
+
+// Fetch asks until the previous node answers with the data (200), says the
+// allocation is gone (404) or refuses (403), or has been unreachable (or
+// failing with 5xx) for giveUp; a 409 (still running) is asked again after
+// poll, however long it takes, as the replacement must not start before
+// its previous allocation stopped.
+func (p *peerFetcher) Fetch(ctx context.Context) (io.ReadCloser, error) {
+	var failingSince time.Time
+	for {
+		body, retry, err := p.ask(ctx)
+		if err == nil {
+			return body, nil
+		}
+		if !retry {
+			return nil, err
+		}
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusConflict {
+			failingSince = time.Time{}
+		} else {
+			if failingSince.IsZero() {
+				failingSince = p.now()
+			}
+			if p.now().Sub(failingSince) >= p.giveUp {
+				return nil, fmt.Errorf("previous node unreachable for %s: %w", p.giveUp, err)
+			}
+			p.logger.Debug("previous node did not answer; asking again", "error", err)
+		}
+		if !sleepCtx(ctx, p.poll) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// ask makes one request; retry says whether another may succeed.
+func (p *peerFetcher) ask(ctx context.Context) (io.ReadCloser, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("X-Nomad-Token", p.token)
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, ctx.Err() == nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp.Body, false, nil
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	err = &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))}
+	retry := resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500
+	return nil, retry, err
+}
