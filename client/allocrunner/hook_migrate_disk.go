@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
@@ -16,8 +18,9 @@ import (
 // previous allocation has stopped (prefetch before kill is unchanged), and
 // before any task starts:
 //
-//   - previous allocation on this node: its directories are moved
-//     (renamed) into this allocation's;
+//   - previous allocation on this node (running, or ended before this
+//     client process started, its directory still there): its directories
+//     are moved (renamed) into this allocation's;
 //   - on another node, with migrate: the data is fetched from that node's
 //     client (Config.PrevData) and restored atomically.
 //
@@ -47,6 +50,8 @@ func newDiskMigrateHook(ar *AllocRunner, remote PrevDataFetcher) *diskMigrateHoo
 	h := &diskMigrateHook{prevID: ar.alloc.PreviousAllocation, dir: ar.allocDir, tasks: ar.tasks}
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		h.local = l.prev.allocDir
+	} else if d := ranHere(ar.allocDir, h.prevID); d != nil {
+		h.local = d
 	} else if tg.EphemeralDisk.Migrate {
 		h.remote = remote
 	}
@@ -57,6 +62,21 @@ func newDiskMigrateHook(ar *AllocRunner, remote PrevDataFetcher) *diskMigrateHoo
 }
 
 func (*diskMigrateHook) Name() string { return "migrate_disk" }
+
+// ranHere returns the tree of allocation prevID when it is still beside
+// dir without a runner: it ran on this node and had ended before this
+// client process started (the client keeps no runner for it). Nil
+// otherwise.
+func ranHere(dir *allocdir.AllocDir, prevID string) *allocdir.AllocDir {
+	d, err := allocdir.New(filepath.Dir(dir.Dir()), prevID)
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Lstat(d.Dir()); err != nil || !fi.IsDir() {
+		return nil
+	}
+	return d
+}
 
 // Prerun moves or fetches the data; a restored runner already has it.
 func (h *diskMigrateHook) Prerun(ctx context.Context, req *PrerunRequest) error {

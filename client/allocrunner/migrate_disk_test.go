@@ -255,3 +255,30 @@ func TestStickyWithoutMigrateNeverFetchesRemote(t *testing.T) {
 		ar.Destroy()
 	})
 }
+
+func TestStickyDiskMovesDataOfAPreviousAllocationWithoutRunner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		d := withSeeingDriver(h)
+		// The previous allocation ended before the client restarted: only
+		// its directory is left.
+		prevID := "0ddba11-0000-4000-8000-000000000000"
+		prevDir, err := allocdir.New(h.root, prevID)
+		require.NoError(t, err)
+		require.NoError(t, prevDir.Build([]string{"web"}))
+		require.NoError(t, os.WriteFile(filepath.Join(prevDir.SharedDir(), "data", "state"), []byte("42"), 0o644))
+		peer := &fakePeer{err: errors.New("must not be asked")}
+
+		alloc := newAlloc(diskJob(&structs.EphemeralDisk{Migrate: true}, 2))
+		alloc.PreviousAllocation = prevID
+		ar := h.runner(alloc, useDriver(d), func(c *Config) { c.PrevData = peer })
+		go ar.Run()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Equal(t, structs.AllocClientStatusRunning, ar.Alloc().ClientStatus)
+		seen, _ := d.sawAtStart(alloc.ID + "/web")
+		require.Equal(t, "42|", seen)
+		require.Zero(t, peer.calls, "data on this node is moved, not fetched")
+		ar.Destroy()
+	})
+}
