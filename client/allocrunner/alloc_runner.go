@@ -32,6 +32,7 @@ type AllocRunner struct {
 	leaders        map[string]bool          // leader tasks by name
 	hooks          []RunnerHook
 	healthHook     *healthHook
+	migrateHook    *diskMigrateHook // or nil (nothing to inherit)
 	prepareTimeout time.Duration
 
 	runCtx    context.Context // cancelled on kill and shutdown; aborts prerun

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
@@ -31,11 +32,14 @@ import (
 // not a loss: the allocation fails, every task with a Setup Failure naming
 // the entry.
 type diskMigrateHook struct {
-	prevID string
-	dir    *allocdir.AllocDir
-	tasks  []*taskrunner.TaskRunner
-	local  *allocdir.AllocDir // the previous allocation's tree on this node, or nil
-	remote PrevDataFetcher    // or nil
+	prevID     string
+	dir        *allocdir.AllocDir
+	tasks      []*taskrunner.TaskRunner
+	prevRunner *AllocRunner       // the previous allocation's runner on this node, or nil
+	local      *allocdir.AllocDir // else its tree left on this node, or nil
+	remote     PrevDataFetcher    // else where to fetch it from, or nil
+
+	ran atomic.Bool // Prerun took the data (or found none to take)
 }
 
 var _ Prerunner = (*diskMigrateHook)(nil)
@@ -49,16 +53,36 @@ func newDiskMigrateHook(ar *AllocRunner, remote PrevDataFetcher) *diskMigrateHoo
 	}
 	h := &diskMigrateHook{prevID: ar.alloc.PreviousAllocation, dir: ar.allocDir, tasks: ar.tasks}
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
-		h.local = l.prev.allocDir
+		h.prevRunner = l.prev
 	} else if d := ranHere(ar.allocDir, h.prevID); d != nil {
 		h.local = d
 	} else if tg.EphemeralDisk.Migrate {
 		h.remote = remote
 	}
-	if h.local == nil && h.remote == nil {
+	if h.prevRunner == nil && h.local == nil && h.remote == nil {
 		return nil
 	}
 	return h
+}
+
+// dataSource is the tree that holds the data this allocation inherits on
+// this node: the previous allocation's, unless that one never took its
+// own inheritance (its prepare failed, so it stopped nothing and its
+// previous allocation ran on with the data); then, down the chain of local
+// previous allocations, the first one that did or had none to take. An
+// allocation whose tasks have not all exited is never a source.
+func (h *diskMigrateHook) dataSource() *allocdir.AllocDir {
+	src := h.prevRunner
+	for src.migrateHook != nil && !src.migrateHook.ran.Load() && src.migrateHook.prevRunner != nil {
+		next := src.migrateHook.prevRunner
+		select {
+		case <-next.TasksExitedCh():
+			src = next
+		default:
+			return src.allocDir
+		}
+	}
+	return src.allocDir
 }
 
 func (*diskMigrateHook) Name() string { return "migrate_disk" }
@@ -87,8 +111,13 @@ func (h *diskMigrateHook) Prerun(ctx context.Context, req *PrerunRequest) error 
 	for i, tr := range h.tasks {
 		names[i] = tr.Name()
 	}
-	if h.local != nil {
-		moved, err := allocdir.MoveEphemeral(h.local, h.dir, names)
+	defer h.ran.Store(true)
+	if h.prevRunner != nil || h.local != nil {
+		from := h.local
+		if h.prevRunner != nil {
+			from = h.dataSource()
+		}
+		moved, err := allocdir.MoveEphemeral(from, h.dir, names)
 		switch {
 		case err != nil:
 			h.lost(fmt.Errorf("moving its data: %w", err))

@@ -117,6 +117,7 @@ func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher) {
 	}
 	// After prepare: the previous allocation has stopped by then.
 	if h := newDiskMigrateHook(ar, prevData); h != nil {
+		ar.migrateHook = h
 		ar.hooks = append(ar.hooks, h)
 	}
 	ar.hooks = append(ar.hooks,

@@ -282,3 +282,54 @@ func TestStickyDiskMovesDataOfAPreviousAllocationWithoutRunner(t *testing.T) {
 		ar.Destroy()
 	})
 }
+
+// TestStickyDiskSkipsAFailedReplacement: v2's prepare failed, so v1 ran on
+// with the data; v3, replacing v2, takes v1's data.
+func TestStickyDiskSkipsAFailedReplacement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		d := withSeeingDriver(h)
+		disk := &structs.EphemeralDisk{Sticky: true}
+		v1 := newAlloc(diskJob(disk, 1))
+		r1 := h.runner(v1, useDriver(d))
+		go r1.Run()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.NoError(t, os.WriteFile(filepath.Join(h.root, v1.ID, "alloc", "data", "state"), []byte("42"), 0o644))
+
+		bad := diskJob(disk, 2)
+		bad.TaskGroups[0].Tasks[0].Config = map[string]any{"prepare_for": "1s", "prepare_error": "manifest unknown"}
+		v2 := newAlloc(bad)
+		v2.PreviousAllocation = v1.ID
+		r2 := h.runner(v2, useDriver(d), func(c *Config) { c.PrevAlloc = LocalPrevAlloc(r1) })
+		go r2.Run()
+		<-r2.WaitCh()
+		require.Equal(t, structs.AllocClientStatusFailed, r2.Alloc().ClientStatus)
+		require.Equal(t, structs.AllocClientStatusRunning, r1.Alloc().ClientStatus, "a failed prepare never stops the previous allocation")
+
+		// The server stops v1 and v2 and places v3; the client stops v2,
+		// which releases v1's held stop.
+		v3 := newAlloc(diskJob(disk, 3))
+		v3.PreviousAllocation = v2.ID
+		r3 := h.runner(v3, useDriver(d), func(c *Config) { c.PrevAlloc = LocalPrevAlloc(r2) })
+		stop := func(a *structs.Allocation) *structs.Allocation {
+			c := a.Copy()
+			c.DesiredStatus = structs.AllocDesiredStatusStop
+			c.AllocModifyIndex++
+			return c
+		}
+		r1.Update(stop(v1))
+		r2.Update(stop(v2))
+		go r3.Run()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		require.Equal(t, structs.AllocClientStatusRunning, r3.Alloc().ClientStatus)
+		require.Equal(t, structs.AllocClientStatusComplete, r1.Alloc().ClientStatus)
+		seen, _ := d.sawAtStart(v3.ID + "/web")
+		require.Equal(t, "42|", seen, "the data of the allocation that last ran")
+		r3.Destroy()
+		r2.Destroy()
+		r1.Destroy()
+	})
+}
