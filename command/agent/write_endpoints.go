@@ -226,8 +226,10 @@ type migrationPeer struct{ addr, token string }
 
 // migrationPeers returns the peers of node's live allocations whose group's
 // ephemeral disk migrates and whose previous allocation ran on another node
-// that is still known. The previous allocation is read without a watch: its
-// changes do not answer the node's query.
+// that is still known and not down (a lost allocation's data cannot be
+// had: its replacement starts at once without it, as in Nomad). The
+// previous allocation is read without a watch: its changes do not answer
+// the node's query.
 func migrationPeers(snap *state.Snapshot, node string, allocs []*structs.Allocation) (map[string]migrationPeer, error) {
 	var peers map[string]migrationPeer
 	for _, a := range allocs {
@@ -241,14 +243,14 @@ func migrationPeers(snap *state.Snapshot, node string, allocs []*structs.Allocat
 		if err != nil {
 			return nil, err
 		}
-		if prev == nil || prev.NodeID == node {
+		if prev == nil || prev.NodeID == node || prev.ClientStatus == structs.AllocClientStatusLost {
 			continue
 		}
 		n, err := snap.NodeByID(nil, prev.NodeID)
 		if err != nil {
 			return nil, err
 		}
-		if n == nil || n.HTTPAddr == "" {
+		if n == nil || n.HTTPAddr == "" || n.Status == structs.NodeStatusDown {
 			continue
 		}
 		if peers == nil {
