@@ -107,8 +107,9 @@ type timing struct {
 	// migratePoll is how often a replacement asks the previous node for
 	// its allocation's data while that allocation still runs, and
 	// migrateGiveUp how long the previous node may stay unreachable before
-	// the replacement starts without the data.
-	migratePoll, migrateGiveUp time.Duration
+	// the replacement starts without the data; migrateIdle how long it may
+	// send nothing while it answers.
+	migratePoll, migrateGiveUp, migrateIdle time.Duration
 }
 
 func (t timing) withDefaults() timing {
@@ -128,6 +129,7 @@ func (t timing) withDefaults() timing {
 	def(&t.exitGrace, exitStopGrace)
 	def(&t.migratePoll, time.Second)
 	def(&t.migrateGiveUp, 2*time.Minute)
+	def(&t.migrateIdle, defaultMigrateIdle)
 	return t
 }
 

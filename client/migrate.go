@@ -76,6 +76,7 @@ type peerFetcher struct {
 	token  string
 	poll   time.Duration // between asks while the allocation runs
 	giveUp time.Duration // how long the node may stay unreachable
+	idle   time.Duration // how long the node may send nothing; 0 is defaultMigrateIdle
 	now    func() time.Time
 	logger hclog.Logger
 }
@@ -94,6 +95,7 @@ func (c *Client) newPeerFetcher(prevID string, peer prevPeer) *peerFetcher {
 		token:  peer.token,
 		poll:   c.cfg.timing.migratePoll,
 		giveUp: c.cfg.timing.migrateGiveUp,
+		idle:   c.cfg.timing.migrateIdle,
 		now:    c.cfg.Now,
 		logger: c.logger.Named("migrate").With("previous_alloc_id", prevID),
 	}
@@ -132,23 +134,73 @@ func (p *peerFetcher) Fetch(ctx context.Context) (io.ReadCloser, error) {
 	}
 }
 
-// ask makes one request; retry says whether another may succeed.
-func (p *peerFetcher) ask(ctx context.Context) (io.ReadCloser, bool, error) {
+// ask makes one request; retry says whether another may succeed. The
+// request is cancelled when the peer sends nothing for idle, answer or
+// body alike.
+func (p *peerFetcher) ask(parent context.Context) (io.ReadCloser, bool, error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	idle := p.idle
+	if idle <= 0 {
+		idle = defaultMigrateIdle
+	}
+	timer := time.AfterFunc(idle, func() { cancel(fmt.Errorf("previous node sent nothing for %s", idle)) })
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
 	if err != nil {
+		cancel(nil)
 		return nil, false, err
 	}
 	req.Header.Set("X-Nomad-Token", p.token)
 	resp, err := p.http.Do(req)
 	if err != nil {
-		return nil, ctx.Err() == nil, err
+		timer.Stop()
+		if cause := context.Cause(ctx); cause != nil && parent.Err() == nil {
+			err = cause // the idle timer fired
+		}
+		cancel(nil)
+		return nil, parent.Err() == nil, err
 	}
 	if resp.StatusCode == http.StatusOK {
-		return resp.Body, false, nil
+		return &idleBody{body: resp.Body, ctx: ctx, timer: timer, idle: idle, cancel: cancel}, false, nil
 	}
+	timer.Stop()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
+	cancel(nil)
 	err = &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))}
 	retry := resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500
 	return nil, retry, err
+}
+
+// defaultMigrateIdle is how long a peer may send nothing before a fetch
+// gives up on it.
+const defaultMigrateIdle = 30 * time.Second
+
+// idleBody is a snapshot stream whose request is cancelled when no byte
+// arrives for idle; a read then fails with the reason.
+type idleBody struct {
+	body   io.ReadCloser
+	ctx    context.Context
+	timer  *time.Timer
+	idle   time.Duration
+	cancel context.CancelCauseFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		if cause := context.Cause(b.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.body.Close()
+	b.cancel(nil)
+	return err
 }

@@ -165,3 +165,37 @@ func TestMigrateGivesUpOnAnUnreachablePeer(t *testing.T) {
 	joined := strings.Join(msgs, "\n")
 	require.Contains(t, joined, "Could not migrate data from previous allocation 0ddba11-, starting without it: previous node unreachable for 200ms")
 }
+
+func TestMigrateGivesUpOnAStalledPeer(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.migrateIdle = 200 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var archive bytes.Buffer
+		tw := tar.NewWriter(&archive)
+		_ = tw.WriteHeader(&tar.Header{Name: "alloc/data/big", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1 << 20})
+		_, _ = w.Write(archive.Bytes()) // a header, then nothing
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(stalled.Close)
+
+	repl := migratingAlloc(c.NodeID())
+	repl.PreviousAllocation = "0ddba11-0000-4000-8000-000000000000"
+	srv.upsertAllocWithPeer(repl, prevPeer{addr: strings.TrimPrefix(stalled.URL, "http://"), token: "whatever"})
+	require.Eventually(t, func() bool { return srv.clientStatus(repl.ID) == "running" }, waitFor, tick)
+	var msgs []string
+	for _, e := range srv.taskState(repl.ID, "t").Events {
+		msgs = append(msgs, e.DisplayMessage)
+	}
+	require.Contains(t, strings.Join(msgs, "\n"), "previous node sent nothing for 200ms")
+	_, err := os.Stat(filepath.Join(cfg.AllocDir(), repl.ID, "alloc", "data", "big"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing of a broken transfer is kept")
+}
