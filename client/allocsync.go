@@ -107,6 +107,7 @@ func (c *Client) watchAllocs(ctx context.Context) {
 func (c *Client) applyAllocs(list []*nodeAlloc) {
 	incoming := make([]*structs.Allocation, 0, len(list))
 	var keep []string
+	peers := map[string]prevPeer{}
 	for _, na := range list {
 		var a *api.Allocation
 		if na != nil {
@@ -121,6 +122,9 @@ func (c *Client) applyAllocs(list []*nodeAlloc) {
 			continue
 		}
 		sa.SignedIdentities = na.SignedIdentities
+		if na.PreviousNodeAddr != "" && na.MigrateToken != "" {
+			peers[sa.ID] = prevPeer{addr: na.PreviousNodeAddr, token: na.MigrateToken}
+		}
 		incoming = append(incoming, sa)
 	}
 	// Decide and book-keep under the lock; hand updates to runners after
@@ -145,6 +149,9 @@ func (c *Client) applyAllocs(list []*nodeAlloc) {
 		}
 	}
 	for _, a := range d.added {
+		if p, ok := peers[a.ID]; ok {
+			c.prevPeers[a.ID] = p
+		}
 		c.addAllocLocked(a)
 	}
 	holds := computeStopHolds(incoming, func(id string) bool { e := c.allocs[id]; return e != nil && e.runner != nil })
@@ -278,7 +285,10 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)
+	} else if peer, ok := c.prevPeers[a.ID]; ok {
+		cfg.PrevData = c.newPeerFetcher(a.PreviousAllocation, peer)
 	}
+	delete(c.prevPeers, a.ID)
 	ar, err := allocrunner.NewAllocRunner(cfg)
 	if err != nil {
 		c.logger.Error("failed to create alloc runner", "alloc_id", a.ID, "error", err)

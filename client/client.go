@@ -44,7 +44,11 @@ type Client struct {
 
 	allocsMu sync.Mutex
 	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
-	closing  bool                   // Shutdown began; guarded by allocsMu
+	// prevPeers are the previous nodes of allocations not yet started
+	// whose ephemeral data migrates from there (migrate.go), by alloc ID;
+	// guarded by allocsMu.
+	prevPeers map[string]prevPeer
+	closing   bool // Shutdown began; guarded by allocsMu
 
 	updates *pendingUpdates
 	// images feeds the image collector; nil without a Docker driver that
@@ -129,6 +133,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		rpc:        newServerConn(cfg.Servers, id.SecretID, cfg.TLS, logger.Named("rpc")),
 		secretID:   id.SecretID,
 		allocs:     map[string]*allocEntry{},
+		prevPeers:  map[string]prevPeer{},
 		updates:    newPendingUpdates(),
 		registered: make(chan struct{}),
 		reregister: make(chan struct{}, 1),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,12 @@ type Config struct {
 	// node's registrations (the server checks it on the first one, as its
 	// client_introduction enforcement says); "" presents none.
 	IntroToken string
+	// PeerTransport and PeerScheme are how this client reaches another
+	// node's client agent (fetching a previous allocation's ephemeral data,
+	// ephemeral_disk migrate): with TLS the agent's node transport and
+	// "https"; nil and "" mean http.DefaultTransport over plain HTTP.
+	PeerTransport http.RoundTripper
+	PeerScheme    string
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now
@@ -101,6 +108,12 @@ type timing struct {
 	// exitGrace is added to the longest kill_timeout to bound the stop of
 	// the allocations on exit (StopAllocsOnShutdown).
 	exitGrace time.Duration
+	// migratePoll is how often a replacement asks the previous node for
+	// its allocation's data while that allocation still runs, and
+	// migrateGiveUp how long the previous node may stay unreachable before
+	// the replacement starts without the data; migrateIdle how long it may
+	// send nothing while it answers.
+	migratePoll, migrateGiveUp, migrateIdle time.Duration
 }
 
 func (t timing) withDefaults() timing {
@@ -118,6 +131,9 @@ func (t timing) withDefaults() timing {
 	def(&t.logPoll, 250*time.Millisecond)
 	def(&t.logHeartbeat, 10*time.Second)
 	def(&t.exitGrace, exitStopGrace)
+	def(&t.migratePoll, time.Second)
+	def(&t.migrateGiveUp, 2*time.Minute)
+	def(&t.migrateIdle, defaultMigrateIdle)
 	return t
 }
 

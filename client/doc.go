@@ -48,7 +48,12 @@
 // Handler serves what servers proxy to the client: task logs
 // (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats, the
 // allocation's service check results and host stats, and exec sessions
-// (a websocket at /v1/client/allocation/{id}/exec; see exec.go).
+// (a websocket at /v1/client/allocation/{id}/exec; see exec.go). It also
+// serves a stopped allocation's ephemeral data to its replacement's client
+// on another node (ephemeral_disk migrate, migrate.go): the server hands
+// the replacement's node the previous node's address and a migrate token
+// for that one allocation, keyed by the previous node's secret, which is
+// the only credential /v1/client/allocation/{id}/snapshot accepts.
 //
 // Deployment health is decided by the alloc runners (package
 // client/allocrunner/health) and travels as the DeploymentStatus of their

@@ -37,6 +37,7 @@ type fakeServer struct {
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
 	reports       []*structs.PrefetchReport               // every prefetch report, in order
 	identities    map[string]map[string]string            // signed identities, by alloc ID
+	peers         map[string]prevPeer                     // migration peers, by alloc ID
 	rights        map[string]*clientRights                // ACL resolve answers, by caller token ("" anonymous)
 	resolves      int                                     // ACL resolve calls
 }
@@ -161,7 +162,8 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 	out := []*nodeAlloc{}
 	for _, a := range s.allocs {
 		if a.NodeID == id {
-			out = append(out, &nodeAlloc{Allocation: a, SignedIdentities: s.identities[a.ID]})
+			peer := s.peers[a.ID]
+			out = append(out, &nodeAlloc{Allocation: a, SignedIdentities: s.identities[a.ID], PreviousNodeAddr: peer.addr, MigrateToken: peer.token})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -475,4 +477,23 @@ func (s *fakeServer) prefetchReports() []structs.PrefetchReport {
 		out[i] = *r
 	}
 	return out
+}
+
+// upsertAllocWithPeer adds a with the previous node to fetch its
+// ephemeral data from.
+func (s *fakeServer) upsertAllocWithPeer(a *api.Allocation, peer prevPeer) {
+	s.mu.Lock()
+	if s.peers == nil {
+		s.peers = map[string]prevPeer{}
+	}
+	s.peers[a.ID] = peer
+	s.mu.Unlock()
+	s.upsertAlloc(a)
+}
+
+// secretOf returns the secret ID node registered with.
+func (s *fakeServer) secretOf(node string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.secrets[node]
 }

@@ -63,6 +63,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 //	PUT /v1/client/allocation/{id}/signal
 //	GET, POST /v1/client/metadata
 //	GET /v1/client/allocation/{id}/exec (a websocket; see exec.go)
+//	GET /v1/client/allocation/{id}/snapshot (a migrate token; see migrate.go)
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.handleLogs)
@@ -82,6 +83,7 @@ func (c *Client) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
 	mux.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
 	mux.HandleFunc("GET /v1/client/allocation/{id}/exec", c.handleAllocExec)
+	mux.HandleFunc("GET /v1/client/allocation/{id}/snapshot", c.handleAllocSnapshot)
 	return mux
 }
 

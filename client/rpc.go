@@ -173,6 +173,11 @@ type allocUpdateRequest struct{ Allocs []*api.Allocation }
 type nodeAlloc struct {
 	*api.Allocation
 	SignedIdentities map[string]string `json:",omitempty"`
+	// PreviousNodeAddr and MigrateToken, for an allocation whose group's
+	// ephemeral disk migrates from another node: where and with what to
+	// fetch the previous allocation's data (see migrate.go).
+	PreviousNodeAddr string `json:",omitempty"`
+	MigrateToken     string `json:",omitempty"`
 }
 
 type indexResponse struct{ Index uint64 }

@@ -120,9 +120,15 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 		avoid[p.Previous.NodeID] = true
 	}
 	metric := &structs.AllocationMetric{NodesInPool: base.inPool, NodePool: base.pool, NodesAvailable: base.available}
-	node, ar, err := b.selectNode(g, exclude, avoid, metric)
+	node, ar, err := b.stickyNode(g, p, exclude, metric)
 	if err != nil {
 		return err
+	}
+	if node == nil {
+		node, ar, err = b.selectNode(g, exclude, avoid, metric)
+		if err != nil {
+			return err
+		}
 	}
 	if node == nil {
 		b.fail(g, metric)
@@ -200,18 +206,9 @@ func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Alloca
 			metric.ConstraintFiltered[reason]++
 			continue
 		}
-		others, err := b.othersOn(node.ID, exclude)
+		ar, all, dim, err := b.fit(node, g, exclude)
 		if err != nil {
 			return nil, nil, err
-		}
-		ar, dim := allocateResources(node, g.Group, others, nil)
-		all := others
-		if ar != nil {
-			probe := &structs.Allocation{AllocatedResources: ar, DesiredStatus: structs.AllocDesiredStatusRun}
-			all = append(slices.Clip(others), probe)
-			if fit, d := structs.AllocsFit(node, all); !fit {
-				dim = d
-			}
 		}
 		if dim != "" {
 			metric.NodesExhausted++
@@ -251,6 +248,52 @@ func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Alloca
 		return nil, nil, nil
 	}
 	return best.node, best.ar, nil
+}
+
+// fit allocates g's resources on node next to the allocations it will run
+// once the plan commits (less exclude). It returns the resources and those
+// allocations with the probe added, or the exhausted dimension.
+func (b *genericPlanBuilder) fit(node *structs.Node, g *GenericGroup, exclude *structs.Allocation) (*structs.AllocatedResources, []*structs.Allocation, string, error) {
+	others, err := b.othersOn(node.ID, exclude)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ar, dim := allocateResources(node, g.Group, others, nil)
+	all := others
+	if ar != nil {
+		probe := &structs.Allocation{AllocatedResources: ar, DesiredStatus: structs.AllocDesiredStatusRun}
+		all = append(slices.Clip(others), probe)
+		if fit, d := structs.AllocsFit(node, all); !fit {
+			dim = d
+		}
+	}
+	return ar, all, dim, nil
+}
+
+// stickyNode is the node of p's previous allocation when g's ephemeral
+// disk is sticky (or migrate) and that node can take the replacement: it
+// is ready (not draining, eligible), still in the job's node pool and
+// datacenters, passes the group's constraints and has room. It returns nil
+// otherwise; the placement then goes wherever selectNode finds room (and
+// with migrate, the client fetches the data from the previous node). This
+// holds for destructive updates and reschedules alike, as in Nomad; a
+// migration off a draining node never finds its node ready.
+func (b *genericPlanBuilder) stickyNode(g *GenericGroup, p GenericPlacement, exclude *structs.Allocation,
+	metric *structs.AllocationMetric) (*structs.Node, *structs.AllocatedResources, error) {
+	if p.Previous == nil || !g.Group.EphemeralDisk.KeepsData() {
+		return nil, nil, nil
+	}
+	node := b.byID[p.Previous.NodeID]
+	if node == nil || !node.Ready() || !PoolMatches(b.job.NodePool, node.NodePool) ||
+		!DatacenterMatches(b.job.Datacenters, node.Datacenter) || b.filter(node, g) != "" {
+		return nil, nil, nil
+	}
+	ar, _, dim, err := b.fit(node, g, exclude)
+	if err != nil || dim != "" {
+		return nil, nil, err
+	}
+	metric.NodesEvaluated++
+	return node, ar, nil
 }
 
 // filter returns why node may not run g ("" when it may): static

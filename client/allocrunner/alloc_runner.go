@@ -31,6 +31,7 @@ type AllocRunner struct {
 	tasks          []*taskrunner.TaskRunner // in the group's order
 	hooks          []RunnerHook
 	healthHook     *healthHook
+	migrateHook    *diskMigrateHook // or nil (nothing to inherit)
 	prepareTimeout time.Duration
 	lc             *lifecycleState // lifecycle ordering: gates, phase, stop
 
@@ -112,7 +113,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
-	ar.initHooks(cfg.Node)
+	ar.initHooks(cfg.Node, cfg.PrevData)
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}

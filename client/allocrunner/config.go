@@ -3,6 +3,7 @@ package allocrunner
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,7 +41,11 @@ type Config struct {
 	// PrevAlloc, when the alloc replaces one on the same node (Alloc.PreviousAllocation names a local
 	// alloc), lets the runner stop/wait for it; nil otherwise.
 	PrevAlloc PrevAllocController
-	Now       func() time.Time // default time.Now
+	// PrevData, when the alloc replaces one that ran on another node and
+	// its group's ephemeral_disk has migrate, fetches that allocation's
+	// ephemeral data before the tasks start; nil otherwise.
+	PrevData PrevDataFetcher
+	Now      func() time.Time // default time.Now
 	// HostEnv is the client's environment less env.denylist, handed to the
 	// tasks of drivers that inherit it (raw_exec, exec).
 	HostEnv map[string]string
@@ -52,6 +57,17 @@ type PrevAllocController interface {
 	Stop()
 	// Wait blocks until the previous alloc's tasks have all exited (or ctx done).
 	Wait(ctx context.Context) error
+}
+
+// PrevDataFetcher fetches a previous allocation's ephemeral data from the
+// node that ran it (ephemeral_disk migrate).
+type PrevDataFetcher interface {
+	// Fetch waits until the previous allocation has stopped on its node
+	// and returns its ephemeral data, a stream in allocdir.WriteSnapshot's
+	// format, which the caller closes. It returns an error when the data
+	// cannot be had (the allocation was collected, the node is gone) or
+	// ctx ends.
+	Fetch(ctx context.Context) (io.ReadCloser, error)
 }
 
 // validate checks the required fields of cfg.

@@ -22,6 +22,8 @@
 //	                               │    prepare     prepare tasks ── failure ──► task failed, previous alloc untouched
 //	                               │                PrevAlloc.Stop(); PrevAlloc.Wait()
 //	                               │                prepare tasks with prefetch = false
+//	                               │    migrate_disk  (ephemeral_disk sticky/migrate) previous alloc's alloc/data
+//	                               │                and <task>/local: moved (same node) or fetched (Config.PrevData)
 //	                               ├─ task runners run (start, wait, restart per policy),
 //	                               │    each behind its lifecycle gate (lifecycle.go):
 //	                               │    prestart ─► main ─► poststart; a failed task (or a
@@ -93,6 +95,18 @@
 // kill-then-pull).
 // Progress is reported as "Driver" task events (bytes and percent in
 // Details), at most one a second.
+//
+// Sticky and migrating ephemeral disks (hook_migrate_disk.go): a
+// replacement of a group whose ephemeral_disk is sticky or migrate takes
+// its previous allocation's alloc/data and each task's local/ after the
+// previous allocation stopped and before its own tasks start: renamed from
+// the previous allocation's tree on the same node (which no longer holds
+// them), or, with migrate and the previous allocation on another node,
+// restored from that node's snapshot (Config.PrevData; the client fetches
+// it over the previous node's client API). Best effort as in Nomad: data
+// that cannot be had leaves empty directories and a "Task Setup" event; an
+// archive entry that would leave the allocation directory fails the
+// allocation (a "Setup Failure" naming the entry).
 //
 // Known limits: logs are not rotated
 // (log_config is not enforced; see allocdir); the restart policy has no

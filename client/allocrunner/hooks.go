@@ -105,15 +105,23 @@ func runHooks[H RunnerHook](ar *AllocRunner, phase string, stopOnErr bool, fn fu
 }
 
 // initHooks builds the runner's hooks, in the order they run. The health
-// hook runs before prepare, so healthy_deadline counts the prepare step.
-func (ar *AllocRunner) initHooks(node *structs.Node) {
+// hook runs before prepare, so healthy_deadline counts the prepare step
+// (and a data migration).
+func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher) {
 	ar.healthHook = newHealthHook(ar, node)
 	ar.hooks = []RunnerHook{
 		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
 		&dispatchPayloadHook{dir: ar.allocDir, alloc: ar.alloc},
 		ar.healthHook,
 		newPrepareHook(ar),
+	}
+	// After prepare: the previous allocation has stopped by then.
+	if h := newDiskMigrateHook(ar, prevData); h != nil {
+		ar.migrateHook = h
+		ar.hooks = append(ar.hooks, h)
+	}
+	ar.hooks = append(ar.hooks,
 		newShutdownDelayHook(ar),
 		&stateHook{db: ar.stateDB, allocID: ar.id},
-	}
+	)
 }

@@ -2,6 +2,8 @@ package allocrunner
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync"
 )
 
@@ -103,4 +105,22 @@ func (ar *AllocRunner) releasePrev() {
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.release(true)
 	}
+}
+
+// ErrStillRunning is returned by WriteSnapshot while a task of the
+// allocation may still run.
+var ErrStillRunning = errors.New("the allocation's tasks are still running")
+
+// WriteSnapshot writes the allocation's ephemeral data (alloc/data and each
+// task's local/, see allocdir.WriteSnapshot) to w, for a replacement on
+// another node (ephemeral_disk migrate). It refuses with ErrStillRunning
+// until every task has exited, so the data is never read while a task
+// writes it.
+func (ar *AllocRunner) WriteSnapshot(w io.Writer) error {
+	select {
+	case <-ar.exitedCh:
+	default:
+		return ErrStillRunning
+	}
+	return ar.allocDir.WriteSnapshot(w, ar.taskNames())
 }

@@ -184,6 +184,9 @@ func (a *Agent) startClient() error {
 		// that nothing could reattach or stop.
 		StopAllocsOnShutdown: cfg.DevMode,
 		IntroToken:           cfg.Client.IntroToken,
+		// Another node's client (ephemeral_disk migrate) is dialled as
+		// the servers dial nodes.
+		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start client: %w", err)

@@ -1,94 +1,111 @@
 package agent
 
 import (
+	"net/url"
 	"testing"
-	"time"
 
+	"github.com/google/uuid"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// TestContractDrainMigratesInWaves drains a node holding three allocations
-// of a group with migrate { max_parallel = 1 }: one migrates at a time, the
-// next once the client reports the previous replacement healthy (per the
-// migrate block: running alone is not enough).
-func TestContractDrainMigratesInWaves(t *testing.T) {
+// TestContractNodeAllocs_MigrationPeer: the node of a replacement whose
+// group's ephemeral disk migrates receives, with the allocation, the HTTP
+// address of the node that ran the previous allocation and a migrate token
+// keyed by that node's secret; no other allocation carries either.
+func TestContractNodeAllocs_MigrationPeer(t *testing.T) {
 	ta := newTestAgent(t, "")
 	c := ta.client
-	from := ta.registerNode(t, "node-1")
-	job := serviceJob("web", 3)
-	job.Update = &api.UpdateStrategy{MaxParallel: new(0)}
-	job.TaskGroups[0].Migrate = &api.MigrateStrategy{MaxParallel: new(1)}
-	registerAndWait(t, c, job)
-	to := ta.registerNode(t, "node-2")
-
-	live := func() (onFrom, onTo []*api.AllocationListStub) {
-		allocs, _, err := c.Jobs().Allocations("web", true, nil)
-		require.NoError(t, err)
-		for _, a := range allocs {
-			if a.DesiredStatus != "run" {
-				continue
-			}
-			switch a.NodeID {
-			case from:
-				onFrom = append(onFrom, a)
-			case to:
-				onTo = append(onTo, a)
-			}
+	type node struct{ id, secret, addr string }
+	nodes := map[string]node{}
+	for i, name := range []string{"node-1", "node-2"} {
+		n := node{id: uuid.NewString(), secret: uuid.NewString(), addr: []string{"127.0.0.1:14646", "127.0.0.1:24646"}[i]}
+		an := &api.Node{
+			ID: n.id, Name: name, Datacenter: "dc1", NodePool: "default", Status: "ready", HTTPAddr: n.addr,
+			SchedulingEligibility: "eligible",
+			Attributes:            map[string]string{"kernel.name": "linux", "os.name": "debian"},
+			NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000, TotalCpuCores: 4},
+				Memory: api.NodeMemoryResources{MemoryMB: 8192}, Disk: api.NodeDiskResources{DiskMB: 100000}},
+			ReservedResources: &api.NodeReservedResources{},
+			Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 		}
-		return onFrom, onTo
+		var out nodeRegisterResponse
+		_, err := c.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: an, SecretID: n.secret}, &out, nil)
+		require.NoError(t, err)
+		nodes[n.id] = n
 	}
-	settled := func(wantTo int) []*api.AllocationListStub {
-		t.Helper()
-		var onTo []*api.AllocationListStub
-		require.Eventually(t, func() bool {
-			evals, _, err := c.Jobs().Evaluations("web", nil)
+	nodeAllocs := func(n node) []*nodeAlloc {
+		var out []*nodeAlloc
+		_, err := ta.clientWith(t, n.secret).Raw().Query("/v1/internal/node/"+url.PathEscape(n.id)+"/allocs", &out, nil)
+		require.NoError(t, err)
+		return out
+	}
+	register := func(job *api.Job) {
+		resp, _, err := c.Jobs().Register(job, nil)
+		require.NoError(t, err)
+		require.Equal(t, "complete", waitEvalComplete(t, c, resp.EvalID).Status)
+	}
+	job := func(version string, disk *api.EphemeralDisk) *api.Job {
+		j := testJob("cache")
+		j.Type = new("service")
+		j.TaskGroups[0].Update = nil
+		j.TaskGroups[0].EphemeralDisk = disk
+		j.TaskGroups[0].Tasks[0].Env = map[string]string{"V": version}
+		return j
+	}
+
+	for _, tc := range []struct {
+		name     string
+		disk     *api.EphemeralDisk
+		wantPeer bool
+	}{
+		{"migrate", &api.EphemeralDisk{Migrate: new(true)}, true},
+		{"sticky only", &api.EphemeralDisk{Sticky: new(true)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			register(job("1", tc.disk))
+			allocs, _, err := c.Jobs().Allocations("cache", false, nil)
 			require.NoError(t, err)
-			for _, e := range evals {
-				if e.Status == "pending" {
-					return false
+			var prev *api.AllocationListStub
+			for _, a := range allocs {
+				if a.DesiredStatus == "run" {
+					prev = a
 				}
 			}
-			var onFrom []*api.AllocationListStub
-			onFrom, onTo = live()
-			return len(onTo) == wantTo && len(onFrom)+len(onTo) == 3
-		}, 10*time.Second, 20*time.Millisecond)
-		return onTo
-	}
-	onFrom, _ := live()
-	require.Len(t, onFrom, 3)
+			require.NotNil(t, prev)
+			from := nodes[prev.NodeID]
+			_, err = c.Nodes().ToggleEligibility(from.id, false, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _, _ = c.Nodes().ToggleEligibility(from.id, true, nil) })
+			register(job("2", tc.disk))
 
-	_, err := c.Nodes().UpdateDrainOpts(from, &api.DrainOptions{DrainSpec: &api.DrainSpec{Deadline: time.Hour}}, nil)
-	require.NoError(t, err)
-	for wave := 1; wave <= 3; wave++ {
-		onTo := settled(wave)
-		// Nothing else moves while the newest replacement is pending.
-		var pending *api.AllocationListStub
-		for _, a := range onTo {
-			if a.ClientStatus == "pending" {
-				require.Nil(t, pending, "at most max_parallel migrations in flight")
-				pending = a
+			var to node
+			for id, n := range nodes {
+				if id != from.id {
+					to = n
+				}
 			}
-		}
-		require.NotNil(t, pending)
-		// Running is not enough: the migrate block's health decides.
-		_, err := ta.Server().AllocClientUpdate([]*structs.Allocation{{ID: pending.ID, ClientStatus: structs.AllocClientStatusRunning}})
-		require.NoError(t, err)
-		settled(wave)
-		_, err = ta.Server().AllocClientUpdate([]*structs.Allocation{{ID: pending.ID, ClientStatus: structs.AllocClientStatusRunning,
-			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: new(true)}}})
-		require.NoError(t, err)
+			var repl *nodeAlloc
+			for _, a := range nodeAllocs(to) {
+				if a.PreviousAllocation == prev.ID {
+					repl = a
+				}
+			}
+			require.NotNil(t, repl, "the replacement runs on the other node")
+			if tc.wantPeer {
+				require.Equal(t, from.addr, repl.PreviousNodeAddr)
+				require.Equal(t, structs.MigrateToken(prev.ID, from.secret), repl.MigrateToken)
+			} else {
+				require.Empty(t, repl.PreviousNodeAddr)
+				require.Empty(t, repl.MigrateToken)
+			}
+			for _, a := range nodeAllocs(from) {
+				require.Empty(t, a.MigrateToken, "the previous node gets no token")
+			}
+			_, _, err = c.Jobs().Deregister("cache", true, nil)
+			require.NoError(t, err)
+		})
 	}
-	onFrom, onTo := live()
-	require.Empty(t, onFrom)
-	require.Len(t, onTo, 3)
-	evals, _, err := c.Jobs().Evaluations("web", nil)
-	require.NoError(t, err)
-	triggers := map[string]int{}
-	for _, e := range evals {
-		triggers[e.TriggeredBy]++
-	}
-	require.Equal(t, 3, triggers["node-drain"], "one evaluation per replacement that became healthy: %v", triggers)
 }

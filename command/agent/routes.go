@@ -128,6 +128,10 @@ func (h *HTTPServer) registerRoutes() {
 	// handler checks the rule itself (see allocExec).
 	execRule := objectCap(acl.NamespaceCapabilityAllocExec, allocNS("id"))
 	handle("GET", "/v1/client/allocation/{id}/exec", execRule, h.allocExec(execRule))
+	// snapshot: a replacement's client fetching this allocation's
+	// ephemeral data (ephemeral_disk migrate); the node's client checks
+	// the migrate token, derived from its secret (structs.MigrateToken).
+	getRaw("/v1/client/allocation/{id}/snapshot", nodeSecret(), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/allocation/{id}/stats", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/allocation/{id}/checks", objectCap(readJob, allocNS("id")), h.clientRoute(h.nodeOfAlloc("id")))
 	getRaw("/v1/client/fs/logs/{alloc}", objectCap(acl.NamespaceCapabilityReadLogs, allocNS("alloc")), h.clientRoute(h.nodeOfAlloc("alloc")))

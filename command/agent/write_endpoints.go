@@ -191,26 +191,78 @@ func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) 
 		return nil, 0, err
 	}
 	id := r.PathValue("id")
+	type answer struct {
+		allocs []*structs.Allocation
+		peers  map[string]migrationPeer // by allocation ID
+	}
 	res, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
 		allocs, err := snap.AllocsByNode(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		return allocs, snap.NodeAllocsIndex(allocs), nil
+		peers, err := migrationPeers(snap, id, allocs)
+		if err != nil {
+			return nil, 0, err
+		}
+		return answer{allocs, peers}, snap.NodeAllocsIndex(allocs), nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	allocs, _ := res.([]*structs.Allocation)
-	out := make([]*nodeAlloc, 0, len(allocs))
-	for _, a := range allocs {
+	ans, _ := res.(answer)
+	out := make([]*nodeAlloc, 0, len(ans.allocs))
+	for _, a := range ans.allocs {
 		job, err := apiconv.JobJSON(a.Job)
 		if err != nil {
 			return nil, 0, err
 		}
-		out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(a), Job: job, SignedIdentities: a.SignedIdentities})
+		peer := ans.peers[a.ID]
+		out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(a), Job: job, SignedIdentities: a.SignedIdentities,
+			PreviousNodeAddr: peer.addr, MigrateToken: peer.token})
 	}
 	return out, index, nil
+}
+
+// migrationPeer is where a replacement's client fetches its previous
+// allocation's ephemeral data (ephemeral_disk migrate): the HTTP address
+// of the node that ran it and the token that node accepts for it.
+type migrationPeer struct{ addr, token string }
+
+// migrationPeers returns the peers of node's live allocations whose group's
+// ephemeral disk migrates and whose previous allocation ran on another node
+// that is still known and not down (a lost allocation's data cannot be
+// had: its replacement starts at once without it, as in Nomad). The
+// previous allocation is read without a watch: its changes do not answer
+// the node's query.
+func migrationPeers(snap *state.Snapshot, node string, allocs []*structs.Allocation) (map[string]migrationPeer, error) {
+	var peers map[string]migrationPeer
+	for _, a := range allocs {
+		if a.PreviousAllocation == "" || a.ServerTerminal() || a.Job == nil {
+			continue
+		}
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg == nil || tg.EphemeralDisk == nil || !tg.EphemeralDisk.Migrate {
+			continue
+		}
+		prev, err := snap.AllocByID(nil, a.PreviousAllocation)
+		if err != nil {
+			return nil, err
+		}
+		if prev == nil || prev.NodeID == node || prev.ClientStatus == structs.AllocClientStatusLost {
+			continue
+		}
+		n, err := snap.NodeByID(nil, prev.NodeID)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil || n.HTTPAddr == "" || n.Status == structs.NodeStatusDown {
+			continue
+		}
+		if peers == nil {
+			peers = map[string]migrationPeer{}
+		}
+		peers[a.ID] = migrationPeer{addr: n.HTTPAddr, token: structs.MigrateToken(prev.ID, n.SecretID)}
+	}
+	return peers, nil
 }
 
 // nodeAlloc is an allocation as its node receives it: the api form plus
@@ -223,6 +275,11 @@ type nodeAlloc struct {
 	*api.Allocation
 	Job              json.RawMessage
 	SignedIdentities map[string]string `json:",omitempty"`
+	// PreviousNodeAddr and MigrateToken let the node fetch the ephemeral
+	// data of the allocation this one replaces from the node that ran it
+	// (ephemeral_disk migrate); see migrationPeers.
+	PreviousNodeAddr string `json:",omitempty"`
+	MigrateToken     string `json:",omitempty"`
 }
 
 // allocUpdateRequest is the body of the internal client alloc update.

@@ -238,6 +238,13 @@ type EphemeralDisk struct {
 	SizeMB  int
 }
 
+// KeepsData reports whether a replacement of the group's allocation
+// inherits the previous allocation's alloc/data and task local/
+// directories: sticky, or migrate (which implies sticky, as in Nomad).
+// The scheduler then prefers the previous allocation's node; with
+// migrate the client also fetches the data from another node.
+func (d *EphemeralDisk) KeepsData() bool { return d != nil && (d.Sticky || d.Migrate) }
+
 // LogConfig bounds the rotated task logs.
 type LogConfig struct {
 	MaxFiles      int

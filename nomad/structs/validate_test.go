@@ -140,6 +140,11 @@ func TestValidate_ValidJobs(t *testing.T) {
 			task.Resources.Networks = []*NetworkResource{{DynamicPorts: []Port{{Label: "metrics"}}}}
 			task.Services = []*Service{{Name: "metrics", PortLabel: "metrics"}}
 		}},
+		{"sticky ephemeral disk", func(j *Job) { j.TaskGroups[0].EphemeralDisk = &EphemeralDisk{Sticky: true, SizeMB: 300} }},
+		{"migrating ephemeral disk", func(j *Job) { j.TaskGroups[0].EphemeralDisk = &EphemeralDisk{Migrate: true, SizeMB: 300} }},
+		{"sticky and migrating ephemeral disk", func(j *Job) {
+			j.TaskGroups[0].EphemeralDisk = &EphemeralDisk{Sticky: true, Migrate: true, SizeMB: 500}
+		}},
 		{"not canonical: job-level update only", func(j *Job) {
 			j.TaskGroups[0].Update = nil
 			j.Update = UpdateStrategy{MaxParallel: 2, HealthCheck: "task_states", HealthyDeadline: time.Minute}
@@ -244,10 +249,6 @@ func TestValidate_Problems(t *testing.T) {
 		{"kill_timeout negative", func(j *Job) { task(j).KillTimeout = -time.Second },
 			`task "server": kill_timeout must not be negative, got -1s`},
 		// Kept in the model but not carried out yet: refused, naming why.
-		{"sticky disk", func(j *Job) { tg(j).EphemeralDisk = &EphemeralDisk{Sticky: true, SizeMB: 300} },
-			"ephemeral_disk: sticky is not supported by Drover yet"},
-		{"migrated disk", func(j *Job) { tg(j).EphemeralDisk = &EphemeralDisk{Migrate: true, SizeMB: 300} },
-			"ephemeral_disk: migrate is not supported by Drover yet"},
 		{"max_client_disconnect", func(j *Job) { d := time.Hour; tg(j).MaxClientDisconnect = &d },
 			"max_client_disconnect is not supported by Drover yet"},
 		{"stop_after_client_disconnect", func(j *Job) { d := time.Hour; tg(j).StopAfterClientDisconnect = &d },

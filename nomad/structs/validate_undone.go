@@ -16,14 +16,6 @@ var hostNetworkModes = []string{"", "host"}
 
 // undoneGroup adds the refusals of a group's own settings.
 func (tg *TaskGroup) undoneGroup(p *problems) {
-	if d := tg.EphemeralDisk; d != nil {
-		if d.Sticky {
-			p.addf("ephemeral_disk: sticky is not supported by Drover yet: a replacement would start without the previous allocation's data; remove sticky = true")
-		}
-		if d.Migrate {
-			p.addf("ephemeral_disk: migrate is not supported by Drover yet: the data would not follow the allocation; remove migrate = true")
-		}
-	}
 	if tg.MaxClientDisconnect != nil {
 		p.addf("max_client_disconnect is not supported by Drover yet: allocations of a disconnected node are marked lost and replaced at the heartbeat deadline")
 	}

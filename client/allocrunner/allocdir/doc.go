@@ -18,6 +18,14 @@
 // Known limit: the files are not rotated, so a task's log_config
 // (max_files, max_file_size) is not enforced yet.
 //
-// Importers: client/allocrunner and its taskrunner. It imports the
+// Ephemeral data (migrate.go): what ephemeral_disk sticky and migrate hand
+// to a replacement, alloc/data and each task's local/. MoveEphemeral
+// renames it from the previous allocation on the same node;
+// WriteSnapshot and RestoreSnapshot carry it between nodes as a tar stream,
+// restored atomically and refusing entries that would leave the allocation
+// directory (ErrUnsafeArchive).
+//
+// Importers: client/allocrunner and its taskrunner, and client (which
+// serves snapshots to a replacement on another node). It imports the
 // standard library and helper/pathguard.
 package allocdir
