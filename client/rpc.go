@@ -17,6 +17,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/wire"
 )
 
 // callTimeout bounds every server call but the blocking alloc query.
@@ -145,64 +147,40 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 	return resp.Header, nil
 }
 
-// Wire types of the internal endpoints.
-
-type registerRequest struct {
-	Node       *api.Node
-	SecretID   string
-	IntroToken string `json:",omitempty"`
-}
-
-type registerResponse struct {
-	EvalIDs      []string
-	Index        uint64
-	HeartbeatTTL time.Duration
-}
-
-type heartbeatRequest struct{ Status string }
-
-type heartbeatResponse struct {
-	HeartbeatTTL time.Duration
-	Index        uint64
-}
-
-type allocUpdateRequest struct{ Allocs []*api.Allocation }
-
-// nodeAlloc is an allocation as the node receives it: the api form plus
-// the workload identities the leader signed for its tasks.
-type nodeAlloc struct {
-	*api.Allocation
-	SignedIdentities map[string]string `json:",omitempty"`
-}
-
-type indexResponse struct{ Index uint64 }
-
-func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*registerResponse, error) {
+func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*wire.NodeRegisterResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out registerResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
+	var out wire.NodeRegisterResponse
+	_, err := s.call(ctx, http.MethodPut, wire.RouteNodeRegister, nil, &wire.NodeRegisterRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
 	return &out, err
 }
 
-func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*heartbeatResponse, error) {
+func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*wire.NodeHeartbeatResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out heartbeatResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/heartbeat", nil, &heartbeatRequest{Status: status}, &out)
+	var out wire.NodeHeartbeatResponse
+	_, err := s.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeHeartbeat, nodeID), nil, &wire.NodeHeartbeatRequest{Status: status}, &out)
 	return &out, err
 }
 
 // nodeAllocs is the blocking query for the node's allocations: it returns
 // when the server's index passes index or after wait.
-func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*nodeAlloc, uint64, error) {
+func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*wire.NodeAlloc, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
-	var out []*nodeAlloc
-	hdr, err := s.call(ctx, http.MethodGet, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", q, nil, &out)
+	var out []*wire.NodeAlloc
+	hdr, err := s.call(ctx, http.MethodGet, wire.NodePath(wire.RouteNodeAllocs, nodeID), q, nil, &out)
 	if err != nil {
 		return nil, 0, err
+	}
+	for _, na := range out {
+		if na == nil {
+			continue
+		}
+		if err := na.DecodeJob(); err != nil {
+			return nil, 0, fmt.Errorf("node allocs: decoding the job of allocation %s: %w", na.ID, err)
+		}
 	}
 	newIndex, err := strconv.ParseUint(hdr.Get("X-Nomad-Index"), 10, 64)
 	if err != nil {
@@ -223,9 +201,9 @@ func formatWait(d time.Duration) string {
 func (s *serverConn) updateAllocs(ctx context.Context, nodeID string, allocs []*api.Allocation) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out indexResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, &out)
-	return out.Index, err
+	var out api.WriteMeta
+	_, err := s.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeAllocs, nodeID), nil, &wire.AllocUpdateRequest{Allocs: allocs}, &out)
+	return out.LastIndex, err
 }
 
 // addrs returns the servers' addresses as configured ("host:port").

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/wire"
 )
 
 // callTimeout bounds every call but the blocking alloc query.
@@ -28,28 +30,6 @@ type statusError struct {
 func (e *statusError) Error() string {
 	return fmt.Sprintf("server answered %d: %s", e.code, e.msg)
 }
-
-// Wire types of the internal client endpoints (JSON field names as the
-// client agent sends them).
-type registerRequest struct {
-	Node     *api.Node
-	SecretID string
-}
-
-type registerResponse struct {
-	EvalIDs      []string
-	Index        uint64
-	HeartbeatTTL time.Duration
-}
-
-type heartbeatRequest struct{ Status string }
-
-type heartbeatResponse struct {
-	HeartbeatTTL time.Duration
-	Index        uint64
-}
-
-type allocUpdateRequest struct{ Allocs []*api.Allocation }
 
 // conn makes the internal calls of every simulated node over one shared
 // HTTP transport (idle connections are reused across nodes; each pending
@@ -135,19 +115,19 @@ func (c *conn) call(ctx context.Context, server int, secret, method, path string
 	return idx, nil
 }
 
-func (c *conn) register(ctx context.Context, server int, n *api.Node, secret string) (*registerResponse, error) {
+func (c *conn) register(ctx context.Context, server int, n *api.Node, secret string) (*wire.NodeRegisterResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out registerResponse
-	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: n, SecretID: secret}, &out)
+	var out wire.NodeRegisterResponse
+	_, err := c.call(ctx, server, secret, http.MethodPut, wire.RouteNodeRegister, nil, &wire.NodeRegisterRequest{Node: n, SecretID: secret}, &out)
 	return &out, err
 }
 
-func (c *conn) heartbeat(ctx context.Context, server int, nodeID, secret string) (*heartbeatResponse, error) {
+func (c *conn) heartbeat(ctx context.Context, server int, nodeID, secret string) (*wire.NodeHeartbeatResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out heartbeatResponse
-	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/"+nodeID+"/heartbeat", nil, &heartbeatRequest{Status: "ready"}, &out)
+	var out wire.NodeHeartbeatResponse
+	_, err := c.call(ctx, server, secret, http.MethodPut, wire.NodePath(wire.RouteNodeHeartbeat, nodeID), nil, &wire.NodeHeartbeatRequest{Status: "ready"}, &out)
 	return &out, err
 }
 
@@ -156,27 +136,24 @@ func (c *conn) allocs(ctx context.Context, server int, nodeID, secret string, in
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {strconv.FormatInt(wait.Milliseconds(), 10) + "ms"}}
-	var wire []*wireAlloc
-	idx, err := c.call(ctx, server, secret, http.MethodGet, "/v1/internal/node/"+nodeID+"/allocs", q, nil, &wire)
+	// The jobs are left encoded by the decode (wire.NodeAlloc.Job) and
+	// decoded once per distinct encoding by c.jobs.
+	var list []*wire.NodeAlloc
+	idx, err := c.call(ctx, server, secret, http.MethodGet, wire.NodePath(wire.RouteNodeAllocs, nodeID), q, nil, &list)
 	if err != nil {
 		return nil, idx, err
 	}
-	out := make([]*api.Allocation, len(wire))
-	for i, w := range wire {
+	out := make([]*api.Allocation, len(list))
+	for i, w := range list {
+		if w.Allocation == nil {
+			w.Allocation = new(api.Allocation)
+		}
 		if w.Allocation.Job, err = c.jobs.decode(w.Job); err != nil {
 			return nil, idx, fmt.Errorf("allocation %s: decoding its job: %w", w.ID, err)
 		}
-		out[i] = &w.Allocation
+		out[i] = w.Allocation
 	}
 	return out, idx, nil
-}
-
-// wireAlloc is an allocation as the allocation query sends it, with its
-// job left encoded (Job, at the outer level, stands in for
-// Allocation.Job).
-type wireAlloc struct {
-	api.Allocation
-	Job json.RawMessage
 }
 
 // jobDecoder decodes the jobs of allocations, once per distinct encoding:
@@ -219,6 +196,6 @@ func (d *jobDecoder) decode(raw json.RawMessage) (*api.Job, error) {
 func (c *conn) updateAllocs(ctx context.Context, server int, nodeID, secret string, allocs []*api.Allocation) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	_, err := c.call(ctx, server, secret, http.MethodPut, "/v1/internal/node/"+nodeID+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, nil)
+	_, err := c.call(ctx, server, secret, http.MethodPut, wire.NodePath(wire.RouteNodeAllocs, nodeID), nil, &wire.AllocUpdateRequest{Allocs: allocs}, nil)
 	return err
 }
