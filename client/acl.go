@@ -101,7 +101,7 @@ func (c *Client) resolveRights(r *http.Request, namespace string) (*clientRights
 	_, err := c.rpc.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeACLResolve, c.NodeID()), nil,
 		&wire.ACLResolveRequest{SecretID: token, Namespace: namespace}, &rights)
 	if err != nil {
-		var se *StatusError
+		var se *wire.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusForbidden {
 			return nil, &httpError{Code: http.StatusForbidden, Msg: se.Msg}
 		}

@@ -1,13 +1,10 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,19 +21,9 @@ import (
 // callTimeout bounds every server call but the blocking alloc query.
 const callTimeout = 15 * time.Second
 
-// StatusError is a server's non-2xx answer to an internal call.
-type StatusError struct {
-	Code int
-	Msg  string // the response body, trimmed
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("server answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Msg)
-}
-
-// isStatus reports whether err is a StatusError with code.
+// isStatus reports whether err is a wire.StatusError with code.
 func isStatus(err error, code int) bool {
-	var se *StatusError
+	var se *wire.StatusError
 	return errors.As(err, &se) && se.Code == code
 }
 
@@ -104,25 +91,13 @@ func (s *serverConn) rotate(failed string) {
 // and the caller decides when to retry.
 func (s *serverConn) call(ctx context.Context, method, path string, query url.Values, body, out any) (http.Header, error) {
 	base, secret := s.current()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s %s: %w", method, path, err)
-		}
-		rd = bytes.NewReader(raw)
-	}
 	u := base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := wire.NewRequest(ctx, method, u, secret, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("X-Nomad-Token", secret)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
@@ -132,17 +107,11 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err := wire.ReadAnswer(resp, out); err != nil {
 		if resp.StatusCode >= 500 {
 			s.rotate(base)
 		}
-		return resp.Header, fmt.Errorf("%s %s: %w", method, u, &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))})
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.Header, fmt.Errorf("%s %s: decoding answer: %w", method, u, err)
-		}
+		return resp.Header, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	return resp.Header, nil
 }

@@ -1,16 +1,12 @@
 package nodesim
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -20,16 +16,6 @@ import (
 
 // callTimeout bounds every call but the blocking alloc query.
 const callTimeout = 15 * time.Second
-
-// statusError is a server's non-2xx answer.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string {
-	return fmt.Sprintf("server answered %d: %s", e.code, e.msg)
-}
 
 // conn makes the internal calls of every simulated node over one shared
 // HTTP transport (idle connections are reused across nodes; each pending
@@ -75,41 +61,21 @@ func (c *conn) close() { c.http.CloseIdleConnections() }
 // call sends method path with the node's secret and decodes a 2xx answer
 // into out (when non-nil); it returns the X-Nomad-Index header.
 func (c *conn) call(ctx context.Context, server int, secret, method, path string, query url.Values, body, out any) (uint64, error) {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(raw)
-	}
 	u := c.base[server%len(c.base)] + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := wire.NewRequest(ctx, method, u, secret, body)
 	if err != nil {
 		return 0, err
-	}
-	req.Header.Set("X-Nomad-Token", secret)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, &statusError{code: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return 0, fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
-		}
-	} else {
-		_, _ = io.Copy(io.Discard, resp.Body)
+	if err := wire.ReadAnswer(resp, out); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	idx, _ := strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
 	return idx, nil
@@ -154,43 +120,6 @@ func (c *conn) allocs(ctx context.Context, server int, nodeID, secret string, in
 		out[i] = w.Allocation
 	}
 	return out, idx, nil
-}
-
-// jobDecoder decodes the jobs of allocations, once per distinct encoding:
-// the nodes of a fleet receive the same job version thousands of times,
-// and the simulator runs them all in one process beside the servers it
-// measures, so decoding each copy made its own CPU a part of what it
-// measured. The decoded jobs are shared: nodes only read them.
-type jobDecoder struct {
-	mu   sync.Mutex
-	byJS map[string]*api.Job // by the job's JSON
-}
-
-// jobDecoderSize bounds the jobs kept (a few versions of a few jobs are
-// rolled out at once); past it the cache starts over.
-const jobDecoderSize = 64
-
-func (d *jobDecoder) decode(raw json.RawMessage) (*api.Job, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	d.mu.Lock()
-	job, ok := d.byJS[string(raw)]
-	d.mu.Unlock()
-	if ok {
-		return job, nil
-	}
-	job = new(api.Job)
-	if err := json.Unmarshal(raw, job); err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.byJS == nil || len(d.byJS) >= jobDecoderSize {
-		d.byJS = map[string]*api.Job{}
-	}
-	d.byJS[string(raw)] = job
-	return job, nil
 }
 
 func (c *conn) updateAllocs(ctx context.Context, server int, nodeID, secret string, allocs []*api.Allocation) error {

@@ -3,7 +3,8 @@
 // servers under /v1/internal/node/..., with its routes, and Drover's
 // extensions of the Nomad HTTP API (image updates, the rollout view, ahead
 // of wave prefetch). The Nomad-compatible bodies are nomad/api's and are not
-// repeated here.
+// repeated here. call.go is how an internal call travels (NewRequest,
+// ReadAnswer, StatusError), shared by the two callers.
 //
 // Each body is declared once: the server's HTTP adapter (command/agent)
 // encodes and decodes the same type the client agent, the node simulator and
