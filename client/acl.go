@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-project/drover/wire"
 )
 
 // aclCacheTTL is how long a resolved token's rights are reused: a revoked
@@ -19,14 +20,9 @@ const aclCacheTTL = 10 * time.Second
 // aclCacheMax bounds the cache; expired entries are dropped when it fills.
 const aclCacheMax = 1024
 
-// clientRights is what a server answered about a caller's token (the wire
-// form of the server's internal ACL resolve endpoint).
-type clientRights struct {
-	ACLEnabled   bool
-	Management   bool
-	Capabilities []string
-	NodeRead     bool
-}
+// clientRights is what a server answered about a caller's token (the body
+// of the server's internal ACL resolve endpoint).
+type clientRights wire.ACLResolveResponse
 
 // allows reports whether the rights grant the namespace capability cap.
 func (r *clientRights) allows(cap string) bool {
@@ -102,10 +98,10 @@ func (c *Client) resolveRights(r *http.Request, namespace string) (*clientRights
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
 	var rights clientRights
-	_, err := c.rpc.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(c.NodeID())+"/acl/resolve", nil,
-		map[string]string{"SecretID": token, "Namespace": namespace}, &rights)
+	_, err := c.rpc.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeACLResolve, c.NodeID()), nil,
+		&wire.ACLResolveRequest{SecretID: token, Namespace: namespace}, &rights)
 	if err != nil {
-		var se *StatusError
+		var se *wire.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusForbidden {
 			return nil, &httpError{Code: http.StatusForbidden, Msg: se.Msg}
 		}

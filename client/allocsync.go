@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // allocEntry is an allocation the client knows of.
@@ -104,7 +105,7 @@ func (c *Client) watchAllocs(ctx context.Context) {
 }
 
 // applyAllocs decodes the server's list and carries out the diff.
-func (c *Client) applyAllocs(list []*nodeAlloc) {
+func (c *Client) applyAllocs(list []*wire.NodeAlloc) {
 	incoming := make([]*structs.Allocation, 0, len(list))
 	var keep []string
 	peers := map[string]prevPeer{}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // fakeServer implements the four internal endpoints a client calls, backed
@@ -51,13 +52,13 @@ func newFakeServer(t *testing.T) *fakeServer {
 	s := &fakeServer{t: t, ttl: 200 * time.Millisecond, nodes: map[string]*api.Node{}, secrets: map[string]string{},
 		allocs: map[string]*api.Allocation{}, wake: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("PUT /v1/internal/node/register", s.register)
-	mux.HandleFunc("PUT /v1/internal/node/{id}/heartbeat", s.heartbeat)
-	mux.HandleFunc("GET /v1/internal/node/{id}/allocs", s.getAllocs)
-	mux.HandleFunc("PUT /v1/internal/node/{id}/allocs", s.updateAllocs)
-	mux.HandleFunc("PUT /v1/internal/node/{id}/acl/resolve", s.resolveACL)
-	mux.HandleFunc("GET /v1/internal/node/{id}/prefetch", s.getPrefetch)
-	mux.HandleFunc("PUT /v1/internal/node/{id}/prefetch", s.putPrefetch)
+	mux.HandleFunc("PUT "+wire.RouteNodeRegister, s.register)
+	mux.HandleFunc("PUT "+wire.RouteNodeHeartbeat, s.heartbeat)
+	mux.HandleFunc("GET "+wire.RouteNodeAllocs, s.getAllocs)
+	mux.HandleFunc("PUT "+wire.RouteNodeAllocs, s.updateAllocs)
+	mux.HandleFunc("PUT "+wire.RouteNodeACLResolve, s.resolveACL)
+	mux.HandleFunc("GET "+wire.RouteNodePrefetch, s.getPrefetch)
+	mux.HandleFunc("PUT "+wire.RouteNodePrefetch, s.putPrefetch)
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	return s
@@ -95,7 +96,7 @@ func (s *fakeServer) authLocked(w http.ResponseWriter, r *http.Request, id strin
 }
 
 func (s *fakeServer) register(w http.ResponseWriter, r *http.Request) {
-	var req registerRequest
+	var req wire.NodeRegisterRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Node == nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -113,11 +114,11 @@ func (s *fakeServer) register(w http.ResponseWriter, r *http.Request) {
 	s.secrets[req.Node.ID] = req.SecretID
 	s.registrations = append(s.registrations, req.Node)
 	idx := s.bumpLocked()
-	writeJSONT(w, idx, map[string]any{"EvalIDs": []string{}, "Index": idx, "HeartbeatTTL": s.ttl})
+	writeJSONT(w, idx, &wire.NodeRegisterResponse{EvalIDs: []string{}, Index: idx, HeartbeatTTL: s.ttl})
 }
 
 func (s *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var req heartbeatRequest
+	var req wire.NodeHeartbeatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Status != "ready" {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -128,7 +129,7 @@ func (s *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.heartbeats++
-	writeJSONT(w, s.index, map[string]any{"HeartbeatTTL": s.ttl, "Index": s.index})
+	writeJSONT(w, s.index, &wire.NodeHeartbeatResponse{HeartbeatTTL: s.ttl, Index: s.index})
 }
 
 func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
@@ -159,11 +160,16 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	out := []*nodeAlloc{}
+	out := []*wire.NodeAlloc{}
 	for _, a := range s.allocs {
 		if a.NodeID == id {
+			job, err := json.Marshal(a.Job) // sent beside the allocation, as the server does
+			if err != nil {
+				s.t.Errorf("encoding the job of %s: %v", a.ID, err)
+			}
 			peer := s.peers[a.ID]
-			out = append(out, &nodeAlloc{Allocation: a, SignedIdentities: s.identities[a.ID], PreviousNodeAddr: peer.addr, MigrateToken: peer.token})
+			out = append(out, &wire.NodeAlloc{Allocation: a, Job: job, SignedIdentities: s.identities[a.ID],
+				PreviousNodeAddr: peer.addr, MigrateToken: peer.token})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -175,7 +181,7 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
-	var req allocUpdateRequest
+	var req wire.AllocUpdateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -204,7 +210,7 @@ func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
 		}
 		a.ModifyIndex = idx
 	}
-	writeJSONT(w, idx, map[string]any{"Index": idx})
+	writeJSONT(w, idx, &api.WriteMeta{LastIndex: idx})
 }
 
 // upsertAlloc stores a (a server-side change: AllocModifyIndex advances).
@@ -224,7 +230,7 @@ func (s *fakeServer) upsertAlloc(a *api.Allocation) {
 // resolveACL answers from s.rights: a token not in it is "ACL token not
 // found"; rights without ACLEnabled mean ACLs are off.
 func (s *fakeServer) resolveACL(w http.ResponseWriter, r *http.Request) {
-	var req struct{ SecretID, Namespace string }
+	var req wire.ACLResolveRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -425,11 +431,11 @@ func (s *fakeServer) getPrefetch(w http.ResponseWriter, r *http.Request) {
 	if !s.authLocked(w, r, id) || !s.waitIndexLocked(r, minIndex, wait) {
 		return
 	}
-	writeJSONT(w, s.index, &structs.PrefetchDirectives{Directives: s.prefetch[id], Index: s.index})
+	writeJSONT(w, s.index, &wire.PrefetchDirectives{Directives: s.prefetch[id], Index: s.index})
 }
 
 func (s *fakeServer) putPrefetch(w http.ResponseWriter, r *http.Request) {
-	var req structs.PrefetchReportRequest
+	var req wire.PrefetchReportRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return

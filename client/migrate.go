@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // ephemeral_disk migrate between nodes. The server tells the node of a
@@ -116,7 +117,7 @@ func (p *peerFetcher) Fetch(ctx context.Context) (io.ReadCloser, error) {
 		if !retry {
 			return nil, err
 		}
-		var se *StatusError
+		var se *wire.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusConflict {
 			failingSince = time.Time{}
 		} else {
@@ -166,7 +167,7 @@ func (p *peerFetcher) ask(parent context.Context) (io.ReadCloser, bool, error) {
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	cancel(nil)
-	err = &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))}
+	err = &wire.StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))}
 	retry := resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500
 	return nil, retry, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // Ahead-of-wave prefetch, the client side (the server side and the design
@@ -305,7 +306,7 @@ func (c *Client) reportAheadPull(ctx context.Context, j *aheadPull) {
 	r := &structs.PrefetchReport{DeploymentID: j.dir.DeploymentID, State: j.state, Error: j.err}
 	p.mu.Unlock()
 	for failures := 0; ctx.Err() == nil; {
-		err := c.rpc.prefetchReport(ctx, c.NodeID(), &structs.PrefetchReportRequest{Reports: []*structs.PrefetchReport{r}})
+		err := c.rpc.prefetchReport(ctx, c.NodeID(), &wire.PrefetchReportRequest{Reports: []*structs.PrefetchReport{r}})
 		if err == nil || isStatus(err, http.StatusBadRequest) {
 			return
 		}
@@ -329,18 +330,18 @@ func shortID(id string) string {
 
 // prefetchDirectives is the blocking query for the node's prefetch
 // directives.
-func (s *serverConn) prefetchDirectives(ctx context.Context, nodeID string, index uint64, wait time.Duration) (*structs.PrefetchDirectives, error) {
+func (s *serverConn) prefetchDirectives(ctx context.Context, nodeID string, index uint64, wait time.Duration) (*wire.PrefetchDirectives, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
-	var out structs.PrefetchDirectives
-	_, err := s.call(ctx, http.MethodGet, "/v1/internal/node/"+url.PathEscape(nodeID)+"/prefetch", q, nil, &out)
+	var out wire.PrefetchDirectives
+	_, err := s.call(ctx, http.MethodGet, wire.NodePath(wire.RouteNodePrefetch, nodeID), q, nil, &out)
 	return &out, err
 }
 
-func (s *serverConn) prefetchReport(ctx context.Context, nodeID string, req *structs.PrefetchReportRequest) error {
+func (s *serverConn) prefetchReport(ctx context.Context, nodeID string, req *wire.PrefetchReportRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/prefetch", nil, req, nil)
+	_, err := s.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodePrefetch, nodeID), nil, req, nil)
 	return err
 }

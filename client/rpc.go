@@ -1,13 +1,10 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,24 +14,16 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/wire"
 )
 
 // callTimeout bounds every server call but the blocking alloc query.
 const callTimeout = 15 * time.Second
 
-// StatusError is a server's non-2xx answer to an internal call.
-type StatusError struct {
-	Code int
-	Msg  string // the response body, trimmed
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("server answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Msg)
-}
-
-// isStatus reports whether err is a StatusError with code.
+// isStatus reports whether err is a wire.StatusError with code.
 func isStatus(err error, code int) bool {
-	var se *StatusError
+	var se *wire.StatusError
 	return errors.As(err, &se) && se.Code == code
 }
 
@@ -102,25 +91,13 @@ func (s *serverConn) rotate(failed string) {
 // and the caller decides when to retry.
 func (s *serverConn) call(ctx context.Context, method, path string, query url.Values, body, out any) (http.Header, error) {
 	base, secret := s.current()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s %s: %w", method, path, err)
-		}
-		rd = bytes.NewReader(raw)
-	}
 	u := base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := wire.NewRequest(ctx, method, u, secret, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("X-Nomad-Token", secret)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
@@ -130,84 +107,49 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err := wire.ReadAnswer(resp, out); err != nil {
 		if resp.StatusCode >= 500 {
 			s.rotate(base)
 		}
-		return resp.Header, fmt.Errorf("%s %s: %w", method, u, &StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(msg))})
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.Header, fmt.Errorf("%s %s: decoding answer: %w", method, u, err)
-		}
+		return resp.Header, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	return resp.Header, nil
 }
 
-// Wire types of the internal endpoints.
-
-type registerRequest struct {
-	Node       *api.Node
-	SecretID   string
-	IntroToken string `json:",omitempty"`
-}
-
-type registerResponse struct {
-	EvalIDs      []string
-	Index        uint64
-	HeartbeatTTL time.Duration
-}
-
-type heartbeatRequest struct{ Status string }
-
-type heartbeatResponse struct {
-	HeartbeatTTL time.Duration
-	Index        uint64
-}
-
-type allocUpdateRequest struct{ Allocs []*api.Allocation }
-
-// nodeAlloc is an allocation as the node receives it: the api form plus
-// the workload identities the leader signed for its tasks.
-type nodeAlloc struct {
-	*api.Allocation
-	SignedIdentities map[string]string `json:",omitempty"`
-	// PreviousNodeAddr and MigrateToken, for an allocation whose group's
-	// ephemeral disk migrates from another node: where and with what to
-	// fetch the previous allocation's data (see migrate.go).
-	PreviousNodeAddr string `json:",omitempty"`
-	MigrateToken     string `json:",omitempty"`
-}
-
-type indexResponse struct{ Index uint64 }
-
-func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*registerResponse, error) {
+func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*wire.NodeRegisterResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out registerResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/register", nil, &registerRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
+	var out wire.NodeRegisterResponse
+	_, err := s.call(ctx, http.MethodPut, wire.RouteNodeRegister, nil, &wire.NodeRegisterRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
 	return &out, err
 }
 
-func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*heartbeatResponse, error) {
+func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*wire.NodeHeartbeatResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out heartbeatResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/heartbeat", nil, &heartbeatRequest{Status: status}, &out)
+	var out wire.NodeHeartbeatResponse
+	_, err := s.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeHeartbeat, nodeID), nil, &wire.NodeHeartbeatRequest{Status: status}, &out)
 	return &out, err
 }
 
 // nodeAllocs is the blocking query for the node's allocations: it returns
 // when the server's index passes index or after wait.
-func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*nodeAlloc, uint64, error) {
+func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*wire.NodeAlloc, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
-	var out []*nodeAlloc
-	hdr, err := s.call(ctx, http.MethodGet, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", q, nil, &out)
+	var out []*wire.NodeAlloc
+	hdr, err := s.call(ctx, http.MethodGet, wire.NodePath(wire.RouteNodeAllocs, nodeID), q, nil, &out)
 	if err != nil {
 		return nil, 0, err
+	}
+	for _, na := range out {
+		if na == nil {
+			continue
+		}
+		if err := na.DecodeJob(); err != nil {
+			return nil, 0, fmt.Errorf("node allocs: decoding the job of allocation %s: %w", na.ID, err)
+		}
 	}
 	newIndex, err := strconv.ParseUint(hdr.Get("X-Nomad-Index"), 10, 64)
 	if err != nil {
@@ -228,9 +170,9 @@ func formatWait(d time.Duration) string {
 func (s *serverConn) updateAllocs(ctx context.Context, nodeID string, allocs []*api.Allocation) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var out indexResponse
-	_, err := s.call(ctx, http.MethodPut, "/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", nil, &allocUpdateRequest{Allocs: allocs}, &out)
-	return out.Index, err
+	var out api.WriteMeta
+	_, err := s.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeAllocs, nodeID), nil, &wire.AllocUpdateRequest{Allocs: allocs}, &out)
+	return out.LastIndex, err
 }
 
 // addrs returns the servers' addresses as configured ("host:port").

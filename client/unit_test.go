@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -186,7 +187,7 @@ func TestAllocFromAPI(t *testing.T) {
 }
 
 func TestAllocUpdateToAPI(t *testing.T) {
-	u := allocUpdateToAPI(&structs.Allocation{ID: "a", JobID: "not sent", ClientStatus: "running", ClientDescription: "Tasks are running",
+	u := apiconv.AllocUpdateToAPI(&structs.Allocation{ID: "a", JobID: "not sent", ClientStatus: "running", ClientDescription: "Tasks are running",
 		TaskStates: map[string]*structs.TaskState{"t": {State: "running", Events: []*structs.TaskEvent{{Type: "Started"}}}}})
 	require.Equal(t, "a", u.ID)
 	require.Empty(t, u.JobID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -30,10 +31,10 @@ func newPendingUpdates() *pendingUpdates {
 	return &pendingUpdates{byID: map[string]*api.Allocation{}, kick: make(chan struct{}, 1)}
 }
 
-// add records what u reports (see allocUpdateToAPI), replacing an unsent
+// add records what u reports (see apiconv.AllocUpdateToAPI), replacing an unsent
 // update of the same allocation. It is the alloc runners' StateUpdater.
 func (p *pendingUpdates) add(u *structs.Allocation) {
-	p.addAPI(allocUpdateToAPI(u))
+	p.addAPI(apiconv.AllocUpdateToAPI(u))
 }
 
 func (p *pendingUpdates) addAPI(u *api.Allocation) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/wire"
 )
 
 const jobImageUpdatesHelp = `Usage: drover job image-updates [options] <job>
@@ -63,13 +63,13 @@ func jobImageUpdates(m *Meta, args []string) int {
 		return code
 	}
 	path := "/v1/job/" + url.PathEscape(stub.ID) + "/image-updates"
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	var err error
 	switch {
 	case check:
 		_, err = c.Raw().Write(path+"/check", nil, &st, &api.WriteOptions{Namespace: jobStubNamespace(stub)})
 	case clearBad != "":
-		_, err = c.Raw().Write(path+"/clear-bad", map[string]string{"Digest": clearBad}, &st,
+		_, err = c.Raw().Write(path+"/clear-bad", &wire.ImageClearBadRequest{Digest: clearBad}, &st,
 			&api.WriteOptions{Namespace: jobStubNamespace(stub)})
 	default:
 		_, err = c.Raw().Query(path, &st, jobQuery(stub))
@@ -86,7 +86,7 @@ func jobImageUpdates(m *Meta, args []string) int {
 }
 
 // formatImageUpdates renders st, one block per Docker task.
-func formatImageUpdates(st *imagewatcher.JobStatus, now time.Time) string {
+func formatImageUpdates(st *wire.ImageUpdates, now time.Time) string {
 	if len(st.Tasks) == 0 {
 		return fmt.Sprintf("Job %q version %d has no Docker task", st.JobID, st.Version)
 	}

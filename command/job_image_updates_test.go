@@ -6,13 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 func TestFormatImageUpdates(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	st := &imagewatcher.JobStatus{JobID: "web", Version: 3, Tasks: []imagewatcher.TaskStatus{{
+	st := &wire.ImageUpdates{JobID: "web", Version: 3, Tasks: []structs.ImageTaskStatus{{
 		Group: "web", Task: "server", Reference: "reg/app:stable", Pinned: "sha256:a", AutoUpdate: true,
 		Interval: time.Minute, Soak: 5 * time.Minute, LastCheck: now, TagDigest: "sha256:b", NextCheck: now.Add(time.Minute),
 		Pending: "sha256:b", PendingSince: now.Add(-time.Minute), SoakLeft: 4 * time.Minute,
@@ -28,9 +28,9 @@ func TestFormatImageUpdates(t *testing.T) {
 	} {
 		require.Contains(t, out, want)
 	}
-	require.Contains(t, formatImageUpdates(&imagewatcher.JobStatus{JobID: "x"}, now), "has no Docker task")
+	require.Contains(t, formatImageUpdates(&wire.ImageUpdates{JobID: "x"}, now), "has no Docker task")
 
-	unpinned := formatImageUpdates(&imagewatcher.JobStatus{JobID: "web", Tasks: []imagewatcher.TaskStatus{{
+	unpinned := formatImageUpdates(&wire.ImageUpdates{JobID: "web", Tasks: []structs.ImageTaskStatus{{
 		Group: "web", Task: "server", Reference: "reg/app:v1", AutoUpdate: true, Interval: time.Minute,
 		Unpinned: "the tag was not resolved when this version was registered (its registry could not be reached, or image_pinning was off)", Assumed: "sha256:a",
 		LastCheck: now, TagDigest: "sha256:b", Pending: "sha256:b", SoakLeft: time.Minute,

@@ -11,9 +11,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
-	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/testutil/images"
 	"github.com/drover-project/drover/testutil/registry"
+	"github.com/drover-project/drover/wire"
 )
 
 // autoPortBase keeps these tests' host ports (26000-28099) apart from the
@@ -117,9 +118,9 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 }
 
 // imageStatus reads the job's image-updates state.
-func imageStatus(t testing.TB, c *api.Client, job string) imagewatcher.TaskStatus {
+func imageStatus(t testing.TB, c *api.Client, job string) structs.ImageTaskStatus {
 	t.Helper()
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	_, err := c.Raw().Query("/v1/job/"+job+"/image-updates", &st, nil)
 	require.NoError(t, err)
 	require.Len(t, st.Tasks, 1)
@@ -373,7 +374,7 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 	require.Equal(t, stable+"@"+d1, image)
 
 	d2 := push()
-	var before imagewatcher.TaskStatus
+	var before structs.ImageTaskStatus
 	require.Eventually(t, func() bool { before = imageStatus(t, c, "auto"); return before.Pending == d2 },
 		10*time.Second, 100*time.Millisecond, "the watcher sees the moved tag")
 	require.Greater(t, before.SoakLeft, 10*time.Second)
@@ -394,7 +395,7 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 	require.GreaterOrEqual(t, rolled.Sub(before.PendingSince), soak, "not before the soak")
 	require.Less(t, rolled.Sub(before.PendingSince), soak+3*time.Second,
 		"the soak ran from the original start, not from the election")
-	var st imagewatcher.TaskStatus
+	var st structs.ImageTaskStatus
 	require.Eventually(t, func() bool { st = imageStatus(t, c, "auto"); return st.LastRoll != nil },
 		5*time.Second, 50*time.Millisecond, "the roll is recorded (an entry after the registration)")
 	require.Equal(t, d1, st.LastRoll.From)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/wire"
 )
 
 // node is one simulated client. Its long-poll goroutine is the only
@@ -46,8 +48,8 @@ func (n *node) serverIdx() int {
 
 // failover moves the node to the next server after a network error or a 5xx.
 func (n *node) failover(err error) {
-	var se *statusError
-	if errors.As(err, &se) && se.code < 500 {
+	var se *wire.StatusError
+	if errors.As(err, &se) && se.Code < 500 {
 		return
 	}
 	n.mu.Lock()
@@ -104,8 +106,8 @@ func (n *node) heartbeat(ctx context.Context) {
 		}
 		n.sim.stats.heartbeatErrors.Add(1)
 		n.sim.logger.Debug("heartbeat failed", "node", n.api.Name, "error", err)
-		var se *statusError
-		if errors.As(err, &se) && se.code == http.StatusNotFound {
+		var se *wire.StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
 			n.sim.logger.Warn("server does not know the node; registering again", "node", n.api.Name)
 			go n.registerLoop(ctx)
 			return

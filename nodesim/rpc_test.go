@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
+
+	protocol "github.com/drover-project/drover/wire"
 )
 
 // TestAllocQueryDecodesEachJobOnce: allocations of one job version share
@@ -29,7 +31,7 @@ func TestAllocQueryDecodesEachJobOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wire []*wireAlloc
+	var wire []*protocol.NodeAlloc
 	if err := json.Unmarshal(body, &wire); err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func (s *Server) ImageCheckNow(ctx context.Context, namespace, jobID string) (bo
 
 // ImageStatus describes the image state of job's Docker tasks, watching
 // the image watcher's records in ws (may be nil).
-func (s *Server) ImageStatus(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) ([]imagewatcher.TaskStatus, error) {
+func (s *Server) ImageStatus(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) ([]structs.ImageTaskStatus, error) {
 	checks, err := snap.ImageChecks(ws)
 	if err != nil {
 		return nil, err

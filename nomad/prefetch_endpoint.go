@@ -13,8 +13,9 @@ import (
 func (s *Server) runPrefetch(ctx context.Context) { s.prefetch.Run(ctx) }
 
 // PrefetchDirectives answers a node's blocking query for its prefetch
-// directives (leader only: the record is in the leader's memory).
-func (s *Server) PrefetchDirectives(ctx context.Context, nodeID string, minIndex uint64, wait time.Duration) *structs.PrefetchDirectives {
+// directives, with their index (leader only: the record is in the leader's
+// memory).
+func (s *Server) PrefetchDirectives(ctx context.Context, nodeID string, minIndex uint64, wait time.Duration) ([]*structs.PrefetchDirective, uint64) {
 	return s.prefetch.Directives(ctx, nodeID, minIndex, wait)
 }
 

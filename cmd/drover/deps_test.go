@@ -60,8 +60,15 @@ var layerRules = []layerRule{
 	},
 	{
 		from: "command", forbidden: []string{"nomad"}, allowed: []string{"nomad/structs"}, direct: true,
-		reason:  "the CLI is a nomad/api client; its wire types live in one wire package, not in the server's",
-		pending: "command/job_image_updates.go reads a response type of nomad/imagewatcher",
+		reason: "the CLI is a nomad/api client; its wire types live in one wire package, not in the server's",
+	},
+	{
+		from: "wire/...", forbidden: []string{module}, allowed: []string{"nomad/structs"},
+		reason: "the bodies both ends of a request share; they carry nomad/api and nomad/structs values and nothing of either end",
+	},
+	{
+		from: "nomad/...", forbidden: []string{"wire", "github.com/hashicorp/nomad/api"},
+		reason: "the server never sees nomad/api types; the HTTP adapter converts them (helper/apiconv) and encodes the wire bodies",
 	},
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -197,14 +198,14 @@ func (h *HTTPServer) aclClientIntroductionToken(w http.ResponseWriter, r *http.R
 func authMethodToAPI(m *structs.ACLAuthMethod) *api.ACLAuthMethod {
 	return &api.ACLAuthMethod{Name: m.Name, Type: m.Type, TokenLocality: m.TokenLocality,
 		TokenNameFormat: m.TokenNameFormat, MaxTokenTTL: m.MaxTokenTTL, Default: m.Default,
-		Config: authConfigToAPI(m.Config), CreateTime: m.CreateTime, ModifyTime: m.ModifyTime,
+		Config: apiconv.AuthMethodConfigToAPI(m.Config), CreateTime: m.CreateTime, ModifyTime: m.ModifyTime,
 		CreateIndex: m.CreateIndex, ModifyIndex: m.ModifyIndex}
 }
 
 func authMethodFromAPI(in *api.ACLAuthMethod) *structs.ACLAuthMethod {
 	return &structs.ACLAuthMethod{Name: in.Name, Type: in.Type, TokenLocality: in.TokenLocality,
 		TokenNameFormat: in.TokenNameFormat, MaxTokenTTL: in.MaxTokenTTL, Default: in.Default,
-		Config: authConfigFromAPI(in.Config)}
+		Config: apiconv.AuthMethodConfigFromAPI(in.Config)}
 }
 
 func bindingRuleToAPI(x *structs.ACLBindingRule) *api.ACLBindingRule {

@@ -4,26 +4,8 @@ import (
 	"net/http"
 
 	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/wire"
 )
-
-// aclResolveRequest is what a client agent asks about a caller of its own
-// /v1/client/* endpoints: the caller's secret and the namespace of the
-// allocation it wants.
-type aclResolveRequest struct {
-	SecretID  string
-	Namespace string
-}
-
-// aclResolveResponse is the caller's rights that a client agent checks:
-// whether ACLs are on at all, and the capabilities its endpoints need.
-type aclResolveResponse struct {
-	ACLEnabled bool
-	Management bool
-	// Capabilities are those of ClientCapabilities the token holds in the
-	// namespace.
-	Capabilities []string
-	NodeRead     bool
-}
 
 // clientCapabilities are the namespace capabilities the client endpoints
 // require (logs: read-logs, fs: read-fs, alloc stats and checks: read-job).
@@ -36,7 +18,7 @@ var clientCapabilities = []string{
 // resolve (unknown, expired, invalid identity) is the same 403 the API
 // would answer, so the client can pass it on.
 func (h *HTTPServer) internalACLResolve(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req aclResolveRequest
+	var req wire.ACLResolveRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
@@ -44,13 +26,13 @@ func (h *HTTPServer) internalACLResolve(w http.ResponseWriter, r *http.Request) 
 		return nil, 0, err
 	}
 	if !h.srv.ACLEnabled() {
-		return &aclResolveResponse{}, 0, nil
+		return &wire.ACLResolveResponse{}, 0, nil
 	}
 	a, _, err := h.srv.ResolveToken(req.SecretID)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := &aclResolveResponse{ACLEnabled: true, Management: a.IsManagement(), NodeRead: a.AllowNodeRead(), Capabilities: []string{}}
+	out := &wire.ACLResolveResponse{ACLEnabled: true, Management: a.IsManagement(), NodeRead: a.AllowNodeRead(), Capabilities: []string{}}
 	for _, c := range clientCapabilities {
 		if a.AllowNamespaceOperation(req.Namespace, c) {
 			out.Capabilities = append(out.Capabilities, c)

@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
-	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/testutil/registry"
+	"github.com/drover-project/drover/wire"
 )
 
 func TestContractAutoUpdate(t *testing.T) {
@@ -27,7 +27,7 @@ func TestContractAutoUpdate(t *testing.T) {
 	_, _, err := c.Jobs().Register(dockerJob("web", stable, auto), nil)
 	require.NoError(t, err)
 
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	require.Eventually(t, func() bool {
 		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
 		require.NoError(t, err)

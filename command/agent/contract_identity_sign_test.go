@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad"
+	"github.com/drover-project/drover/wire"
 )
 
 // identityJob is testJob with identity blocks on its task: the default
@@ -43,8 +44,8 @@ func TestContractIdentity_SignedOnPlacement(t *testing.T) {
 		ReservedResources: &api.NodeReservedResources{},
 		Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
-	var out nodeRegisterResponse
-	_, err := c.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: node, SecretID: nodeSecret}, &out, nil)
+	var out wire.NodeRegisterResponse
+	_, err := c.Raw().Write("/v1/internal/node/register", &wire.NodeRegisterRequest{Node: node, SecretID: nodeSecret}, &out, nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		k, err := ta.Server().State().ActiveRootKey(nil)
@@ -86,11 +87,11 @@ func TestContractIdentity_SignedOnPlacement(t *testing.T) {
 
 	// The node receives them with its allocations; the public API does not
 	// carry them.
-	var nodeAllocs []*nodeAlloc
+	var nodeAllocs []*wire.NodeAlloc
 	nc := ta.clientWith(t, nodeSecret)
 	_, err = nc.Raw().Query("/v1/internal/node/"+url.PathEscape(nodeID)+"/allocs", &nodeAllocs, nil)
 	require.NoError(t, err)
-	var mine *nodeAlloc
+	var mine *wire.NodeAlloc
 	for _, a := range nodeAllocs {
 		if a.ID == stored.ID {
 			mine = a
@@ -160,8 +161,8 @@ func TestContractACLResolve_ForClients(t *testing.T) {
 	ta := newACLTestAgent(t)
 	c := ta.client
 	nodeSecret, nodeID := uuid.NewString(), uuid.NewString()
-	var out nodeRegisterResponse
-	_, err := c.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: &api.Node{
+	var out wire.NodeRegisterResponse
+	_, err := c.Raw().Write("/v1/internal/node/register", &wire.NodeRegisterRequest{Node: &api.Node{
 		ID: nodeID, Name: "n", Datacenter: "dc1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
 		NodeResources: &api.NodeResources{}, ReservedResources: &api.NodeReservedResources{},
 	}, SecretID: nodeSecret}, &out, nil)
@@ -169,14 +170,14 @@ func TestContractACLResolve_ForClients(t *testing.T) {
 	logsTok := ta.tokenFor(t, "logs-a", `namespace "a" { capabilities = ["read-logs"] }`)
 
 	path := "/v1/internal/node/" + nodeID + "/acl/resolve"
-	resolve := func(nodeToken, secret, ns string) (*aclResolveResponse, error) {
-		var resp aclResolveResponse
-		_, err := ta.clientWith(t, nodeToken).Raw().Write(path, &aclResolveRequest{SecretID: secret, Namespace: ns}, &resp, nil)
+	resolve := func(nodeToken, secret, ns string) (*wire.ACLResolveResponse, error) {
+		var resp wire.ACLResolveResponse
+		_, err := ta.clientWith(t, nodeToken).Raw().Write(path, &wire.ACLResolveRequest{SecretID: secret, Namespace: ns}, &resp, nil)
 		return &resp, err
 	}
 	r, err := resolve(nodeSecret, logsTok.SecretID, "a")
 	require.NoError(t, err)
-	require.Equal(t, &aclResolveResponse{ACLEnabled: true, Capabilities: []string{"read-logs"}}, r)
+	require.Equal(t, &wire.ACLResolveResponse{ACLEnabled: true, Capabilities: []string{"read-logs"}}, r)
 	r, err = resolve(nodeSecret, logsTok.SecretID, "b")
 	require.NoError(t, err)
 	require.Empty(t, r.Capabilities)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // TestContractNodeAllocs_MigrationPeer: the node of a replacement whose
@@ -31,13 +32,13 @@ func TestContractNodeAllocs_MigrationPeer(t *testing.T) {
 			ReservedResources: &api.NodeReservedResources{},
 			Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 		}
-		var out nodeRegisterResponse
-		_, err := c.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: an, SecretID: n.secret}, &out, nil)
+		var out wire.NodeRegisterResponse
+		_, err := c.Raw().Write(wire.RouteNodeRegister, &wire.NodeRegisterRequest{Node: an, SecretID: n.secret}, &out, nil)
 		require.NoError(t, err)
 		nodes[n.id] = n
 	}
-	nodeAllocs := func(n node) []*nodeAlloc {
-		var out []*nodeAlloc
+	nodeAllocs := func(n node) []*wire.NodeAlloc {
+		var out []*wire.NodeAlloc
 		_, err := ta.clientWith(t, n.secret).Raw().Query("/v1/internal/node/"+url.PathEscape(n.id)+"/allocs", &out, nil)
 		require.NoError(t, err)
 		return out
@@ -87,7 +88,7 @@ func TestContractNodeAllocs_MigrationPeer(t *testing.T) {
 					to = n
 				}
 			}
-			var repl *nodeAlloc
+			var repl *wire.NodeAlloc
 			for _, a := range nodeAllocs(to) {
 				if a.PreviousAllocation == prev.ID {
 					repl = a

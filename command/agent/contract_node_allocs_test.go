@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/wire"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +51,7 @@ func TestContractNodeAllocs_AnswersServerChangesOnly(t *testing.T) {
 		blocked <- result{a, i, d}
 	}()
 	time.Sleep(200 * time.Millisecond) // the query is waiting
-	_, err = nc.Raw().Write(path, &allocUpdateRequest{Allocs: []*api.Allocation{{ID: id, ClientStatus: "running"}}}, nil, nil)
+	_, err = nc.Raw().Write(path, &wire.AllocUpdateRequest{Allocs: []*api.Allocation{{ID: id, ClientStatus: "running"}}}, nil, nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		a, _, err := c.Allocations().Info(id, nil)
@@ -76,7 +77,7 @@ func TestContractNodeAllocs_AnswersServerChangesOnly(t *testing.T) {
 
 	// The node reports it complete, and the garbage collector removes it:
 	// answered, with an empty list.
-	_, err = nc.Raw().Write(path, &allocUpdateRequest{Allocs: []*api.Allocation{{ID: id, ClientStatus: "complete"}}}, nil, nil)
+	_, err = nc.Raw().Write(path, &wire.AllocUpdateRequest{Allocs: []*api.Allocation{{ID: id, ClientStatus: "complete"}}}, nil, nil)
 	require.NoError(t, err)
 	go func() {
 		a, i, d := query(index, 30*time.Second)

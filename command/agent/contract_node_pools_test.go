@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/wire"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
@@ -94,11 +95,11 @@ func registerNodeInPool(t *testing.T, ta *testAgent, pool string) string {
 	n, _, err := ta.client.Nodes().Info(id, nil)
 	require.NoError(t, err)
 	n.NodePool = pool
-	var out nodeRegisterResponse
+	var out wire.NodeRegisterResponse
 	secret := ta.Server().State()
 	stored, err := secret.NodeByID(nil, id)
 	require.NoError(t, err)
-	_, err = ta.client.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: n, SecretID: stored.SecretID}, &out, nil)
+	_, err = ta.client.Raw().Write("/v1/internal/node/register", &wire.NodeRegisterRequest{Node: n, SecretID: stored.SecretID}, &out, nil)
 	require.NoError(t, err)
 	return id
 }

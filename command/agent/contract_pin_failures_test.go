@@ -16,8 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/command/agent/config"
-	"github.com/drover-project/drover/nomad/imagewatcher"
+	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/testutil/registry"
+	"github.com/drover-project/drover/wire"
 )
 
 // registerDockerNode registers a ready node with the docker driver, so
@@ -36,8 +37,8 @@ func (ta *testAgent) registerDockerNode(t *testing.T, name string) {
 		ReservedResources: &api.NodeReservedResources{},
 		Drivers:           map[string]*api.DriverInfo{"docker": {Detected: true, Healthy: true}},
 	}
-	var out nodeRegisterResponse
-	_, err := ta.client.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: node, SecretID: uuid.NewString()}, &out, nil)
+	var out wire.NodeRegisterResponse
+	_, err := ta.client.Raw().Write("/v1/internal/node/register", &wire.NodeRegisterRequest{Node: node, SecretID: uuid.NewString()}, &out, nil)
 	require.NoError(t, err)
 }
 
@@ -62,9 +63,9 @@ func mustImage(t *testing.T, ref string) v1.Image {
 	return img
 }
 
-func jobImageStatus(t *testing.T, c *api.Client, job string) imagewatcher.TaskStatus {
+func jobImageStatus(t *testing.T, c *api.Client, job string) structs.ImageTaskStatus {
 	t.Helper()
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	_, err := c.Raw().Query("/v1/job/"+job+"/image-updates", &st, nil)
 	require.NoError(t, err)
 	require.Len(t, st.Tasks, 1)
@@ -115,7 +116,7 @@ func TestContractAutoUpdate_NewJobsAreNotRolledToADigestTheTagLeft(t *testing.T)
 	// The tag moves to D3: the watcher rolls auto to it; that deployment
 	// fails and reverts auto to D2.
 	d3 := pushRandom(t, stable)
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	_, err = c.Raw().Write("/v1/job/auto/image-updates/check", nil, &st, nil)
 	require.NoError(t, err)
 	require.Equal(t, d3, st.Tasks[0].TagDigest)
@@ -300,7 +301,7 @@ func TestContractAutoUpdate_UnpinnedTaskIsPinnedWhenTheTagMoves(t *testing.T) {
 	require.Equal(t, stable, stored)
 
 	reg.FailManifests(false)
-	var st imagewatcher.JobStatus
+	var st wire.ImageUpdates
 	_, err = c.Raw().Write("/v1/job/auto/image-updates/check", nil, &st, nil)
 	require.NoError(t, err)
 	require.Equal(t, d1, st.Tasks[0].TagDigest)

@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/imagewatcher"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // checkNowTimeout bounds PUT /v1/job/:id/image-updates/check.
@@ -29,9 +29,9 @@ func (h *HTTPServer) imageUpdates(ws memdb.WatchSet, snap *state.Snapshot, job *
 		return nil, 0, err
 	}
 	if tasks == nil {
-		tasks = []imagewatcher.TaskStatus{}
+		tasks = []structs.ImageTaskStatus{}
 	}
-	return &imagewatcher.JobStatus{Namespace: job.Namespace, JobID: job.ID, Version: job.Version, Tasks: tasks},
+	return &wire.ImageUpdates{Namespace: job.Namespace, JobID: job.ID, Version: job.Version, Tasks: tasks},
 		tableIndex(snap, state.TableJobs, state.TableImageChecks, state.TableImageWatches, state.TableImageBadDigests), nil
 }
 
@@ -69,17 +69,11 @@ func (h *HTTPServer) jobImageCheck(w http.ResponseWriter, r *http.Request) (any,
 	return h.imageUpdates(nil, snap, job)
 }
 
-// ImageClearBadRequest is the body of PUT /v1/job/:id/image-updates/clear-bad.
-type ImageClearBadRequest struct {
-	// Digest is the bad digest to clear ("sha256:…").
-	Digest string
-}
-
 // jobImageClearBad clears a bad digest of the job's images (the image
 // watcher may roll it again, to every job on the image) and answers the
 // job's image state after it.
 func (h *HTTPServer) jobImageClearBad(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req ImageClearBadRequest
+	var req wire.ImageClearBadRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}

@@ -371,12 +371,9 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 		JobModifyIndex:     reply.JobModifyIndex,
 		Diff:               apiconv.JobDiffToAPI(reply.Diff),
 		Annotations:        apiconv.PlanAnnotationsToAPI(reply.Annotations),
-		FailedTGAllocs:     map[string]*api.AllocationMetric{},
+		FailedTGAllocs:     apiconv.AllocMetricsToAPI(reply.FailedTGAllocs),
 		Warnings:           joinWarnings(append(warnings, reply.Warnings...)),
 		NextPeriodicLaunch: reply.NextPeriodicLaunch,
-	}
-	if err := convertByJSON(reply.FailedTGAllocs, &resp.FailedTGAllocs); err != nil {
-		return nil, 0, err
 	}
 	for _, e := range reply.CreatedEvals {
 		resp.CreatedEvals = append(resp.CreatedEvals, apiconv.EvalToAPI(e))

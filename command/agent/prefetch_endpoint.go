@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // Ahead-of-wave prefetch (nomad/prefetch): the leader keeps the record in
@@ -19,7 +20,8 @@ func (h *HTTPServer) internalNodePrefetch(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return nil, 0, err
 	}
-	out := h.srv.PrefetchDirectives(r.Context(), r.PathValue("id"), opts.minIndex, opts.wait)
+	dirs, index := h.srv.PrefetchDirectives(r.Context(), r.PathValue("id"), opts.minIndex, opts.wait)
+	out := &wire.PrefetchDirectives{Directives: dirs, Index: index}
 	if out.Directives == nil {
 		out.Directives = []*structs.PrefetchDirective{}
 	}
@@ -27,9 +29,9 @@ func (h *HTTPServer) internalNodePrefetch(w http.ResponseWriter, r *http.Request
 }
 
 // internalNodePrefetchReport takes a client's prefetch reports:
-// PUT /v1/internal/node/{id}/prefetch with a structs.PrefetchReportRequest.
+// PUT /v1/internal/node/{id}/prefetch with a wire.PrefetchReportRequest.
 func (h *HTTPServer) internalNodePrefetchReport(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req structs.PrefetchReportRequest
+	var req wire.PrefetchReportRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}

@@ -4,35 +4,12 @@ import (
 	"net/http"
 
 	memdb "github.com/hashicorp/go-memdb"
-	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
-
-// rolloutAllocColumns and rolloutNodeColumns name the columns of the rows
-// of GET /v1/job/{id}/rollout, in order.
-var (
-	rolloutAllocColumns = []string{"ID", "NodeID", "NodeName", "JobVersion", "ClientStatus", "DesiredStatus",
-		"Healthy", "Canary", "CreateIndex", "CreateTime", "DeploymentID", "LastEvent", "LastEventPhase"}
-	rolloutNodeColumns = []string{"ID", "Name", "Status", "SchedulingEligibility", "Datacenter", "NodePool"}
-)
-
-// rolloutView is the answer of GET /v1/job/{id}/rollout: what the web UI's
-// rollout view draws, in one read. Rows are arrays (columns named by
-// AllocColumns and NodeColumns) so that 10,000 nodes stay a small answer.
-type rolloutView struct {
-	Job          *api.Job
-	Deployment   *api.Deployment
-	AllocColumns []string
-	Allocs       [][]any
-	// NodeColumns and Nodes are present only for a token that may read
-	// nodes (every node, as the view also shows nodes the job may still
-	// be placed on).
-	NodeColumns []string `json:",omitempty"`
-	Nodes       [][]any  `json:",omitempty"`
-}
 
 // jobRollout serves GET /v1/job/{id}/rollout[?deployment=<id>]: the job,
 // its latest deployment (or the one named, which must be the job's), and,
@@ -61,7 +38,7 @@ func (h *HTTPServer) jobRollout(w http.ResponseWriter, r *http.Request) (any, ui
 		if err != nil {
 			return nil, 0, err
 		}
-		out := &rolloutView{Job: apiconv.JobToAPI(job), AllocColumns: rolloutAllocColumns, Allocs: rolloutAllocRows(allocs, d)}
+		out := &wire.RolloutView{Job: apiconv.JobToAPI(job), AllocColumns: wire.RolloutAllocColumns, Allocs: rolloutAllocRows(allocs, d)}
 		if d != nil {
 			out.Deployment = apiconv.DeploymentToAPI(d)
 		}
@@ -71,7 +48,7 @@ func (h *HTTPServer) jobRollout(w http.ResponseWriter, r *http.Request) (any, ui
 			if err != nil {
 				return nil, 0, err
 			}
-			out.NodeColumns = rolloutNodeColumns
+			out.NodeColumns = wire.RolloutNodeColumns
 			out.Nodes = make([][]any, 0, len(nodes))
 			for _, n := range nodes {
 				out.Nodes = append(out.Nodes, []any{n.ID, n.Name, n.Status, n.SchedulingEligibility, n.Datacenter, n.NodePool})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/ui"
+	"github.com/drover-project/drover/wire"
 )
 
 // registeredRoute is one entry of the route table (for the test that walks
@@ -188,13 +189,13 @@ func (h *HTTPServer) registerRoutes() {
 	h.registerACLRoutes(get, put, del)
 
 	// Client agents, authenticated by the node's secret ID.
-	put("/v1/internal/node/register", nodeSecret(), h.internalNodeRegister)
-	put("/v1/internal/node/{id}/heartbeat", nodeSecret(), h.internalNodeHeartbeat)
-	getLocal("/v1/internal/node/{id}/allocs", nodeSecret(), h.internalNodeAllocs)
-	put("/v1/internal/node/{id}/allocs", nodeSecret(), h.internalAllocUpdate)
-	handle("GET", "/v1/internal/node/{id}/prefetch", nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
-	put("/v1/internal/node/{id}/prefetch", nodeSecret(), h.internalNodePrefetchReport)
-	handle("PUT", "/v1/internal/node/{id}/acl/resolve", nodeSecret(), h.local(h.authorize(nodeSecret(), h.internalACLResolve)))
+	put(wire.RouteNodeRegister, nodeSecret(), h.internalNodeRegister)
+	put(wire.RouteNodeHeartbeat, nodeSecret(), h.internalNodeHeartbeat)
+	getLocal(wire.RouteNodeAllocs, nodeSecret(), h.internalNodeAllocs)
+	put(wire.RouteNodeAllocs, nodeSecret(), h.internalAllocUpdate)
+	handle("GET", wire.RouteNodePrefetch, nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
+	put(wire.RouteNodePrefetch, nodeSecret(), h.internalNodePrefetchReport)
+	handle("PUT", wire.RouteNodeACLResolve, nodeSecret(), h.local(h.authorize(nodeSecret(), h.internalACLResolve)))
 
 	// The web UI (static pages that read the API with the user's own
 	// token); the root redirects to it.

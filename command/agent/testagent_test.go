@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/command/agent/config"
+	"github.com/drover-project/drover/wire"
 )
 
 // testAgent is an in-process dev-mode server agent on ephemeral ports with a
@@ -76,8 +77,8 @@ func (ta *testAgent) registerNodeWithSecret(t *testing.T, name string) (id, secr
 		ReservedResources: &api.NodeReservedResources{},
 		Drivers:           map[string]*api.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
 	}
-	var out nodeRegisterResponse
-	_, err := ta.client.Raw().Write("/v1/internal/node/register", &nodeRegisterRequest{Node: node, SecretID: secret}, &out, nil)
+	var out wire.NodeRegisterResponse
+	_, err := ta.client.Raw().Write("/v1/internal/node/register", &wire.NodeRegisterRequest{Node: node, SecretID: secret}, &out, nil)
 	require.NoError(t, err)
 	return id, secret
 }

@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 func deploymentResponse(reply *nomad.DeploymentUpdateReply) (any, uint64, error) {
@@ -84,26 +83,8 @@ func (h *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Reques
 	return deploymentResponse(reply)
 }
 
-// nodeRegisterRequest is the body of the internal node registration.
-type nodeRegisterRequest struct {
-	Node *api.Node
-	// SecretID authenticates the node; api.Node does not carry it.
-	SecretID string
-	// IntroToken is the client introduction token the node was started
-	// with (client intro_token, NOMAD_CLIENT_INTRO_TOKEN); see the
-	// server's client_introduction enforcement.
-	IntroToken string `json:",omitempty"`
-}
-
-// nodeRegisterResponse answers a node registration.
-type nodeRegisterResponse struct {
-	EvalIDs      []string
-	Index        uint64
-	HeartbeatTTL time.Duration
-}
-
 func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req nodeRegisterRequest
+	var req wire.NodeRegisterRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
@@ -116,22 +97,11 @@ func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return nil, 0, err
 	}
-	return &nodeRegisterResponse{EvalIDs: evals, Index: index, HeartbeatTTL: ttl}, index, nil
-}
-
-// heartbeatRequest is the body of a client heartbeat.
-type heartbeatRequest struct {
-	Status string
-}
-
-// heartbeatResponse tells the client when to heartbeat next.
-type heartbeatResponse struct {
-	HeartbeatTTL time.Duration
-	Index        uint64
+	return &wire.NodeRegisterResponse{EvalIDs: evals, Index: index, HeartbeatTTL: ttl}, index, nil
 }
 
 func (h *HTTPServer) internalNodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req heartbeatRequest
+	var req wire.NodeHeartbeatRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
@@ -142,7 +112,7 @@ func (h *HTTPServer) internalNodeHeartbeat(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return nil, 0, err
 	}
-	return &heartbeatResponse{HeartbeatTTL: ttl, Index: index}, index, nil
+	return &wire.NodeHeartbeatResponse{HeartbeatTTL: ttl, Index: index}, index, nil
 }
 
 func (h *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -210,14 +180,14 @@ func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) 
 		return nil, 0, err
 	}
 	ans, _ := res.(answer)
-	out := make([]*nodeAlloc, 0, len(ans.allocs))
+	out := make([]*wire.NodeAlloc, 0, len(ans.allocs))
 	for _, a := range ans.allocs {
 		job, err := apiconv.JobJSON(a.Job)
 		if err != nil {
 			return nil, 0, err
 		}
 		peer := ans.peers[a.ID]
-		out = append(out, &nodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(a), Job: job, SignedIdentities: a.SignedIdentities,
+		out = append(out, &wire.NodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(a), Job: job, SignedIdentities: a.SignedIdentities,
 			PreviousNodeAddr: peer.addr, MigrateToken: peer.token})
 	}
 	return out, index, nil
@@ -265,30 +235,8 @@ func migrationPeers(snap *state.Snapshot, node string, allocs []*structs.Allocat
 	return peers, nil
 }
 
-// nodeAlloc is an allocation as its node receives it: the api form plus
-// the workload identities signed for its tasks, which only this node
-// (authenticated by its secret) ever receives. Job is the api form of the
-// allocation's job, encoded once per stored job version (apiconv.JobJSON):
-// at the outer level it stands in for the embedded Allocation.Job, so the
-// JSON is api.Allocation's.
-type nodeAlloc struct {
-	*api.Allocation
-	Job              json.RawMessage
-	SignedIdentities map[string]string `json:",omitempty"`
-	// PreviousNodeAddr and MigrateToken let the node fetch the ephemeral
-	// data of the allocation this one replaces from the node that ran it
-	// (ephemeral_disk migrate); see migrationPeers.
-	PreviousNodeAddr string `json:",omitempty"`
-	MigrateToken     string `json:",omitempty"`
-}
-
-// allocUpdateRequest is the body of the internal client alloc update.
-type allocUpdateRequest struct {
-	Allocs []*api.Allocation
-}
-
 func (h *HTTPServer) internalAllocUpdate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	var req allocUpdateRequest
+	var req wire.AllocUpdateRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
@@ -334,35 +282,15 @@ func (h *HTTPServer) checkNodeSecret(r *http.Request) error {
 	return nil
 }
 
-// allocClientUpdateFromAPI keeps the fields a client may report: status,
-// description, task states and deployment health.
+// allocClientUpdateFromAPI keeps the fields a client may report (status,
+// description, task states, deployment health, network status) after
+// checking its ClientStatus.
 func allocClientUpdateFromAPI(a *api.Allocation) (*structs.Allocation, error) {
-	u := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription}
 	switch a.ClientStatus {
 	case structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
 		structs.AllocClientStatusFailed, structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
 	default:
 		return nil, badRequest("allocation %q: invalid ClientStatus %q", a.ID, a.ClientStatus)
 	}
-	if err := convertByJSON(a.TaskStates, &u.TaskStates); err != nil {
-		return nil, badRequest("allocation %q: TaskStates: %v", a.ID, err)
-	}
-	if a.DeploymentStatus != nil {
-		u.DeploymentStatus = &structs.AllocDeploymentStatus{
-			Healthy: a.DeploymentStatus.Healthy, Timestamp: a.DeploymentStatus.Timestamp, Canary: a.DeploymentStatus.Canary,
-		}
-	}
-	if ns := a.NetworkStatus; ns != nil {
-		u.NetworkStatus = &structs.AllocNetworkStatus{InterfaceName: ns.InterfaceName, Address: ns.Address, AddressIPv6: ns.AddressIPv6}
-	}
-	return u, nil
-}
-
-// convertByJSON copies in to out through their JSON encoding (same field names).
-func convertByJSON(in, out any) error {
-	buf, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(buf, out)
+	return apiconv.AllocUpdateFromAPI(a), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/testutil/fill"
 )
 
 // structsOnlyFields are the structs fields with no api counterpart: they are
@@ -82,68 +83,8 @@ func elemType(t reflect.Type) reflect.Type {
 	}
 }
 
-// maxFillDepth bounds fill on recursive types (ObjectDiff.Objects); the
-// deepest non-recursive path (Allocation.Job...Checks[].Header) needs 16.
-const maxFillDepth = 20
-
-// fill sets every exported field reachable from v to a distinct non-zero
-// value: one element per list and map, fresh pointers, numbers in 1..100.
-func fill(v reflect.Value, n *int) { fillDepth(v, n, 0) }
-
-func fillDepth(v reflect.Value, n *int, depth int) {
-	if depth > maxFillDepth {
-		return
-	}
-	fill := func(v reflect.Value, n *int) { fillDepth(v, n, depth+1) }
-	*n++
-	switch v.Kind() {
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(p.Elem(), n)
-		v.Set(p)
-	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[time.Time]() {
-			v.Set(reflect.ValueOf(time.Unix(int64(1_700_000_000+*n), 0).UTC()))
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i), n)
-			}
-		}
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fill(s.Index(0), n)
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		k := reflect.New(v.Type().Key()).Elem()
-		fill(k, n)
-		e := reflect.New(v.Type().Elem()).Elem()
-		fill(e, n)
-		m.SetMapIndex(k, e)
-		v.Set(m)
-	case reflect.Interface:
-		v.Set(reflect.ValueOf(map[string]any{"nested": []any{fmt.Sprintf("v%d", *n), *n}}))
-	case reflect.String:
-		v.SetString(fmt.Sprintf("v%d", *n))
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(*n%100 + 1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(uint64(*n%100 + 1))
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(float64(*n) + 0.5)
-	}
-}
-
-func filled[T any]() *T {
-	var x T
-	n := 0
-	fill(reflect.ValueOf(&x).Elem(), &n)
-	return &x
-}
+// filled is a *T with every exported field set (testutil/fill).
+func filled[T any]() *T { return fill.New[T](fill.Options{}) }
 
 // assertSameByName checks that every exported field of s reached through
 // structs types has the same value in a (matched by name, pointers followed).

@@ -17,4 +17,9 @@
 //
 // Conversions to api types never share mutable state with their input, so a
 // handler may encode the result while the state store keeps the original.
+//
+// It is the one way between the two type families: the edges neither copy
+// through JSON nor by hand what converts by name (docs/architecture.md lists
+// the hand copies left in command/agent). The bodies the conversions fill
+// are nomad/api's and package wire's.
 package apiconv

@@ -57,7 +57,7 @@
 // leader continues where the old one stopped. The budget window and
 // Retry-After holds are in memory and restart with each leadership term.
 //
-// Importers: package nomad (leader wiring, endpoints), and for the
-// JobStatus and TaskStatus wire types the HTTP layer (command/agent) and
-// the CLI (command).
+// Importers: package nomad (leader wiring, endpoints). The status it
+// reports is structs.ImageTaskStatus; the body the HTTP layer answers with
+// is wire.ImageUpdates.
 package imagewatcher

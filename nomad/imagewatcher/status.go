@@ -9,60 +9,6 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// JobStatus is the body of GET /v1/job/:id/image-updates and of
-// PUT /v1/job/:id/image-updates/check: the image state of every Docker task
-// of the job's current version.
-type JobStatus struct {
-	Namespace string
-	JobID     string
-	Version   uint64
-	Tasks     []TaskStatus
-}
-
-// TaskStatus is the image state of one Docker task of a job, as
-// GET /v1/job/:id/image-updates answers it.
-type TaskStatus struct {
-	Group, Task string
-	// Image is the task's image as the current version stores it.
-	Image string
-	// Reference is the "name:tag" followed; Pinned the digest pinned now.
-	Reference string
-	Pinned    string
-	// Unpinned, when the version stores the image by tag only, says why
-	// (pin_digest = false, image_pinning = "off", or the registry could not
-	// be reached at registration); nodes pull the tag then. Assumed is the
-	// digest the watcher took to be the one the nodes pulled (auto_update
-	// only: the first good check after the unpinned version).
-	Unpinned string
-	Assumed  string
-	// AutoUpdate and its settings (durations in nanoseconds).
-	AutoUpdate bool
-	Interval   time.Duration
-	Soak       time.Duration
-	// LastCheck is when the tag was last checked (zero: never), TagDigest
-	// what it answered last, LastError why the last check failed ("" when
-	// it succeeded).
-	LastCheck time.Time
-	TagDigest string
-	LastError string
-	// NextCheck is when the next check is due (zero: at once).
-	NextCheck time.Time
-	// Pending is a new digest waiting for its soak, PendingSince since
-	// when the tag has pointed at it and SoakLeft how long it still waits.
-	Pending      string
-	PendingSince time.Time
-	SoakLeft     time.Duration
-	// Bad lists the digests of the reference that failed a deployment (of
-	// this job or another on the same reference) and are rolled to no job
-	// until an operator clears them.
-	Bad []string
-	// LastRoll is the watcher's newest version for this task, or nil.
-	LastRoll *structs.ImageRoll
-	// Checks and Errors count the checks of the reference (shared with
-	// every task that follows it).
-	Checks, Errors uint64
-}
-
 // Records are the image watcher's records Status reads.
 type Records struct {
 	Checks  map[string]*structs.ImageCheck
@@ -104,15 +50,15 @@ func BadDigestsOf(bad map[string]map[string]*structs.ImageBadDigest, ref string)
 
 // Status describes the Docker tasks of job at now from the watcher's
 // records.
-func Status(job *structs.Job, rec Records, now time.Time) []TaskStatus {
-	var out []TaskStatus
+func Status(job *structs.Job, rec Records, now time.Time) []structs.ImageTaskStatus {
+	var out []structs.ImageTaskStatus
 	for _, tg := range job.TaskGroups {
 		for _, t := range tg.Tasks {
 			if t.Driver != imageresolve.DockerDriver {
 				continue
 			}
 			image, _ := t.Config["image"].(string)
-			st := TaskStatus{Group: tg.Name, Task: t.Name, Image: image}
+			st := structs.ImageTaskStatus{Group: tg.Name, Task: t.Name, Image: image}
 			ref, err := imageresolve.Parse(image)
 			s, serr := imageresolve.ParseSettings(t.Config)
 			if err != nil || serr != nil {

@@ -236,9 +236,9 @@ func unionKeys[V any](a, b map[string]V) map[string]bool {
 }
 
 // Directives answers a node's blocking query: it returns the node's
-// directives once their index differs from minIndex (a new leader's index
-// differs from any earlier one), or when wait or ctx ends.
-func (c *Coordinator) Directives(ctx context.Context, nodeID string, minIndex uint64, wait time.Duration) *structs.PrefetchDirectives {
+// directives and their index once the index differs from minIndex (a new
+// leader's index differs from any earlier one), or when wait or ctx ends.
+func (c *Coordinator) Directives(ctx context.Context, nodeID string, minIndex uint64, wait time.Duration) ([]*structs.PrefetchDirective, uint64) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
@@ -248,9 +248,9 @@ func (c *Coordinator) Directives(ctx context.Context, nodeID string, minIndex ui
 			idx = c.base
 		}
 		if idx != minIndex || minIndex == 0 {
-			out := &structs.PrefetchDirectives{Directives: c.byNode[nodeID], Index: idx}
+			out := c.byNode[nodeID]
 			c.mu.Unlock()
-			return out
+			return out, idx
 		}
 		c.mu.Unlock()
 		select {
@@ -260,9 +260,9 @@ func (c *Coordinator) Directives(ctx context.Context, nodeID string, minIndex ui
 		case <-timer.C:
 		}
 		c.mu.Lock()
-		out := &structs.PrefetchDirectives{Directives: c.byNode[nodeID], Index: idx}
+		out := c.byNode[nodeID]
 		c.mu.Unlock()
-		return out
+		return out, idx
 	}
 }
 

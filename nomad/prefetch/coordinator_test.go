@@ -48,10 +48,15 @@ func TestCoordinator_GrantsReportsAndWithdraws(t *testing.T) {
 	go func() { defer close(done); c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	get := func(node string, min uint64) *structs.PrefetchDirectives {
-		return c.Directives(t.Context(), node, min, 2*time.Second)
+	type directives struct {
+		Directives []*structs.PrefetchDirective
+		Index      uint64
 	}
-	var first *structs.PrefetchDirectives
+	get := func(node string, min uint64) *directives {
+		dirs, idx := c.Directives(t.Context(), node, min, 2*time.Second)
+		return &directives{Directives: dirs, Index: idx}
+	}
+	var first *directives
 	require.Eventually(t, func() bool { first = get(nodes[0], 0); return len(first.Directives) == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, "nginx:2", first.Directives[0].Tasks[0].Image)
 	require.Equal(t, structs.PrefetchStatePulling, first.Directives[0].State)
@@ -60,7 +65,7 @@ func TestCoordinator_GrantsReportsAndWithdraws(t *testing.T) {
 	require.Empty(t, third.Directives, "prefetch_parallel 2: the third node waits")
 
 	// A blocked query for the third node wakes when node 0 reports done.
-	woke := make(chan *structs.PrefetchDirectives, 1)
+	woke := make(chan *directives, 1)
 	go func() { woke <- get(nodes[2], third.Index) }()
 	c.Report(nodes[0], []*structs.PrefetchReport{{DeploymentID: dep.ID, State: structs.PrefetchStateDone}})
 	select {

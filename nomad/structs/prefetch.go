@@ -1,8 +1,9 @@
 package structs
 
-// Wire types of ahead-of-wave prefetch (see nomad/prefetch): the leader
+// Records of ahead-of-wave prefetch (see nomad/prefetch): the leader
 // grants nodes leave to pull a deployment's images before their wave, the
-// client pulls and reports back. Both travel as JSON over the internal
+// client pulls and reports back. They travel as JSON in the bodies
+// wire.PrefetchDirectives and wire.PrefetchReportRequest over the internal
 // endpoints /v1/internal/node/{id}/prefetch (GET: directives, blocking;
 // PUT: reports).
 
@@ -44,22 +45,9 @@ type PrefetchDirective struct {
 	Tasks []*PrefetchTask
 }
 
-// PrefetchDirectives is the answer of GET /v1/internal/node/{id}/prefetch.
-type PrefetchDirectives struct {
-	Directives []*PrefetchDirective
-	// Index advances whenever the node's directives change; it is the
-	// blocking query's index (X-Nomad-Index carries it too).
-	Index uint64
-}
-
 // PrefetchReport is a node's result for one directive.
 type PrefetchReport struct {
 	DeploymentID string
 	State        string // PrefetchStateDone or PrefetchStateFailed
 	Error        string // why it failed; "" when done
-}
-
-// PrefetchReportRequest is the body of PUT /v1/internal/node/{id}/prefetch.
-type PrefetchReportRequest struct {
-	Reports []*PrefetchReport
 }

@@ -1,15 +1,19 @@
-package agent
+package apiconv
 
 import (
+	"testing"
+
 	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// Auth method configuration between the wire format and the stored form:
-// the same fields under the same names.
+// The auth method conversions were written out by hand in the agent
+// before they went by name; the hand copies stay here to show the two
+// agree on every field.
 
-func authConfigFromAPI(c *api.ACLAuthMethodConfig) *structs.ACLAuthMethodConfig {
+func authConfigFromAPIByHand(c *api.ACLAuthMethodConfig) *structs.ACLAuthMethodConfig {
 	if c == nil {
 		return nil
 	}
@@ -34,7 +38,7 @@ func authConfigFromAPI(c *api.ACLAuthMethodConfig) *structs.ACLAuthMethodConfig 
 	return out
 }
 
-func authConfigToAPI(c *structs.ACLAuthMethodConfig) *api.ACLAuthMethodConfig {
+func authConfigToAPIByHand(c *structs.ACLAuthMethodConfig) *api.ACLAuthMethodConfig {
 	if c == nil {
 		return nil
 	}
@@ -57,4 +61,17 @@ func authConfigToAPI(c *structs.ACLAuthMethodConfig) *api.ACLAuthMethodConfig {
 		out.OIDCClientAssertion = ca
 	}
 	return out
+}
+
+func TestAuthMethodConfig_EveryFieldAsByHand(t *testing.T) {
+	in := filled[api.ACLAuthMethodConfig]()
+	require.Equal(t, authConfigFromAPIByHand(in), AuthMethodConfigFromAPI(in))
+	stored := filled[structs.ACLAuthMethodConfig]()
+	require.Equal(t, authConfigToAPIByHand(stored), AuthMethodConfigToAPI(stored))
+	require.Equal(t, stored, AuthMethodConfigFromAPI(AuthMethodConfigToAPI(stored)))
+
+	bare := &api.ACLAuthMethodConfig{OIDCClientAssertion: &api.OIDCClientAssertion{Audience: []string{"a"}}}
+	require.Equal(t, authConfigFromAPIByHand(bare), AuthMethodConfigFromAPI(bare))
+	require.Nil(t, AuthMethodConfigFromAPI(nil))
+	require.Nil(t, AuthMethodConfigToAPI(nil))
 }

@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Drover's extensions of the Nomad HTTP API.
+
+// ImageUpdates is the body of GET /v1/job/:id/image-updates and of PUT
+// /v1/job/:id/image-updates/check and .../clear-bad: the image state of
+// every Docker task of the job's current version (`drover job
+// image-updates`).
+type ImageUpdates struct {
+	Namespace string
+	JobID     string
+	Version   uint64
+	Tasks     []structs.ImageTaskStatus
+}
+
+// ImageClearBadRequest is the body of PUT /v1/job/:id/image-updates/clear-bad.
+type ImageClearBadRequest struct {
+	// Digest is the bad digest to clear ("sha256:…").
+	Digest string
+}
+
+// RolloutAllocColumns and RolloutNodeColumns name the columns of the rows
+// of RolloutView, in order.
+var (
+	RolloutAllocColumns = []string{"ID", "NodeID", "NodeName", "JobVersion", "ClientStatus", "DesiredStatus",
+		"Healthy", "Canary", "CreateIndex", "CreateTime", "DeploymentID", "LastEvent", "LastEventPhase"}
+	RolloutNodeColumns = []string{"ID", "Name", "Status", "SchedulingEligibility", "Datacenter", "NodePool"}
+)
+
+// RolloutView is the answer of GET /v1/job/{id}/rollout: what the web UI's
+// rollout view draws, in one read. Rows are arrays (columns named by
+// AllocColumns and NodeColumns) so that 10,000 nodes stay a small answer.
+type RolloutView struct {
+	Job          *api.Job
+	Deployment   *api.Deployment
+	AllocColumns []string
+	Allocs       [][]any
+	// NodeColumns and Nodes are present only for a token that may read
+	// nodes (every node, as the view also shows nodes the job may still
+	// be placed on).
+	NodeColumns []string `json:",omitempty"`
+	Nodes       [][]any  `json:",omitempty"`
+}
+
+// PrefetchDirectives is the answer of GET /v1/internal/node/{id}/prefetch
+// (RouteNodePrefetch): the node's directives (the leader's records, see
+// nomad/prefetch).
+type PrefetchDirectives struct {
+	Directives []*structs.PrefetchDirective
+	// Index advances whenever the node's directives change; it is the
+	// blocking query's index (X-Nomad-Index carries it too).
+	Index uint64
+}
+
+// PrefetchReportRequest is the body of PUT /v1/internal/node/{id}/prefetch.
+type PrefetchReportRequest struct {
+	Reports []*structs.PrefetchReport
+}
