@@ -28,7 +28,7 @@ type TaskConfig struct {
 	AllocDir string // shared alloc dir (<alloc>/alloc)
 	// TaskDir is the task dir (<alloc>/<task>), with local/ and secrets/
 	// inside; it is the task's working directory.
-	TaskDir    string
+	TaskDir string
 	// StdoutPath and StderrPath are the first files of the task's stdout
 	// and stderr (<alloc>/alloc/logs/<task>.stdout.0): a driver writes each
 	// stream through a logrotate.Writer opened on it with LogLimits. Empty
