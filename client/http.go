@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/logrotate"
 )
 
 // httpError is an error answer: Msg goes to the caller.
@@ -217,14 +218,20 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("unknown task name %q", p.task))
 		return
 	}
-	path, err := ar.LogPath(p.task, p.stream)
+	first, err := ar.LogPath(p.task, p.stream)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// The stream's rotated files, oldest first, read as one.
+	src, err := logrotate.NewReader(first, p.origin == "end", p.offset)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	ls := &logStream{
-		path:      path,
-		file:      relLogName(c.cfg.AllocDir(), allocID, path),
+		src:       src,
+		frameName: func(path string) string { return relLogName(c.cfg.AllocDir(), allocID, path) },
 		params:    p,
 		done:      ar.WaitCh(),
 		poll:      c.cfg.timing.logPoll,
