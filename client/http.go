@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
@@ -224,7 +226,10 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The stream's rotated files, oldest first, read as one.
-	src, err := logrotate.NewReader(first, p.origin == "end", p.offset)
+	// Reached from the shared dir (which the tasks may write), so that a
+	// task's symlink cannot make the client serve a file outside it.
+	shared := filepath.Join(c.cfg.AllocDir(), allocID, allocdir.SharedDirName)
+	src, err := logrotate.NewReaderIn(shared, first, p.origin == "end", p.offset)
 	if err != nil {
 		writeError(w, err)
 		return

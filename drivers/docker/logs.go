@@ -46,9 +46,7 @@ type logStreamer struct {
 	logger      hclog.Logger
 	cli         containerLogger
 	containerID string
-	stdoutPath  string
-	stderrPath  string
-	limits      logrotate.Limits
+	files       logFiles
 	posPath     string // "" = position not persisted
 
 	cancel context.CancelFunc
@@ -59,6 +57,14 @@ type logStreamer struct {
 	lastSave time.Time
 }
 
+// logFiles are where a task's output goes: the first files of its streams
+// ("" discards), inside within (the allocation's shared dir), rotated with
+// limits.
+type logFiles struct {
+	within, stdout, stderr string
+	limits                 logrotate.Limits
+}
+
 // containerLogger is the part of the docker client the streamer uses.
 type containerLogger interface {
 	ContainerLogs(ctx context.Context, id string, o container.LogsOptions) (io.ReadCloser, error)
@@ -67,10 +73,10 @@ type containerLogger interface {
 
 // startLogStreamer starts following a container's logs from since (zero:
 // from the beginning).
-func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, taskDir, stdout, stderr string, limits logrotate.Limits, since time.Time) *logStreamer {
+func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, taskDir string, files logFiles, since time.Time) *logStreamer {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &logStreamer{
-		logger: logger, cli: cli, containerID: containerID, stdoutPath: stdout, stderrPath: stderr, limits: limits,
+		logger: logger, cli: cli, containerID: containerID, files: files,
 		cancel: cancel, done: make(chan struct{}), last: since,
 	}
 	if taskDir != "" {
@@ -118,13 +124,13 @@ func (s *logStreamer) wait(timeout time.Duration) {
 func (s *logStreamer) run(ctx context.Context) {
 	defer close(s.done)
 	defer s.savePos(true)
-	stdout, err := openLog(s.stdoutPath, s.limits)
+	stdout, err := openLog(s.files.within, s.files.stdout, s.files.limits)
 	if err != nil {
 		s.logger.Error("opening stdout log", "error", err)
 		return
 	}
 	defer stdout.Close()
-	stderr, err := openLog(s.stderrPath, s.limits)
+	stderr, err := openLog(s.files.within, s.files.stderr, s.files.limits)
 	if err != nil {
 		s.logger.Error("opening stderr log", "error", err)
 		return
@@ -236,11 +242,11 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 }
 
 // openLog opens a stream's rotated log files; "" (logs disabled) discards.
-func openLog(path string, limits logrotate.Limits) (io.WriteCloser, error) {
+func openLog(within, path string, limits logrotate.Limits) (io.WriteCloser, error) {
 	if path == "" {
 		return nopCloser{io.Discard}, nil
 	}
-	return logrotate.Open(path, limits)
+	return logrotate.OpenIn(within, path, limits)
 }
 
 type nopCloser struct{ io.Writer }

@@ -88,7 +88,7 @@ func TestLogCopierRotatesAndResumesTheNewestFile(t *testing.T) {
 	// About 2.6 MB of stdout: files .0 to .2, .0 deleted.
 	stream, wantOut, wantErr := daemonStream(t, at, 0, 7000)
 	fake := &fakeLogs{stream: stream}
-	s := startLogStreamer(hclog.NewNullLogger(), fake, "c1", taskDir, stdoutPath, stderrPath, limits, time.Time{})
+	s := startLogStreamer(hclog.NewNullLogger(), fake, "c1", taskDir, logFiles{within: filepath.Join(root, "alloc"), stdout: stdoutPath, stderr: stderrPath, limits: limits}, time.Time{})
 	<-s.done
 	out, files := readStream(t, stdoutPath, logrotate.MB)
 	require.Equal(t, []int{1, 2}, []int{files[0].Index, files[1].Index})
@@ -103,7 +103,7 @@ func TestLogCopierRotatesAndResumesTheNewestFile(t *testing.T) {
 	require.Equal(t, at.Add(6999*time.Second), since)
 	more, moreOut, _ := daemonStream(t, at, 7000, 9000)
 	fake = &fakeLogs{stream: append(stream, more...)} // the daemon sends from since on; old lines are dropped anyway
-	s = startLogStreamer(hclog.NewNullLogger(), fake, "c1", taskDir, stdoutPath, stderrPath, limits, since)
+	s = startLogStreamer(hclog.NewNullLogger(), fake, "c1", taskDir, logFiles{within: filepath.Join(root, "alloc"), stdout: stdoutPath, stderr: stderrPath, limits: limits}, since)
 	<-s.done
 	require.Len(t, fake.since, 1)
 	require.NotEmpty(t, fake.since[0])
@@ -119,7 +119,7 @@ func TestLogCopierRotatesAndResumesTheNewestFile(t *testing.T) {
 func TestLogCopierWithLogsDisabledWritesNothing(t *testing.T) {
 	root := t.TempDir()
 	stream, _, _ := daemonStream(t, time.Now(), 0, 100)
-	s := startLogStreamer(hclog.NewNullLogger(), &fakeLogs{stream: stream}, "c1", "", "", "", logrotate.Limits{}, time.Time{})
+	s := startLogStreamer(hclog.NewNullLogger(), &fakeLogs{stream: stream}, "c1", "", logFiles{within: root}, time.Time{})
 	<-s.done
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)

@@ -15,9 +15,13 @@
 // read after read, follows the stream across rotations: at the end of a
 // file it moves on once a newer one exists.
 //
-// Every file operation goes through an os.Root on the stream's directory,
-// and only regular files count as the stream's: a task that can write the
-// directory cannot make the writer or a reader leave it.
+// Every file operation goes through an os.Root: on the directory given to
+// OpenIn and NewReaderIn (the allocation's shared dir, which its tasks may
+// write), else on the stream's own directory. A task that can write there
+// cannot make the writer or a reader leave it: symlinks are followed only
+// while they stay inside (a symlink at the file being continued that leads
+// out fails Open, naming it), a file the writer starts replaces whatever
+// was planted at its name, and only regular files count as the stream's.
 //
 // Importers: the drivers that write task output (drivers/rawexec's
 // executor, so drivers/exec too; drivers/docker's log copier;

@@ -388,3 +388,64 @@ func TestReaderFollowsAConcurrentWriterAcrossRotations(t *testing.T) {
 		require.True(t, strings.HasPrefix(name, "t.stdout."), name)
 	}
 }
+
+func TestOpenInRefusesADirectoryRedirectedOutOfWithin(t *testing.T) {
+	within, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(within, "logs")))
+	first := filepath.Join(within, "logs", "t.stdout.0")
+	_, err := OpenIn(within, first, Limits{})
+	require.Error(t, err)
+	r, err := NewReaderIn(within, first, false, 0)
+	require.NoError(t, err)
+	_, err = r.Read(make([]byte, 8))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, io.EOF)
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was written outside")
+
+	_, err = OpenIn(within, filepath.Join(outside, "t.stdout.0"), Limits{})
+	require.ErrorContains(t, err, "is not inside")
+}
+
+func TestOpenInCreatesTheDirectoryAndFollowsSymlinksInside(t *testing.T) {
+	within := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(within, "real"), 0o755))
+	require.NoError(t, os.Symlink("real", filepath.Join(within, "logs")))
+	w, err := OpenIn(within, filepath.Join(within, "logs", "t.stdout.0"), Limits{})
+	require.NoError(t, err)
+	_, err = w.Write([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.Equal(t, map[string]string{"t.stdout.0": "x"}, onDisk(t, filepath.Join(within, "real")))
+
+	w, err = OpenIn(within, filepath.Join(within, "new", "dir", "t.stdout.0"), Limits{})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.FileExists(t, filepath.Join(within, "new", "dir", "t.stdout.0"))
+}
+
+func TestOpenFollowsASymlinkAtTheCurrentFileOnlyInsideWithin(t *testing.T) {
+	within, outside := t.TempDir(), t.TempDir()
+	logs := filepath.Join(within, "logs")
+	require.NoError(t, os.Mkdir(logs, 0o755))
+	first := filepath.Join(logs, "t.stdout.0")
+	victim := filepath.Join(outside, "victim")
+	require.NoError(t, os.Symlink(victim, first))
+	_, err := OpenIn(within, first, Limits{})
+	require.ErrorContains(t, err, first)
+	require.ErrorContains(t, err, "resolves outside")
+	require.NoFileExists(t, victim)
+
+	require.NoError(t, os.Remove(first))
+	inside := filepath.Join(within, "data-out")
+	require.NoError(t, os.Symlink(inside, first))
+	w, err := OpenIn(within, first, Limits{})
+	require.NoError(t, err)
+	_, err = w.Write([]byte("written\n"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	b, err := os.ReadFile(inside)
+	require.NoError(t, err)
+	require.Equal(t, "written\n", string(b))
+}

@@ -17,7 +17,8 @@ var ErrTruncated = errors.New("logrotate: file truncated")
 // is not safe for concurrent use.
 type Reader struct {
 	s      stream
-	root   *os.Root // nil until the directory exists
+	within string // see NewReaderIn
+	dir    dir    // root nil until the directory exists
 	start  func([]File) Position
 	index  int      // of the file being read
 	offset int64    // next byte to read in it
@@ -29,11 +30,17 @@ type Reader struct {
 // offset bytes before the end of its newest. The position is taken from
 // the files there are at the first Read that finds some.
 func NewReader(first string, fromEnd bool, offset int64) (*Reader, error) {
+	return NewReaderIn("", first, fromEnd, offset)
+}
+
+// NewReaderIn is NewReader with the stream's directory reached from within
+// (see OpenIn).
+func NewReaderIn(within, first string, fromEnd bool, offset int64) (*Reader, error) {
 	s, err := streamOf(first)
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{s: s, start: func(files []File) Position { return Seek(files, fromEnd, offset) }}, nil
+	return &Reader{s: s, within: within, start: func(files []File) Position { return Seek(files, fromEnd, offset) }}, nil
 }
 
 // Read reads from the file being read, moving on to the next file once
@@ -96,10 +103,8 @@ func (r *Reader) Close() error {
 		_ = r.f.Close()
 		r.f = nil
 	}
-	if r.root != nil {
-		_ = r.root.Close()
-		r.root = nil
-	}
+	r.dir.close()
+	r.dir = dir{}
 	return nil
 }
 
@@ -107,17 +112,17 @@ func (r *Reader) Close() error {
 // first, later the oldest from the current index on (files older than the
 // reader are deleted under a slow one). ok is false when there is none yet.
 func (r *Reader) openCurrent() (ok bool, err error) {
-	if r.root == nil {
-		root, err := os.OpenRoot(r.s.dir)
+	if r.dir.root == nil {
+		d, err := r.s.openDir(r.within, false)
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("logrotate: %w", err)
+			return false, err
 		}
-		r.root = root
+		r.dir = d
 	}
-	files, err := r.s.list(r.root)
+	files, err := r.s.list(r.dir)
 	if err != nil || len(files) == 0 {
 		return false, err
 	}
@@ -133,7 +138,7 @@ func (r *Reader) openCurrent() (ok bool, err error) {
 		if f.Index > r.index {
 			r.index, r.offset = f.Index, 0
 		}
-		file, err := r.root.Open(f.Name)
+		file, err := r.dir.root.Open(r.dir.path(f.Name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // deleted since the listing
 		}
@@ -148,7 +153,7 @@ func (r *Reader) openCurrent() (ok bool, err error) {
 
 // after returns the lowest index after index among the stream's files.
 func (r *Reader) after(index int) (int, bool, error) {
-	files, err := r.s.list(r.root)
+	files, err := r.s.list(r.dir)
 	if err != nil {
 		return 0, false, err
 	}

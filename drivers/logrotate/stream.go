@@ -71,14 +71,30 @@ func (s stream) index(name string) (int, bool) {
 	return i, true
 }
 
-// list returns the stream's regular files in root, by increasing index.
-func (s stream) list(root *os.Root) ([]File, error) {
-	d, err := root.Open(".")
+// dir is a stream's directory reached through a root: rel inside root.
+// Every path is resolved by the root, which follows symlinks only inside
+// it.
+type dir struct {
+	root *os.Root
+	rel  string
+}
+
+func (d dir) path(name string) string { return filepath.Join(d.rel, name) }
+
+func (d dir) close() {
+	if d.root != nil {
+		_ = d.root.Close()
+	}
+}
+
+// list returns the stream's regular files in d, by increasing index.
+func (s stream) list(d dir) ([]File, error) {
+	f, err := d.root.Open(d.rel)
 	if err != nil {
 		return nil, fmt.Errorf("logrotate: opening %s: %w", s.dir, err)
 	}
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, fmt.Errorf("logrotate: listing %s: %w", s.dir, err)
 	}
@@ -101,6 +117,63 @@ func (s stream) list(root *os.Root) ([]File, error) {
 	return files, nil
 }
 
+// openDir opens the stream's directory. With within set, the directory
+// must be inside it, and it and the stream's files are reached from it:
+// symlinks are followed only while they stay inside within (the
+// allocation's shared dir, which its tasks may write), so a task cannot
+// redirect the stream out of it. With create, missing directories are
+// created.
+func (s stream) openDir(within string, create bool) (dir, error) {
+	if within == "" {
+		within = s.dir
+	}
+	rel, err := filepath.Rel(within, s.dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return dir{}, fmt.Errorf("logrotate: %s is not inside %s", s.dir, within)
+	}
+	if create {
+		if err := os.MkdirAll(within, 0o755); err != nil { // the caller's own path
+			return dir{}, fmt.Errorf("logrotate: %w", err)
+		}
+	}
+	root, err := os.OpenRoot(within)
+	if err != nil {
+		return dir{}, fmt.Errorf("logrotate: %w", err)
+	}
+	if create {
+		if err := root.MkdirAll(rel, 0o755); err != nil {
+			root.Close()
+			return dir{}, fmt.Errorf("logrotate: creating %s: %w", s.dir, err)
+		}
+	}
+	if _, err := root.Stat(rel); err != nil {
+		root.Close()
+		return dir{}, fmt.Errorf("logrotate: %s: %w", s.dir, err)
+	}
+	return dir{root: root, rel: rel}, nil
+}
+
+// follow returns what to open for the entry at path (relative to the
+// root): path itself, or, when it is a symlink, its target relative to
+// the root; a target outside the root is refused. (The root would refuse
+// an absolute symlink even to a place inside it, which a task may well
+// plant.)
+func (d dir) follow(path string) (string, error) {
+	target, err := d.root.Readlink(path)
+	if err != nil {
+		return path, nil // not a symlink (or nothing there yet)
+	}
+	abs := target
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(d.root.Name(), filepath.Dir(path), target)
+	}
+	rel, err := filepath.Rel(d.root.Name(), abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("logrotate: %s resolves outside %s (to %s)", filepath.Join(d.root.Name(), path), d.root.Name(), target)
+	}
+	return rel, nil
+}
+
 // List returns the files of the stream whose first file is first, by
 // increasing index; none when the directory does not exist.
 func List(first string) ([]File, error) {
@@ -108,15 +181,15 @@ func List(first string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(s.dir)
+	d, err := s.openDir("", false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("logrotate: %w", err)
+		return nil, err
 	}
-	defer root.Close()
-	return s.list(root)
+	defer d.close()
+	return s.list(d)
 }
 
 // Position is a place in a stream: an offset in the file of an index.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -18,7 +19,7 @@ type Writer struct {
 	lim Limits
 
 	mu    sync.Mutex
-	root  *os.Root
+	dir   dir
 	index int      // of the file being written
 	f     *os.File // nil once closed
 	size  int64    // of f
@@ -27,25 +28,27 @@ type Writer struct {
 // Open opens the stream whose first file is first (<prefix>.0) for
 // writing, creating its directory if needed. It continues the file with
 // the highest index, or starts the next one when that file is full.
-func Open(first string, lim Limits) (*Writer, error) {
+func Open(first string, lim Limits) (*Writer, error) { return OpenIn("", first, lim) }
+
+// OpenIn is Open with the stream's directory reached from within (the
+// allocation's shared dir, which its tasks may write): it must be inside
+// it after symlinks.
+func OpenIn(within, first string, lim Limits) (*Writer, error) {
 	s, err := streamOf(first)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("logrotate: %w", err)
-	}
-	root, err := os.OpenRoot(s.dir)
+	d, err := s.openDir(within, true)
 	if err != nil {
-		return nil, fmt.Errorf("logrotate: %w", err)
+		return nil, err
 	}
-	w := &Writer{s: s, lim: lim, root: root}
-	files, err := s.list(root)
+	w := &Writer{s: s, lim: lim, dir: d}
+	files, err := s.list(d)
 	if err == nil {
 		if n := len(files); n > 0 {
 			w.index = files[n-1].Index
 		}
-		err = w.open(w.index)
+		err = w.open(w.index, false)
 	}
 	if err == nil && w.full() {
 		err = w.rotate()
@@ -100,30 +103,41 @@ func (w *Writer) Close() error {
 		err = w.f.Close()
 		w.f = nil
 	}
-	if w.root != nil {
-		_ = w.root.Close()
-		w.root = nil
-	}
+	w.dir.close()
+	w.dir = dir{}
 	return err
 }
 
 func (w *Writer) full() bool { return w.lim.MaxFileSize > 0 && w.size >= w.lim.MaxFileSize }
 
 // open makes the file of index the current one, appending to what it
-// holds. Something other than a regular file at its name (a symlink or a
-// FIFO a task planted) is removed first.
-func (w *Writer) open(index int) error {
+// holds. A symlink there is followed if it stays inside the root and
+// refused otherwise; a fresh file (one the stream starts) replaces
+// whatever a task planted at its name instead.
+func (w *Writer) open(index int, fresh bool) error {
 	name := w.s.name(index)
-	if info, err := w.root.Lstat(name); err == nil && !info.Mode().IsRegular() {
-		if err := w.root.Remove(name); err != nil {
-			return fmt.Errorf("logrotate: replacing %s (%s): %w", name, info.Mode().Type(), err)
+	path := w.dir.path(name)
+	if fresh {
+		if info, err := w.dir.root.Lstat(path); err == nil && !info.Mode().IsRegular() {
+			if err := w.dir.root.Remove(path); err != nil {
+				return fmt.Errorf("logrotate: replacing %s (%s): %w", name, info.Mode().Type(), err)
+			}
 		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("logrotate: %w", err)
+	} else {
+		target, err := w.dir.follow(path)
+		if err != nil {
+			return err
+		}
+		if target != path { // a symlink inside: its directory may be missing
+			if err := w.dir.root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return fmt.Errorf("logrotate: %w", err)
+			}
+			path = target
+		}
 	}
-	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := w.dir.root.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("logrotate: opening %s: %w", name, err)
+		return fmt.Errorf("logrotate: opening %s: %w", filepath.Join(w.dir.root.Name(), path), err)
 	}
 	info, err := f.Stat()
 	if err == nil && !info.Mode().IsRegular() {
@@ -143,7 +157,7 @@ func (w *Writer) open(index int) error {
 // rotate starts the file after the current one and deletes those beyond
 // the limit.
 func (w *Writer) rotate() error {
-	if err := w.open(w.index + 1); err != nil {
+	if err := w.open(w.index+1, true); err != nil {
 		return err
 	}
 	return w.purge()
@@ -154,7 +168,7 @@ func (w *Writer) purge() error {
 	if w.lim.MaxFiles <= 0 {
 		return nil
 	}
-	files, err := w.s.list(w.root)
+	files, err := w.s.list(w.dir)
 	if err != nil {
 		return err
 	}
@@ -162,7 +176,7 @@ func (w *Writer) purge() error {
 		if f.Index > w.index-w.lim.MaxFiles {
 			break
 		}
-		if err := w.root.Remove(f.Name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.dir.root.Remove(w.dir.path(f.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("logrotate: deleting %s: %w", f.Name, err)
 		}
 	}

@@ -156,14 +156,15 @@ func (t *task) writeStdout() {
 	if t.mc.StdoutString == "" || t.cfg.StdoutPath == "" {
 		return
 	}
-	if err := appendLog(t.cfg.StdoutPath, t.cfg.LogLimits, t.mc.StdoutString); err != nil {
+	if err := appendLog(t.cfg.AllocDir, t.cfg.StdoutPath, t.cfg.LogLimits, t.mc.StdoutString); err != nil {
 		t.logger.Warn("writing stdout_string", "task", t.id, "error", err)
 	}
 }
 
-// appendLog appends s to the stream whose first log file is path.
-func appendLog(path string, limits logrotate.Limits, s string) error {
-	w, err := logrotate.Open(path, limits)
+// appendLog appends s to the stream whose first log file is path, inside
+// within (the allocation's shared dir; "": path's own dir).
+func appendLog(within, path string, limits logrotate.Limits, s string) error {
+	w, err := logrotate.OpenIn(within, path, limits)
 	if err != nil {
 		return err
 	}

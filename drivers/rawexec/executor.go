@@ -215,12 +215,12 @@ func readSpec(path string) (*execSpec, error) {
 // ends of pipes that output copies to the task's log files.
 func taskCommand(spec *execSpec) (*exec.Cmd, *taskOutput, error) {
 	out := &taskOutput{}
-	stdout, err := out.add(spec.StdoutPath, spec.LogLimits)
+	stdout, err := out.add(spec.LogRoot, spec.StdoutPath, spec.LogLimits)
 	if err != nil {
 		out.close(0)
 		return nil, nil, fmt.Errorf("opening stdout: %w", err)
 	}
-	stderr, err := out.add(spec.StderrPath, spec.LogLimits)
+	stderr, err := out.add(spec.LogRoot, spec.StderrPath, spec.LogLimits)
 	if err != nil {
 		out.close(0)
 		return nil, nil, fmt.Errorf("opening stderr: %w", err)
@@ -260,13 +260,17 @@ type logCopy struct {
 	log  *logrotate.Writer
 }
 
-// add opens the log files of one stream and returns the pipe end the task
-// writes to; nil (os/exec connects /dev/null) when path is empty.
-func (o *taskOutput) add(path string, lim logrotate.Limits) (*os.File, error) {
+// add opens the log files of one stream (inside root, see
+// execSpec.LogRoot) and returns the pipe end the task writes to; nil
+// (os/exec connects /dev/null) when path is empty.
+func (o *taskOutput) add(root, path string, lim logrotate.Limits) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	log, err := logrotate.Open(path, lim)
+	// The logs dir is shared with the allocation's tasks: a symlink
+	// planted there must not make the executor (root) append the task's
+	// output to a host file.
+	log, err := logrotate.OpenIn(root, path, lim)
 	if err != nil {
 		return nil, err
 	}
