@@ -46,7 +46,9 @@
 //	(exitstop.go).
 //
 // Handler serves what servers proxy to the client: task logs
-// (/v1/client/fs/logs/{alloc}, plain or framed), allocation stats, the
+// (/v1/client/fs/logs/{alloc}, plain or framed: a task's rotated files,
+// <task>.<stream>.<n>, read oldest first as one stream, followed across
+// rotations; see logs.go), allocation stats, the
 // allocation's service check results and host stats, and exec sessions
 // (a websocket at /v1/client/allocation/{id}/exec; see exec.go). It also
 // serves a stopped allocation's ephemeral data to its replacement's client

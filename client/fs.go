@@ -212,9 +212,13 @@ func (c *Client) handleFSStream(w http.ResponseWriter, r *http.Request) {
 	f.Close()
 	ar, _ := c.allocRunner(r, r.PathValue("alloc"), acl.NamespaceCapabilityReadFS)
 	ls := &logStream{
-		path: filepath.Join(c.cfg.AllocDir(), r.PathValue("alloc"), rel), file: rel, params: p,
-		done: ar.WaitCh(), poll: c.cfg.timing.logPoll, heartbeat: c.cfg.timing.logHeartbeat,
-		opener: func() (*os.File, error) { return root.Open(rel) },
+		src: &fileSource{
+			path: rel, params: p,
+			open: func() (*os.File, error) { return root.Open(rel) },
+		},
+		frameName: func(string) string { return rel },
+		params:    p,
+		done:      ar.WaitCh(), poll: c.cfg.timing.logPoll, heartbeat: c.cfg.timing.logHeartbeat,
 	}
 	if err := ls.serve(r.Context(), w); err != nil {
 		c.logger.Debug("file stream ended", "alloc_id", r.PathValue("alloc"), "path", rel, "error", err)

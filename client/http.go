@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/logrotate"
 )
 
 // httpError is an error answer: Msg goes to the caller.
@@ -217,14 +220,23 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("unknown task name %q", p.task))
 		return
 	}
-	path, err := ar.LogPath(p.task, p.stream)
+	first, err := ar.LogPath(p.task, p.stream)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// The stream's rotated files, oldest first, read as one.
+	// Reached from the shared dir (which the tasks may write), so that a
+	// task's symlink cannot make the client serve a file outside it.
+	shared := filepath.Join(c.cfg.AllocDir(), allocID, allocdir.SharedDirName)
+	src, err := logrotate.NewReaderIn(shared, first, p.origin == "end", p.offset)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	ls := &logStream{
-		path:      path,
-		file:      relLogName(c.cfg.AllocDir(), allocID, path),
+		src:       src,
+		frameName: func(path string) string { return relLogName(c.cfg.AllocDir(), allocID, path) },
 		params:    p,
 		done:      ar.WaitCh(),
 		poll:      c.cfg.timing.logPoll,

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	iofs "io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/drivers/logrotate"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -23,30 +24,32 @@ const logChunk = 64 << 10
 // Frame file events, as Nomad names them.
 const fileEventTruncated = "file truncated"
 
-// logStream serves one log file: raw bytes (plain) or JSON frames
+// logStream serves a task's log stream (its rotated files, oldest first,
+// as one) or one file of the allocation: raw bytes (plain) or JSON frames
 // {"Data": base64, "File", "Offset"} one after another, as the nomad/api
-// client's AllocFS.Logs decodes them. With follow, it keeps reading as the
-// file grows until the caller goes away or the allocation's runner is done
-// and the file is drained; a framed stream sends an empty heartbeat frame
-// when silent for heartbeat.
+// client's AllocFS.Logs decodes them; each frame names the file its data
+// is from and the offset in it after the data. With follow, it keeps
+// reading as the files grow and rotate until the caller goes away or the
+// allocation's runner is done and the files are drained; a framed stream
+// sends an empty heartbeat frame when silent for heartbeat.
 type logStream struct {
-	path      string // the log file
-	file      string // its name in frames, relative to the alloc dir
+	src       logSource
+	frameName func(path string) string // a file's name in frames
 	params    logParams
 	done      <-chan struct{} // closed when the allocation's runner is done
 	poll      time.Duration
 	heartbeat time.Duration
-	// opener, when set, opens the file instead of os.Open(path) (the
-	// allocation file system opens through an os.Root).
-	opener func() (*os.File, error)
 }
 
-// openFile opens the streamed file once.
-func (ls *logStream) openFile() (*os.File, error) {
-	if ls.opener != nil {
-		return ls.opener()
-	}
-	return os.Open(ls.path)
+// logSource is what a logStream reads: logrotate.Reader for a task's
+// stream, fileSource for one file.
+type logSource interface {
+	// Read returns io.EOF at the current end (more may come) and
+	// logrotate.ErrTruncated when the file shrank (reading restarts at 0).
+	Read(p []byte) (int, error)
+	Path() string  // the file the last Read read from
+	Offset() int64 // the offset in it after that read
+	Close() error
 }
 
 // startOffset is where reading begins in a file of size bytes.
@@ -57,49 +60,84 @@ func startOffset(origin string, offset, size int64) int64 {
 	return min(offset, size)
 }
 
-func (ls *logStream) serve(ctx context.Context, w http.ResponseWriter) error {
-	f, err := ls.open(ctx)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			ls.writeHeader(w) // not written yet: nothing to show
-			return nil
+// fileSource reads one file, opened with open when it first exists, from
+// the origin and offset of params.
+type fileSource struct {
+	path   string
+	open   func() (*os.File, error)
+	params logParams
+	f      *os.File
+	pos    int64
+}
+
+func (fs *fileSource) Read(p []byte) (int, error) {
+	if fs.f == nil {
+		f, err := fs.open()
+		if errors.Is(err, iofs.ErrNotExist) {
+			return 0, io.EOF // not written yet
 		}
-		writeError(w, err)
-		return err
+		if err != nil {
+			return 0, err
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return 0, err
+		}
+		fs.f, fs.pos = f, startOffset(fs.params.origin, fs.params.offset, info.Size())
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		writeError(w, err)
-		return err
+	n, err := fs.f.ReadAt(p, fs.pos)
+	if n > 0 {
+		fs.pos += int64(n)
+		return n, nil
 	}
-	pos := startOffset(ls.params.origin, ls.params.offset, info.Size())
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("reading %s: %w", fs.path, err)
+	}
+	if info, err := fs.f.Stat(); err == nil && info.Size() < fs.pos {
+		fs.pos = 0
+		return 0, logrotate.ErrTruncated
+	}
+	return 0, io.EOF
+}
+
+func (fs *fileSource) Path() string  { return fs.path }
+func (fs *fileSource) Offset() int64 { return fs.pos }
+
+func (fs *fileSource) Close() error {
+	if fs.f != nil {
+		return fs.f.Close()
+	}
+	return nil
+}
+
+func (ls *logStream) serve(ctx context.Context, w http.ResponseWriter) error {
+	defer ls.src.Close()
 	ls.writeHeader(w)
-	out := newLogWriter(w, ls.params.plain, ls.file)
+	out := newLogWriter(w, ls.params.plain)
 	buf := make([]byte, logChunk)
 	lastSend := time.Now()
+	drain := false // the runner is done: stop at the next end
 	for {
-		n, err := f.ReadAt(buf, pos)
+		n, err := ls.src.Read(buf)
 		if n > 0 {
-			pos += int64(n)
-			if werr := out.data(buf[:n], pos); werr != nil {
+			if werr := out.data(buf[:n], ls.frameName(ls.src.Path()), ls.src.Offset()); werr != nil {
 				return werr
 			}
 			lastSend = time.Now()
 			continue
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("reading %s: %w", ls.path, err)
-		}
-		if !ls.params.follow {
-			return nil
-		}
-		// At the end of the file: truncated under us?
-		if info, err := f.Stat(); err == nil && info.Size() < pos {
-			pos = 0
-			if werr := out.event(fileEventTruncated); werr != nil {
+		switch {
+		case errors.Is(err, logrotate.ErrTruncated):
+			if werr := out.event(fileEventTruncated, ls.frameName(ls.src.Path())); werr != nil {
 				return werr
 			}
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			return err
+		}
+		if !ls.params.follow || drain {
+			return nil
 		}
 		if !ls.params.plain && time.Since(lastSend) >= ls.heartbeat {
 			if werr := out.heartbeat(); werr != nil {
@@ -111,33 +149,7 @@ func (ls *logStream) serve(ctx context.Context, w http.ResponseWriter) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ls.done:
-			if ls.drained(f, pos) {
-				return nil
-			}
-		case <-time.After(ls.poll):
-		}
-	}
-}
-
-// drained reports whether nothing is left to read past pos.
-func (ls *logStream) drained(f *os.File, pos int64) bool {
-	info, err := f.Stat()
-	return err != nil || info.Size() <= pos
-}
-
-// open opens the log file; with follow it waits for the file to appear
-// (the task may not have started yet) until the runner is done.
-func (ls *logStream) open(ctx context.Context) (*os.File, error) {
-	for {
-		f, err := ls.openFile()
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || !ls.params.follow {
-			return f, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-ls.done:
-			return ls.openFile()
+			drain = true
 		case <-time.After(ls.poll):
 		}
 	}
@@ -160,11 +172,10 @@ type logWriter struct {
 	w     io.Writer
 	flush func()
 	enc   *json.Encoder // nil when plain
-	file  string
 }
 
-func newLogWriter(w http.ResponseWriter, plain bool, file string) *logWriter {
-	lw := &logWriter{w: w, flush: func() {}, file: file}
+func newLogWriter(w http.ResponseWriter, plain bool) *logWriter {
+	lw := &logWriter{w: w, flush: func() {}}
 	if fl, ok := w.(http.Flusher); ok {
 		lw.flush = fl.Flush
 	}
@@ -174,23 +185,23 @@ func newLogWriter(w http.ResponseWriter, plain bool, file string) *logWriter {
 	return lw
 }
 
-// data writes b, read from the file up to offset end.
-func (lw *logWriter) data(b []byte, end int64) error {
+// data writes b, read from file up to offset end.
+func (lw *logWriter) data(b []byte, file string, end int64) error {
 	var err error
 	if lw.enc == nil {
 		_, err = lw.w.Write(b)
 	} else {
-		err = lw.enc.Encode(&api.StreamFrame{Data: b, File: lw.file, Offset: end})
+		err = lw.enc.Encode(&api.StreamFrame{Data: b, File: file, Offset: end})
 	}
 	lw.flush()
 	return err
 }
 
-func (lw *logWriter) event(ev string) error {
+func (lw *logWriter) event(ev, file string) error {
 	if lw.enc == nil {
 		return nil
 	}
-	err := lw.enc.Encode(&api.StreamFrame{File: lw.file, FileEvent: ev})
+	err := lw.enc.Encode(&api.StreamFrame{File: file, FileEvent: ev})
 	lw.flush()
 	return err
 }

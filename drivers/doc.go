@@ -35,5 +35,6 @@
 // client/allocrunner/restarts (exit results), client fingerprinting
 // (Fingerprint), client/state (task handles), the client agent (building
 // the Catalog), drivers/builtin and the drivers below it, and tests. It
-// imports only go-hclog and the standard library.
+// imports only drivers/logrotate (TaskConfig.LogLimits), go-hclog and the
+// standard library.
 package drivers

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/drover-project/drover/drivers/logrotate"
 )
 
 // TaskConfig is everything a driver needs to run one task.
@@ -26,9 +28,17 @@ type TaskConfig struct {
 	AllocDir string // shared alloc dir (<alloc>/alloc)
 	// TaskDir is the task dir (<alloc>/<task>), with local/ and secrets/
 	// inside; it is the task's working directory.
-	TaskDir    string
-	StdoutPath string // file the task's stdout is appended to
-	StderrPath string // file the task's stderr is appended to
+	TaskDir string
+	// StdoutPath and StderrPath are the first files of the task's stdout
+	// and stderr (<alloc>/alloc/logs/<task>.stdout.0): a driver writes each
+	// stream through a logrotate.Writer opened on it with LogLimits. Empty
+	// when the task's logs are disabled: the output is discarded.
+	StdoutPath string
+	StderrPath string
+	// LogLimits bound each stream's files (the task's logs block): a new
+	// file is started when one holds MaxFileSize bytes and the oldest
+	// beyond MaxFiles are deleted. Zero limits keep one unbounded file.
+	LogLimits logrotate.Limits
 
 	CPU         int // MHz shares requested
 	MemoryMB    int

@@ -527,7 +527,7 @@ func (ar *AllocRunner) Destroy() {
 	})
 }
 
-// LogPath returns the current log file of a task's stream ("stdout" or
+// LogPath returns the first log file of a task's stream ("stdout" or
 // "stderr"), for `alloc logs`.
 func (ar *AllocRunner) LogPath(task, stream string) (string, error) {
 	for _, tr := range ar.tasks {

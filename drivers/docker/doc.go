@@ -26,7 +26,8 @@
 // NOMAD_PORT_<l> (the port's "to") in the container, TCP and UDP.
 //
 // Logs: a goroutine follows the container's log stream (with timestamps)
-// and appends stdout and stderr to the task's files, recording the
+// and appends stdout and stderr to the task's rotated log files
+// (drivers/logrotate, with the task config's LogLimits), recording the
 // timestamp of the last line in <TaskDir>/.drover-docker-logs.json. After a
 // client restart RecoverTask re-attaches to the container by the ID in the
 // handle's DriverState (the JSON of State: ContainerID, ImageID, Image) and

@@ -15,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/drivers/logrotate"
 )
 
 // logPosFile, in the task dir (not mounted into the container), holds the
@@ -34,8 +36,9 @@ type logPos struct {
 	Last time.Time
 }
 
-// logStreamer copies a container's stdout and stderr to the task's log
-// files, following the container until it stops or the streamer is
+// logStreamer copies a container's stdout and stderr to the task's rotated
+// log files (drivers/logrotate: a re-attached streamer continues the
+// newest file), following the container until it stops or the streamer is
 // cancelled. Each line's daemon timestamp is recorded; lines not after the
 // last recorded one are dropped, so re-following with since = last never
 // duplicates.
@@ -43,8 +46,7 @@ type logStreamer struct {
 	logger      hclog.Logger
 	cli         containerLogger
 	containerID string
-	stdoutPath  string
-	stderrPath  string
+	files       logFiles
 	posPath     string // "" = position not persisted
 
 	cancel context.CancelFunc
@@ -55,6 +57,14 @@ type logStreamer struct {
 	lastSave time.Time
 }
 
+// logFiles are where a task's output goes: the first files of its streams
+// ("" discards), inside within (the allocation's shared dir), rotated with
+// limits.
+type logFiles struct {
+	within, stdout, stderr string
+	limits                 logrotate.Limits
+}
+
 // containerLogger is the part of the docker client the streamer uses.
 type containerLogger interface {
 	ContainerLogs(ctx context.Context, id string, o container.LogsOptions) (io.ReadCloser, error)
@@ -63,10 +73,10 @@ type containerLogger interface {
 
 // startLogStreamer starts following a container's logs from since (zero:
 // from the beginning).
-func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, taskDir, stdout, stderr string, since time.Time) *logStreamer {
+func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, taskDir string, files logFiles, since time.Time) *logStreamer {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &logStreamer{
-		logger: logger, cli: cli, containerID: containerID, stdoutPath: stdout, stderrPath: stderr,
+		logger: logger, cli: cli, containerID: containerID, files: files,
 		cancel: cancel, done: make(chan struct{}), last: since,
 	}
 	if taskDir != "" {
@@ -114,13 +124,13 @@ func (s *logStreamer) wait(timeout time.Duration) {
 func (s *logStreamer) run(ctx context.Context) {
 	defer close(s.done)
 	defer s.savePos(true)
-	stdout, err := openLog(s.stdoutPath)
+	stdout, err := openLog(s.files.within, s.files.stdout, s.files.limits)
 	if err != nil {
 		s.logger.Error("opening stdout log", "error", err)
 		return
 	}
 	defer stdout.Close()
-	stderr, err := openLog(s.stderrPath)
+	stderr, err := openLog(s.files.within, s.files.stderr, s.files.limits)
 	if err != nil {
 		s.logger.Error("opening stderr log", "error", err)
 		return
@@ -231,14 +241,12 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func openLog(path string) (io.WriteCloser, error) {
+// openLog opens a stream's rotated log files; "" (logs disabled) discards.
+func openLog(within, path string, limits logrotate.Limits) (io.WriteCloser, error) {
 	if path == "" {
 		return nopCloser{io.Discard}, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	return logrotate.OpenIn(within, path, limits)
 }
 
 type nopCloser struct{ io.Writer }

@@ -69,7 +69,7 @@ func (t *task) handle() (*drivers.TaskHandle, error) {
 // attach starts following the task's logs (from since; zero: from the
 // start) and watching its container for the exit.
 func (d *Driver) attach(cli containerLogger, t *task, since time.Time) {
-	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, t.cfg.TaskDir, t.cfg.StdoutPath, t.cfg.StderrPath, since)
+	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, t.cfg.TaskDir, logFiles{within: t.cfg.AllocDir, stdout: t.cfg.StdoutPath, stderr: t.cfg.StderrPath, limits: t.cfg.LogLimits}, since)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 	go d.watch(ctx, t)

@@ -22,7 +22,7 @@
 //	prepare_error           PrepareTask fails with this message after prepare_for
 //	kill_after              StopTask: the task ignores the signal and exits after this
 //	                        long, or is SIGKILLed at the stop timeout if that is sooner
-//	stdout_string           appended to StdoutPath when the task starts
+//	stdout_string           appended to the stdout log (rotated with LogLimits) when the task starts
 //	stdout_repeat           appended that many more times ...
 //	stdout_repeat_duration  ... this far apart (all at once when 0)
 //	recover_error           RecoverTask fails (wrapping drivers.ErrTaskNotFound)

@@ -1,8 +1,6 @@
 package mock
 
 import (
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/logrotate"
 )
 
 // killReq asks a running task to die: at once with sig, or, when the task
@@ -157,21 +156,20 @@ func (t *task) writeStdout() {
 	if t.mc.StdoutString == "" || t.cfg.StdoutPath == "" {
 		return
 	}
-	if err := appendFile(t.cfg.StdoutPath, t.mc.StdoutString); err != nil {
+	if err := appendLog(t.cfg.AllocDir, t.cfg.StdoutPath, t.cfg.LogLimits, t.mc.StdoutString); err != nil {
 		t.logger.Warn("writing stdout_string", "task", t.id, "error", err)
 	}
 }
 
-func appendFile(path, s string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// appendLog appends s to the stream whose first log file is path, inside
+// within (the allocation's shared dir; "": path's own dir).
+func appendLog(within, path string, limits logrotate.Limits, s string) error {
+	w, err := logrotate.OpenIn(within, path, limits)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(s)
-	if cerr := f.Close(); err == nil {
+	_, err = w.Write([]byte(s))
+	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	return err

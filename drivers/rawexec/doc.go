@@ -6,8 +6,11 @@
 // binary (os.Executable) with os.Args[1] == "__drover_executor", in its own
 // session, so it is not a child that dies or is reaped with the client. The
 // executor starts the task in its own process group (so signals reach
-// grandchildren), appends its stdout and stderr to the task's files, waits
-// for it, writes its exit (code, signal) atomically to
+// grandchildren), copies its stdout and stderr from pipes to the task's
+// rotated log files (drivers/logrotate, with the task config's LogLimits;
+// the executor outlives the client, so rotation goes on while the client
+// is down), waits for it and for its output to drain, writes its exit
+// (code, signal) atomically to
 // <TaskDir>/.drover-exit.json and exits. A restarted client therefore finds
 // the task still running with RecoverTask, and still learns its exit code,
 // even if the task ended while the client was down. The binary's main (and

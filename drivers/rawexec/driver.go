@@ -165,7 +165,7 @@ func rawSpec(cfg *drivers.TaskConfig, tc *taskConfig) (execSpec, error) {
 	}
 	return execSpec{
 		Path: path, Args: append([]string{tc.Command}, tc.Args...), Env: envList(cfg.Env), Dir: dir,
-		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, LogLimits: cfg.LogLimits,
 		UID: uid, GID: gid, Groups: groups,
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-project/drover/drivers/logrotate"
 	"github.com/drover-project/drover/helper/pathguard"
 )
 
@@ -27,14 +28,22 @@ const specFileName = ".drover-executor.json"
 // statusFD is the executor's end of the start handshake pipe.
 const statusFD = 3
 
+// logDrainTimeout bounds how long the executor, once the task's process
+// group is gone, waits for the task's output pipes to drain: a process the
+// task started in another session may hold them open. A variable for
+// tests.
+var logDrainTimeout = 5 * time.Second
+
 // execSpec is what the driver tells the executor to run.
 type execSpec struct {
 	Path       string   // resolved command path
 	Args       []string // argv, argv[0] included
 	Env        []string
 	Dir        string
-	StdoutPath string
+	StdoutPath string // first log file (<prefix>.0); "" discards
 	StderrPath string
+	// LogLimits bound the log files of each stream.
+	LogLimits logrotate.Limits `json:",omitempty"`
 	// LogRoot is the directory StdoutPath and StderrPath must stay in
 	// after symlinks (the allocation's shared dir, which its tasks can
 	// write but not replace); "" means each file's own directory.
@@ -115,7 +124,7 @@ func runExecutor(args []string) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 
-	cmd, closeFiles, err := taskCommand(spec)
+	cmd, output, err := taskCommand(spec)
 	var wrapped *Wrapped
 	if err == nil && spec.Wrapper != "" {
 		wrapped, err = wrapCommand(cmd, spec)
@@ -129,8 +138,9 @@ func runExecutor(args []string) int {
 			}
 		}
 	}
-	closeFiles()
+	output.started()
 	if err != nil {
+		output.close(0)
 		if wrapped != nil && wrapped.Cleanup != nil {
 			wrapped.Cleanup()
 		}
@@ -158,6 +168,7 @@ func runExecutor(args []string) int {
 	close(stop)
 	// The leader is gone: kill what is left of its process group.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	output.close(logDrainTimeout)
 
 	rec := exitRecord{
 		TaskPID:           pid,
@@ -200,50 +211,19 @@ func readSpec(path string) (*execSpec, error) {
 	return &spec, nil
 }
 
-// taskCommand builds the task's command; closeFiles closes the parent's
-// copies of its output files once it has started.
-func taskCommand(spec *execSpec) (*exec.Cmd, func(), error) {
-	var files []*os.File
-	closeFiles := func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}
-	open := func(path string) (*os.File, error) {
-		if path == "" {
-			return nil, nil // os/exec connects /dev/null
-		}
-		// The logs dir is shared with the allocation's tasks: a symlink
-		// planted there must not make the executor (root) append the
-		// task's output to a host file.
-		root := spec.LogRoot
-		if root == "" {
-			root = filepath.Dir(path)
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil { // the client's own path
-			return nil, err
-		}
-		resolved, err := pathguard.Within(root, path)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Dir(resolved), 0o755); err != nil {
-			return nil, err
-		}
-		f, err := os.OpenFile(resolved, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		return f, nil
-	}
-	stdout, err := open(spec.StdoutPath)
+// taskCommand builds the task's command, its stdout and stderr the write
+// ends of pipes that output copies to the task's log files.
+func taskCommand(spec *execSpec) (*exec.Cmd, *taskOutput, error) {
+	out := &taskOutput{}
+	stdout, err := out.add(spec.LogRoot, spec.StdoutPath, spec.LogLimits)
 	if err != nil {
-		return nil, closeFiles, fmt.Errorf("opening stdout: %w", err)
+		out.close(0)
+		return nil, nil, fmt.Errorf("opening stdout: %w", err)
 	}
-	stderr, err := open(spec.StderrPath)
+	stderr, err := out.add(spec.LogRoot, spec.StderrPath, spec.LogLimits)
 	if err != nil {
-		return nil, closeFiles, fmt.Errorf("opening stderr: %w", err)
+		out.close(0)
+		return nil, nil, fmt.Errorf("opening stderr: %w", err)
 	}
 	cmd := &exec.Cmd{
 		Path:        spec.Path,
@@ -262,7 +242,108 @@ func taskCommand(spec *execSpec) (*exec.Cmd, func(), error) {
 	if spec.UID != nil && spec.GID != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
 	}
-	return cmd, closeFiles, nil
+	return cmd, out, nil
+}
+
+// taskOutput copies the task's output streams from pipes to their rotated
+// log files.
+type taskOutput struct {
+	copies   []*logCopy
+	copying  int
+	done     chan struct{} // gets a value as each copy ends
+	startedC bool
+}
+
+// logCopy is one stream: the pipe's ends and the log writer.
+type logCopy struct {
+	r, w *os.File // w is the task's end, closed in the executor once it started
+	log  *logrotate.Writer
+}
+
+// add opens the log files of one stream (inside root, see
+// execSpec.LogRoot) and returns the pipe end the task writes to; nil
+// (os/exec connects /dev/null) when path is empty.
+func (o *taskOutput) add(root, path string, lim logrotate.Limits) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	// The logs dir is shared with the allocation's tasks: a symlink
+	// planted there must not make the executor (root) append the task's
+	// output to a host file.
+	log, err := logrotate.OpenIn(root, path, lim)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	o.copies = append(o.copies, &logCopy{r: r, w: w, log: log})
+	return w, nil
+}
+
+// started closes the executor's copies of the task's pipe ends (so a copy
+// ends when the task's side is closed) and starts copying.
+func (o *taskOutput) started() {
+	if o == nil || o.startedC {
+		return
+	}
+	o.startedC = true
+	o.done = make(chan struct{}, len(o.copies))
+	for _, c := range o.copies {
+		_ = c.w.Close()
+		o.copying++
+		go func() {
+			c.copy()
+			o.done <- struct{}{}
+		}()
+	}
+}
+
+// close waits up to drain for the copies to reach the end of their pipes,
+// then closes the log files.
+func (o *taskOutput) close(drain time.Duration) {
+	if o == nil {
+		return
+	}
+	if !o.startedC {
+		for _, c := range o.copies {
+			_ = c.w.Close()
+			_ = c.r.Close()
+			_ = c.log.Close()
+		}
+		return
+	}
+	timeout := time.NewTimer(drain)
+	defer timeout.Stop()
+	for ; o.copying > 0; o.copying-- {
+		select {
+		case <-o.done:
+		case <-timeout.C:
+			o.copying = 0
+		}
+	}
+	for _, c := range o.copies {
+		_ = c.r.Close() // ends a copy still blocked in a read
+		_ = c.log.Close()
+	}
+}
+
+// copy copies the pipe to the log until the pipe's write ends are all
+// closed. A failed write (a full disk) loses that chunk but keeps reading,
+// so the task never blocks on its output.
+func (c *logCopy) copy() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.r.Read(buf)
+		if n > 0 {
+			_, _ = c.log.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // waitStatus returns the exit code and the signal that ended a process; a

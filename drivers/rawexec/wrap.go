@@ -141,7 +141,7 @@ func (d *Driver) StartIsolated(cfg *drivers.TaskConfig, iso Isolated) (*drivers.
 	}
 	return d.start(cfg, execSpec{
 		Path: iso.Path, Args: iso.Args, Env: envList(iso.Env), Dir: iso.Dir,
-		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath,
+		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, LogLimits: cfg.LogLimits,
 		UID: iso.UID, GID: iso.GID, Groups: iso.Groups,
 		Wrapper: iso.Wrapper, WrapperSpec: iso.Spec,
 	})

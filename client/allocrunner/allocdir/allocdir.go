@@ -74,7 +74,7 @@ func (d *AllocDir) TaskDir(task string) TaskDir {
 	}
 }
 
-// LogPath returns the current log file of a task's stream ("stdout" or
+// LogPath returns the first log file of a task's stream ("stdout" or
 // "stderr"): <root>/<allocID>/alloc/logs/<task>.<stream>.0.
 func (d *AllocDir) LogPath(task, stream string) (string, error) {
 	if stream != Stdout && stream != Stderr {

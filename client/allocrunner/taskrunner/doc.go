@@ -53,6 +53,6 @@
 // replace each other.
 //
 // Importers: client/allocrunner, and the client agent (package client) for
-// its errors. It imports drivers, nomad/structs and
+// its errors. It imports drivers, drivers/logrotate, nomad/structs and
 // the allocdir, restarts and taskenv packages.
 package taskrunner

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/taskenv"
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/logrotate"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -126,6 +127,10 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, disabled := logLimits(task.LogConfig)
+	if disabled {
+		stdout, stderr = "", "" // the driver discards the output
+	}
 	cfg := &drivers.TaskConfig{
 		ID:         tr.taskID,
 		AllocID:    alloc.ID,
@@ -140,9 +145,27 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		TaskDir:    td.Dir,
 		StdoutPath: stdout,
 		StderrPath: stderr,
+		LogLimits:  limits,
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	return cfg, nil
+}
+
+// Nomad's logs block defaults (api.Task.Canonicalize fills them in; a
+// task stored without a logs block gets them here).
+const (
+	defaultLogMaxFiles      = 10
+	defaultLogMaxFileSizeMB = 10
+)
+
+// logLimits returns the bounds of the task's log files and whether its
+// logs are disabled (logs { disabled = true }: Nomad attaches the task's
+// output to /dev/null and writes no files).
+func logLimits(lc *structs.LogConfig) (limits logrotate.Limits, disabled bool) {
+	if lc == nil {
+		return logrotate.LimitsMB(defaultLogMaxFiles, defaultLogMaxFileSizeMB), false
+	}
+	return logrotate.LimitsMB(lc.MaxFiles, lc.MaxFileSizeMB), lc.Disabled
 }
 
 // taskResources returns the CPU, memory and memory_max granted to the task,

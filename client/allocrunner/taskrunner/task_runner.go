@@ -311,7 +311,7 @@ func (tr *TaskRunner) Destroy() error {
 	return nil
 }
 
-// LogPath returns the current file of the task's stream ("stdout" or
+// LogPath returns the first log file of the task's stream ("stdout" or
 // "stderr").
 func (tr *TaskRunner) LogPath(stream string) (string, error) {
 	return tr.allocDir.LogPath(tr.name, stream)

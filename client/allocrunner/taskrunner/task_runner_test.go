@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/drivers/logrotate"
 	"github.com/drover-project/drover/drivers/mock"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -161,6 +162,7 @@ func TestTaskConfigReachesDriver(t *testing.T) {
 		stderr, _ := dir.LogPath("web", "stderr")
 		require.Equal(t, stdout, cfg.StdoutPath)
 		require.Equal(t, stderr, cfg.StderrPath)
+		require.Equal(t, logrotate.Limits{MaxFiles: 10, MaxFileSize: 10 << 20}, cfg.LogLimits, "no logs block: Nomad's defaults")
 		require.Equal(t, 500, cfg.CPU)
 		require.Equal(t, 256, cfg.MemoryMB)
 		require.Equal(t, "10.0.0.9:8080", cfg.Env["LISTEN"])
