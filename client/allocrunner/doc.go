@@ -108,9 +108,7 @@
 // archive entry that would leave the allocation directory fails the
 // allocation (a "Setup Failure" naming the entry).
 //
-// Known limits: logs are not rotated
-// (log_config is not enforced; see allocdir); the restart policy has no
-// jitter; directory variables (NOMAD_ALLOC_DIR, ...) are host paths.
+// Known limits: the restart policy has no jitter; directory variables (NOMAD_ALLOC_DIR, ...) are host paths.
 //
 // Importers: the client agent (package client). It imports drivers,
 // nomad/structs, go-hclog and its sub-packages.
