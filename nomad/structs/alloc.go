@@ -36,7 +36,12 @@ type Allocation struct {
 	DesiredTransition DesiredTransition
 	// NetworkStatus is the allocation's network as its client set it up,
 	// or nil before the client reported it.
-	NetworkStatus    *AllocNetworkStatus
+	NetworkStatus *AllocNetworkStatus
+	// DisconnectedAt is when (unix nanoseconds) a plan last marked the
+	// allocation unknown or lost because its node stopped heartbeating; 0
+	// when none did. Set by the state store on commit; not part of the
+	// public API.
+	DisconnectedAt   int64
 	CreateIndex      uint64
 	ModifyIndex      uint64
 	AllocModifyIndex uint64

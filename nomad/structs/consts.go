@@ -88,6 +88,10 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: the node missed its heartbeat while running
+	// allocations whose group has a lost_after window; it becomes down
+	// once the longest window ends, ready when it heartbeats again.
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"
