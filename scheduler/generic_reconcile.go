@@ -49,8 +49,10 @@ type GenericResult struct {
 // GenericGroup is the decision for one task group.
 //
 // Invariants: every live allocation of the group is in exactly one of
-// InplaceUpdate, Stop, Lost, Ignore, or is the Previous of a placement
-// with StopPrevious; Ignore also holds the terminal allocations of an
+// InplaceUpdate, Stop, Lost, Unknown, Ignore, or is the Previous of a
+// placement with StopPrevious (an allocation in Unknown or Ignore may also
+// be the Previous of a placement without StopPrevious: its replacement
+// while its node is disconnected); Ignore also holds the terminal allocations of an
 // older job of a batch group (counted as ignored, as Nomad does); at most Group.Count allocations of the group are
 // live once the decision is carried out, not counting the canaries of a
 // deployment awaiting promotion.
@@ -63,8 +65,12 @@ type GenericGroup struct {
 	Stop          []AllocStop
 	// Lost lists live allocations on down or missing nodes: stopped and
 	// marked lost (replacements, if any, are in Place).
-	Lost   []*structs.Allocation
-	Ignore []*structs.Allocation
+	Lost []*structs.Allocation
+	// Unknown lists live allocations on disconnected nodes, within their
+	// group's lost_after, to mark unknown: they keep running where they
+	// are (replacements, if any, are in Place).
+	Unknown []*structs.Allocation
+	Ignore  []*structs.Allocation
 	// Deferred counts destructive updates held back by the deployment.
 	Deferred int
 	// Canaries counts the live canaries of the deployment awaiting
@@ -105,6 +111,7 @@ const (
 	unitMigrate                         // live on a draining node
 	unitStopped                         // stopped by the operator, replacement due
 	unitRescheduleNow                   // failed, replacement due
+	unitUnknown                         // live on a disconnected node, within lost_after
 	unitLost                            // live on a down or missing node
 	unitRescheduleLater                 // failed, replacement due later
 	unitFailed                          // failed, policy exhausted
@@ -114,6 +121,8 @@ type unit struct {
 	kind  unitKind
 	alloc *structs.Allocation
 	at    time.Time // unitRescheduleLater
+	// unitUnknown: mark it unknown (it is not yet), and place a replacement.
+	mark, replace bool
 }
 
 // genericReconciler holds the indexes of one ReconcileGeneric call.
@@ -128,6 +137,9 @@ type genericReconciler struct {
 	// gate is the state of d: how deployment groups may update.
 	gate       deploymentGate
 	followupAt time.Time
+	// replaced holds the IDs of the current group's allocations that a
+	// live allocation names as its previous one.
+	replaced map[string]bool
 }
 
 // deploymentGate says what the version's deployment allows.
@@ -146,7 +158,15 @@ const (
 //
 // Rules, per group:
 //   - job stopped or purged, or group removed: live allocations stop;
-//   - a live allocation on a down or missing node is lost and replaced; on
+//   - a live allocation on a disconnected node, within its group's
+//     lost_after (disconnect.go), is unknown: it keeps running and holds
+//     its slot, and is replaced elsewhere when disconnect.replace; past the
+//     deadline (FollowupAt brings the evaluation) it is lost. When its node
+//     reconnects and its client reported it again, disconnect.reconcile
+//     keeps it or its live replacement and stops the other;
+//   - a live allocation on a down or missing node is lost and replaced
+//     (with stop_on_client_after, only once that long has passed since it
+//     was lost: its client stops it by then); on
 //     a draining node it is migrated (stopped and replaced elsewhere), at
 //     most migrate.max_parallel of the group at once: a migration counts
 //     until its replacement is healthy; a batch allocation there runs on
@@ -225,8 +245,18 @@ func ReconcileGeneric(in GenericInput) GenericResult {
 func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 	allocs := slices.Clone(r.byName[g.Name])
 	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	r.replaced = map[string]bool{}
+	for _, a := range allocs {
+		if a.PreviousAllocation != "" && !a.Terminal() {
+			r.replaced[a.PreviousAllocation] = true
+		}
+	}
+	settled := r.reconcileReconnected(g, allocs)
 	var units []unit
 	for _, a := range allocs {
+		if settled[a.ID] {
+			continue
+		}
 		if u, ok := r.classify(g, a); ok {
 			units = append(units, u)
 		}
@@ -275,13 +305,24 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 		return r.classifyTerminal(g, a)
 	}
 	node := r.nodes[a.NodeID]
-	switch {
-	case node == nil || node.Status == structs.NodeStatusDown:
+	switch classifyDisconnect(a, node, g.Group, r.in.Now) {
+	case lostState:
 		g.Lost = append(g.Lost, a)
-		if g.Group == nil {
+		if g.Group == nil || r.replaced[a.ID] {
 			return unit{}, false
 		}
+		if wait := g.Group.StopOnClientAfter(); wait > 0 {
+			// Its client stops it that long after losing the servers:
+			// the replacement waits as long.
+			return unit{kind: unitRescheduleLater, alloc: a, at: r.in.Now.Add(wait)}, true
+		}
 		return unit{kind: unitLost, alloc: a}, true
+	case unknownState:
+		return r.classifyUnknown(g, a, true)
+	case awaitingReport:
+		return r.classifyUnknown(g, a, false)
+	}
+	switch {
 	case g.Group == nil:
 		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: DescNotNeeded})
 		return unit{}, false
@@ -311,6 +352,16 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 		g.Ignore = append(g.Ignore, a)
 		return unit{}, false
 	}
+	if g.Group != nil && a.NextAllocation == "" && a.ClientStatus == structs.AllocClientStatusLost &&
+		a.DisconnectedAt != 0 && g.Group.StopOnClientAfter() > 0 && r.sameIncarnation(a) {
+		// Lost with stop_on_client_after: replaced once its client has
+		// stopped it.
+		due := time.Unix(0, a.DisconnectedAt).Add(g.Group.StopOnClientAfter())
+		if r.in.Now.Before(due) {
+			return unit{kind: unitRescheduleLater, alloc: a, at: due}, true
+		}
+		return unit{kind: unitLost, alloc: a}, true
+	}
 	if g.Group != nil && a.NextAllocation == "" && a.ServerTerminal() && a.DesiredTransition.Migrate &&
 		!a.DesiredTransition.MigrateDisablePlacement && r.sameIncarnation(a) {
 		return unit{kind: unitStopped, alloc: a}, true
@@ -334,6 +385,52 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 		}
 	}
 	return unit{}, false
+}
+
+// classifyUnknown sorts a, a live allocation of g within its lost_after:
+// on a disconnected node (disconnected) it is marked unknown when it is not
+// yet, and replaced when the group says so and no live replacement exists;
+// on a node that reconnected, it waits for its client's report. It holds
+// its slot unless a live replacement holds it. The deadline brings a
+// follow-up evaluation.
+func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocation, disconnected bool) (unit, bool) {
+	r.noteFollowup(unknownDeadline(a, g.Group, r.in.Now))
+	mark := disconnected && a.ClientStatus != structs.AllocClientStatusUnknown
+	if r.replaced[a.ID] {
+		if mark {
+			g.Unknown = append(g.Unknown, a)
+		} else {
+			g.Ignore = append(g.Ignore, a)
+		}
+		return unit{}, false
+	}
+	return unit{kind: unitUnknown, alloc: a, mark: mark, replace: disconnected && g.Group.ReplaceDisconnected()}, true
+}
+
+// reconcileReconnected settles the allocations of g whose node reconnected
+// while a replacement runs: the group's disconnect.reconcile picks the one
+// to keep and the other stops. It returns the IDs of those stopped.
+func (r *genericReconciler) reconcileReconnected(g *GenericGroup, allocs []*structs.Allocation) map[string]bool {
+	if g.Group == nil {
+		return nil
+	}
+	stopped := map[string]bool{}
+	for _, p := range findReconnected(allocs, r.nodes) {
+		lose := p.replacement
+		if pickReconnected(g.Group.ReconcileStrategy(), p.original, p.replacement) == p.replacement {
+			lose = p.original
+		}
+		g.Stop = append(g.Stop, AllocStop{Alloc: lose, Reason: DescReconnected})
+		stopped[lose.ID] = true
+	}
+	return stopped
+}
+
+// noteFollowup brings the follow-up evaluation forward to at.
+func (r *genericReconciler) noteFollowup(at time.Time) {
+	if r.followupAt.IsZero() || at.Before(r.followupAt) {
+		r.followupAt = at
+	}
 }
 
 // keep carries out a unit that holds one of the group's slots.
@@ -360,10 +457,17 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
 	case unitLost:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a})
-	case unitRescheduleLater:
-		if r.followupAt.IsZero() || u.at.Before(r.followupAt) {
-			r.followupAt = u.at
+	case unitUnknown:
+		if u.mark {
+			g.Unknown = append(g.Unknown, a)
+		} else {
+			g.Ignore = append(g.Ignore, a)
 		}
+		if u.replace {
+			g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a})
+		}
+	case unitRescheduleLater:
+		r.noteFollowup(u.at)
 	}
 }
 
@@ -371,7 +475,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 // (lost ones are already stopped), failed ones are not replaced.
 func (r *genericReconciler) drop(g *GenericGroup, u unit) {
 	switch u.kind {
-	case unitCurrent, unitInplace, unitOld, unitMigrate:
+	case unitCurrent, unitInplace, unitOld, unitMigrate, unitUnknown:
 		g.Stop = append(g.Stop, AllocStop{Alloc: u.alloc, Reason: DescNotNeeded})
 	}
 }
@@ -564,7 +668,7 @@ func (g *GenericGroup) desiredUpdates() *structs.DesiredUpdates {
 	u := &structs.DesiredUpdates{
 		InPlaceUpdate: uint64(len(g.InplaceUpdate)),
 		Stop:          uint64(len(g.Stop) + len(g.Lost)),
-		Ignore:        uint64(len(g.Ignore)),
+		Ignore:        uint64(len(g.Ignore) + len(g.Unknown)),
 	}
 	for _, p := range g.Place {
 		switch {

@@ -1,0 +1,158 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// What both reconcilers decide for the allocations of a disconnected node
+// (a group's disconnect block, or the older max_client_disconnect):
+//
+//   - on a disconnected node, within the group's lost_after (counted from
+//     the allocation's DisconnectedAt, or from now when it is not marked
+//     yet), a live allocation is unknown: it keeps running where it is;
+//     the generic reconciler replaces it elsewhere when disconnect.replace
+//     (the default), the system reconciler never does;
+//   - past the deadline, or on a down or missing node, it is lost;
+//   - when the node reconnects and the client has reported the allocation
+//     again, the group's disconnect.reconcile keeps either the allocation
+//     or its live replacement and stops the other (pickReconnected).
+
+// disconnectState is what a live allocation's node means for it.
+type disconnectState int
+
+const (
+	connected    disconnectState = iota // node ready (or not ready, but heartbeating)
+	unknownState                        // disconnected, within lost_after
+	lostState                           // down, missing, or past lost_after
+	// awaitingReport: the node reconnected but its client has not reported
+	// the allocation since it was marked unknown (still within lost_after).
+	awaitingReport
+)
+
+// classifyDisconnect says what node (nil when missing) means for a, a live
+// allocation of group tg (nil when the group is gone), at now.
+func classifyDisconnect(a *structs.Allocation, node *structs.Node, tg *structs.TaskGroup, now time.Time) disconnectState {
+	gone := node == nil || node.Status == structs.NodeStatusDown
+	disconnected := node != nil && node.Status == structs.NodeStatusDisconnected
+	unknown := a.ClientStatus == structs.AllocClientStatusUnknown
+	switch {
+	case gone:
+		return lostState
+	case !disconnected && !unknown:
+		return connected
+	case tg.LostAfter() == 0 || !now.Before(unknownDeadline(a, tg, now)):
+		return lostState
+	case disconnected:
+		return unknownState
+	}
+	return awaitingReport
+}
+
+// unknownDeadline is when a, unknown or about to be marked so at now, is
+// lost per tg's lost_after.
+func unknownDeadline(a *structs.Allocation, tg *structs.TaskGroup, now time.Time) time.Time {
+	if d := a.UnknownDeadline(tg); !d.IsZero() {
+		return d
+	}
+	return now.Add(tg.LostAfter())
+}
+
+// pickReconnected returns which of original, an allocation whose node
+// reconnected and whose client reported it again, and replacement, its live
+// replacement, to keep per strategy (a structs.Reconcile* value):
+// keep_original and keep_replacement say it; longest_running keeps the one
+// whose running tasks have been running without a restart the longest (one
+// not running loses; the original on a tie); best_score, the default,
+// keeps the one placed on the node with the better score (the original on
+// a tie or when a score is missing), unless only the replacement is
+// running.
+func pickReconnected(strategy string, original, replacement *structs.Allocation) *structs.Allocation {
+	switch strategy {
+	case structs.ReconcileKeepOriginal:
+		return original
+	case structs.ReconcileKeepReplacement:
+		return replacement
+	case structs.ReconcileLongestRunning:
+		os, oRunning := runningSince(original)
+		rs, rRunning := runningSince(replacement)
+		if rRunning && (!oRunning || rs.Before(os)) {
+			return replacement
+		}
+		return original
+	}
+	_, oRunning := runningSince(original)
+	_, rRunning := runningSince(replacement)
+	if rRunning && !oRunning {
+		return replacement
+	}
+	if !oRunning && !rRunning || oRunning && rRunning {
+		o, oOK := original.Metrics.PlacementScore()
+		r, rOK := replacement.Metrics.PlacementScore()
+		if oOK && rOK && r > o {
+			return replacement
+		}
+	}
+	return original
+}
+
+// taskStateRunning is the State of a running task (the client's word).
+const taskStateRunning = "running"
+
+// runningSince is when the last of a's running tasks (re)started, and
+// whether a is running (client status running, some task running).
+func runningSince(a *structs.Allocation) (time.Time, bool) {
+	if a.ClientStatus != structs.AllocClientStatusRunning {
+		return time.Time{}, false
+	}
+	var since time.Time
+	running := false
+	for _, ts := range a.TaskStates {
+		if ts == nil || ts.State != taskStateRunning {
+			continue
+		}
+		running = true
+		start := ts.StartedAt
+		if ts.LastRestart.After(start) {
+			start = ts.LastRestart
+		}
+		if start.After(since) {
+			since = start
+		}
+	}
+	return since, running
+}
+
+// reconnected pairs an allocation whose node reconnected with its live
+// replacement.
+type reconnected struct {
+	original, replacement *structs.Allocation
+}
+
+// findReconnected returns, among allocs (one group's), the allocations that
+// were marked unknown or lost for a disconnection, now run on a connected
+// node and were reported again by their client, with a live replacement
+// (the allocation naming them as previous).
+func findReconnected(allocs []*structs.Allocation, nodes map[string]*structs.Node) []reconnected {
+	byPrev := map[string]*structs.Allocation{}
+	for _, a := range allocs {
+		if a.PreviousAllocation != "" && !a.Terminal() {
+			byPrev[a.PreviousAllocation] = a
+		}
+	}
+	var out []reconnected
+	for _, a := range allocs {
+		if a.Terminal() || a.DisconnectedAt == 0 || a.ClientStatus == structs.AllocClientStatusUnknown {
+			continue
+		}
+		n := nodes[a.NodeID]
+		if n == nil || n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected {
+			continue
+		}
+		if rep := byPrev[a.ID]; rep != nil {
+			out = append(out, reconnected{original: a, replacement: rep})
+		}
+	}
+	return out
+}
