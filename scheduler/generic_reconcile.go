@@ -391,12 +391,17 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 // on a disconnected node (disconnected) it is marked unknown when it is not
 // yet, and replaced when the group says so and no live replacement exists;
 // on a node that reconnected, it waits for its client's report. It holds
-// its slot unless a live replacement holds it. The deadline brings a
-// follow-up evaluation.
+// its slot unless a live replacement holds it; a canary awaiting promotion
+// stays a canary (no slot, not replaced). The deadline brings a follow-up
+// evaluation.
 func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocation, disconnected bool) (unit, bool) {
 	r.noteFollowup(unknownDeadline(a, g.Group, r.in.Now))
 	mark := disconnected && a.ClientStatus != structs.AllocClientStatusUnknown
-	if r.replaced[a.ID] {
+	canary := r.isCurrent(a) && r.awaitingPromotion(g, a)
+	if canary {
+		g.Canaries++ // still a canary of the deployment, outside Count
+	}
+	if r.replaced[a.ID] || canary {
 		if mark {
 			g.Unknown = append(g.Unknown, a)
 		} else {

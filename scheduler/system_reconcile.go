@@ -396,7 +396,12 @@ func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class
 // system job runs one per node), and lost past the deadline, which a
 // follow-up evaluation brings.
 func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs.Node, live []*structs.Allocation) {
-	for _, a := range live {
+	if g.Group == nil {
+		g.Lost = append(g.Lost, live...)
+		return
+	}
+	if keep := r.keepOne(g, live); keep != nil {
+		a := keep
 		switch classifyDisconnect(a, node, g.Group, r.in.Now) {
 		case unknownState:
 			if deadline := unknownDeadline(a, g.Group, r.in.Now); r.followupAt.IsZero() || deadline.Before(r.followupAt) {
