@@ -55,6 +55,9 @@ const (
 	EvalTriggerRetryFailedAlloc  = "alloc-failure"
 	EvalTriggerQueuedAllocs      = "queued-allocs"
 	EvalTriggerScheduled         = "scheduled"
+	// EvalTriggerReconnect: the client of an unknown allocation reported
+	// it again after its node reconnected.
+	EvalTriggerReconnect = "reconnect"
 )
 
 // Deployment statuses.
