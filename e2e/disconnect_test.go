@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+)
+
+// disconnectGroup is a raw_exec group of one allocation with
+// disconnect { lost_after = "1m", reconcile = reconcile }, preferring node
+// client-a.
+func disconnectGroup(name, reconcile string) *api.TaskGroup {
+	task := api.NewTask("server", "raw_exec").SetConfig("command", "/bin/sleep").SetConfig("args", []string{"3600"})
+	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(32)}
+	tg := api.NewTaskGroup(name, 1).AddTask(task)
+	tg.Disconnect = &api.DisconnectStrategy{LostAfter: new(time.Minute), Reconcile: new(reconcile)}
+	tg.Affinities = []*api.Affinity{{LTarget: "${node.unique.name}", Operand: "=", RTarget: "client-a", Weight: new(int8(100))}}
+	return tg
+}
+
+// groupAllocs returns the allocations of group in allocs.
+func groupAllocs(allocs []*api.AllocationListStub, group string) []*api.AllocationListStub {
+	var out []*api.AllocationListStub
+	for _, a := range allocs {
+		if a.TaskGroup == group {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TestDisconnectedNodeReconnects: a client cut off past its heartbeat TTL
+// (its agent stopped with SIGSTOP; its tasks run on) leaves its node
+// disconnected and its allocations unknown, not lost; replacements run on
+// the other client. When it comes back within lost_after, each group's
+// reconcile strategy keeps one of the two and stops the other:
+// keep_original keeps the allocation that reconnected, keep_replacement
+// the replacement.
+func TestDisconnectedNodeReconnects(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1,
+		extra: `min_heartbeat_ttl = "2s"
+  heartbeat_grace = "1s"`})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	clientA := newClientAgent(t, "client-a", srv.httpHostPort())
+	newClientAgent(t, "client-b", srv.httpHostPort())
+	waitReadyNodes(t, c, 2)
+	nodeA := nodeIDOf(t, c, "client-a")
+
+	job := api.NewServiceJob("reconnect", "reconnect", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	job.AddTaskGroup(disconnectGroup("orig", "keep_original"))
+	job.AddTaskGroup(disconnectGroup("rep", "keep_replacement"))
+	_, _, err := c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+	original := map[string]string{} // group → allocation ID on client-a
+	require.Eventually(t, func() bool {
+		for _, a := range liveAllocs(t, c, "reconnect") {
+			if a.NodeID == nodeA && a.ClientStatus == "running" {
+				original[a.TaskGroup] = a.ID
+			}
+		}
+		return len(original) == 2
+	}, 60*time.Second, 200*time.Millisecond, "both groups running on client-a")
+
+	// Cut client-a off: it stops heartbeating, its tasks run on.
+	require.NoError(t, clientA.cmd.Process.Signal(syscall.SIGSTOP))
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = clientA.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	replacement := map[string]string{}
+	require.Eventually(t, func() bool {
+		node, _, err := c.Nodes().Info(nodeA, nil)
+		if err != nil || node.Status != "disconnected" {
+			return false
+		}
+		allocs, _, err := c.Jobs().Allocations("reconnect", true, nil)
+		if err != nil {
+			return false
+		}
+		for _, group := range []string{"orig", "rep"} {
+			for _, a := range groupAllocs(allocs, group) {
+				switch {
+				case a.ID == original[group]:
+					if a.ClientStatus != "unknown" || a.DesiredStatus != "run" {
+						return false
+					}
+				case a.NodeID != nodeA && a.ClientStatus == "running" && a.DesiredStatus == "run":
+					replacement[group] = a.ID
+				}
+			}
+		}
+		return len(replacement) == 2
+	}, 60*time.Second, 200*time.Millisecond, "client-a disconnected, its allocations unknown and replaced on client-b")
+	for group, id := range replacement {
+		a, _, err := c.Allocations().Info(id, nil)
+		require.NoError(t, err)
+		require.Equal(t, original[group], a.PreviousAllocation, "the replacement names the unknown allocation")
+	}
+
+	// Reconnect within lost_after.
+	require.NoError(t, clientA.cmd.Process.Signal(syscall.SIGCONT))
+	resumed = true
+	var info map[string]*api.Allocation
+	require.Eventually(t, func() bool {
+		info = map[string]*api.Allocation{}
+		for _, id := range []string{original["orig"], replacement["orig"], original["rep"], replacement["rep"]} {
+			a, _, err := c.Allocations().Info(id, nil)
+			if err != nil {
+				return false
+			}
+			info[id] = a
+		}
+		return info[original["orig"]].DesiredStatus == "run" && info[original["orig"]].ClientStatus == "running" &&
+			info[replacement["orig"]].DesiredStatus == "stop" &&
+			info[original["rep"]].DesiredStatus == "stop" &&
+			info[replacement["rep"]].DesiredStatus == "run" && info[replacement["rep"]].ClientStatus == "running"
+	}, 60*time.Second, 200*time.Millisecond, "keep_original kept the reconnected allocation, keep_replacement the replacement")
+	require.Equal(t, "alloc not needed due to disconnected client reconnect", info[replacement["orig"]].DesiredDescription)
+	require.Equal(t, "alloc not needed due to disconnected client reconnect", info[original["rep"]].DesiredDescription)
+	node, _, err := c.Nodes().Info(nodeA, nil)
+	require.NoError(t, err)
+	require.Equal(t, "ready", node.Status)
+
+	// The stopped ones finish; one allocation of each group runs.
+	require.Eventually(t, func() bool {
+		live := liveAllocs(t, c, "reconnect")
+		running := 0
+		for _, a := range live {
+			if a.ClientStatus == "running" {
+				running++
+			}
+		}
+		stoppedOrig, _, err1 := c.Allocations().Info(replacement["orig"], nil)
+		stoppedRep, _, err2 := c.Allocations().Info(original["rep"], nil)
+		return err1 == nil && err2 == nil && running == 2 && len(live) == 2 &&
+			stoppedOrig.ClientStatus == "complete" && stoppedRep.ClientStatus == "complete"
+	}, 60*time.Second, 200*time.Millisecond, "the stopped allocations complete; one per group runs")
+}
