@@ -11,12 +11,14 @@ import (
 
 // disconnectGroup is a raw_exec group of one allocation with
 // disconnect { lost_after = "1m", reconcile = reconcile }, preferring node
-// client-a.
+// client-a; reconcile "" leaves the disconnect block out.
 func disconnectGroup(name, reconcile string) *api.TaskGroup {
 	task := api.NewTask("server", "raw_exec").SetConfig("command", "/bin/sleep").SetConfig("args", []string{"3600"})
 	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(32)}
 	tg := api.NewTaskGroup(name, 1).AddTask(task)
-	tg.Disconnect = &api.DisconnectStrategy{LostAfter: new(time.Minute), Reconcile: new(reconcile)}
+	if reconcile != "" {
+		tg.Disconnect = &api.DisconnectStrategy{LostAfter: new(time.Minute), Reconcile: new(reconcile)}
+	}
 	tg.Affinities = []*api.Affinity{{LTarget: "${node.unique.name}", Operand: "=", RTarget: "client-a", Weight: new(int8(100))}}
 	return tg
 }
@@ -38,7 +40,7 @@ func groupAllocs(allocs []*api.AllocationListStub, group string) []*api.Allocati
 // the other client. When it comes back within lost_after, each group's
 // reconcile strategy keeps one of the two and stops the other:
 // keep_original keeps the allocation that reconnected, keep_replacement
-// the replacement.
+// the replacement. A group without a disconnect block is lost at once.
 func TestDisconnectedNodeReconnects(t *testing.T) {
 	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1,
 		extra: `min_heartbeat_ttl = "2s"
@@ -54,6 +56,7 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 	job.Datacenters = []string{"dc1"}
 	job.AddTaskGroup(disconnectGroup("orig", "keep_original"))
 	job.AddTaskGroup(disconnectGroup("rep", "keep_replacement"))
+	job.AddTaskGroup(disconnectGroup("plain", ""))
 	_, _, err := c.Jobs().Register(job, nil)
 	require.NoError(t, err)
 	original := map[string]string{} // group → allocation ID on client-a
@@ -63,8 +66,8 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 				original[a.TaskGroup] = a.ID
 			}
 		}
-		return len(original) == 2
-	}, 60*time.Second, 200*time.Millisecond, "both groups running on client-a")
+		return len(original) == 3
+	}, 60*time.Second, 200*time.Millisecond, "every group running on client-a")
 
 	// Cut client-a off: it stops heartbeating, its tasks run on.
 	require.NoError(t, clientA.cmd.Process.Signal(syscall.SIGSTOP))
@@ -84,9 +87,13 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		for _, group := range []string{"orig", "rep"} {
+		for _, group := range []string{"orig", "rep", "plain"} {
 			for _, a := range groupAllocs(allocs, group) {
 				switch {
+				case a.ID == original[group] && group == "plain":
+					if a.ClientStatus != "lost" || a.DesiredStatus != "stop" {
+						return false
+					}
 				case a.ID == original[group]:
 					if a.ClientStatus != "unknown" || a.DesiredStatus != "run" {
 						return false
@@ -96,8 +103,8 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 				}
 			}
 		}
-		return len(replacement) == 2
-	}, 60*time.Second, 200*time.Millisecond, "client-a disconnected, its allocations unknown and replaced on client-b")
+		return len(replacement) == 3
+	}, 60*time.Second, 200*time.Millisecond, "client-a disconnected, its allocations unknown (lost without a disconnect block) and replaced on client-b")
 	for group, id := range replacement {
 		a, _, err := c.Allocations().Info(id, nil)
 		require.NoError(t, err)
@@ -131,6 +138,9 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 	// The stopped ones finish; one allocation of each group runs.
 	require.Eventually(t, func() bool {
 		live := liveAllocs(t, c, "reconnect")
+		if plain, _, err := c.Allocations().Info(original["plain"], nil); err != nil || plain.DesiredStatus != "stop" {
+			return false
+		}
 		running := 0
 		for _, a := range live {
 			if a.ClientStatus == "running" {
@@ -139,7 +149,7 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 		}
 		stoppedOrig, _, err1 := c.Allocations().Info(replacement["orig"], nil)
 		stoppedRep, _, err2 := c.Allocations().Info(original["rep"], nil)
-		return err1 == nil && err2 == nil && running == 2 && len(live) == 2 &&
+		return err1 == nil && err2 == nil && running == 3 && len(live) == 3 &&
 			stoppedOrig.ClientStatus == "complete" && stoppedRep.ClientStatus == "complete"
 	}, 60*time.Second, 200*time.Millisecond, "the stopped allocations complete; one per group runs")
 }
