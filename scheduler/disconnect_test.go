@@ -377,3 +377,25 @@ func TestServiceScheduler_DisconnectPlan(t *testing.T) {
 	assert.Equal(t, structs.AllocClientStatusLost, plan.NodeUpdate["a"][0].ClientStatus, "lost at the deadline")
 	assert.Empty(t, plan.NodeAllocation, "its replacement runs already")
 }
+
+// TestReconcileGeneric_KeptOriginalReschedules: an original kept on
+// reconnection still names the replacement that was stopped as its next
+// allocation; when it fails later it is rescheduled as any other.
+func TestReconcileGeneric_KeptOriginalReschedules(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	job := disconnectJob(true, structs.ReconcileKeepOriginal)
+	job.TaskGroups[0].Count = 1
+	orig := genericAlloc("orig", job, 0, structs.AllocClientStatusFailed, now)
+	orig.DisconnectedAt = now.Add(-2 * time.Hour).UnixNano()
+	rep := genericAlloc("rep", job, 0, structs.AllocClientStatusComplete, now)
+	rep.NodeID, rep.DesiredStatus, rep.DesiredDescription = "b", structs.AllocDesiredStatusStop, DescReconnected
+	orig.NextAllocation, rep.PreviousAllocation = rep.ID, orig.ID
+	nodes := []*structs.Node{testNode("a"), testNode("b")}
+
+	got := outcomeOf(t, ReconcileGeneric(GenericInput{Job: job, Nodes: nodes, Allocs: []*structs.Allocation{orig, rep}, Now: now}))
+	assert.Equal(t, genericOutcome{place: []placementWant{{name: "web.web[0]", previous: "orig", reschedule: true}}}, got)
+
+	rep.DesiredDescription = DescUpdating // an ordinary replacement: orig is not rescheduled again
+	got = outcomeOf(t, ReconcileGeneric(GenericInput{Job: job, Nodes: nodes, Allocs: []*structs.Allocation{orig, rep}, Now: now}))
+	assert.Equal(t, genericOutcome{place: []placementWant{{name: "web.web[0]"}}}, got)
+}

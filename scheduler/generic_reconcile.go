@@ -140,6 +140,8 @@ type genericReconciler struct {
 	// replaced holds the IDs of the current group's allocations that a
 	// live allocation names as its previous one.
 	replaced map[string]bool
+	// byID indexes the current group's allocations.
+	byID map[string]*structs.Allocation
 }
 
 // deploymentGate says what the version's deployment allows.
@@ -246,7 +248,9 @@ func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 	allocs := slices.Clone(r.byName[g.Name])
 	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
 	r.replaced = map[string]bool{}
+	r.byID = make(map[string]*structs.Allocation, len(allocs))
 	for _, a := range allocs {
+		r.byID[a.ID] = a
 		if a.PreviousAllocation != "" && !a.Terminal() {
 			r.replaced[a.PreviousAllocation] = true
 		}
@@ -366,7 +370,7 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 		!a.DesiredTransition.MigrateDisablePlacement && r.sameIncarnation(a) {
 		return unit{kind: unitStopped, alloc: a}, true
 	}
-	if g.Group == nil || a.NextAllocation != "" || a.ServerTerminal() || r.awaitingPromotion(g, a) {
+	if g.Group == nil || r.hasReplacement(a) || a.ServerTerminal() || r.awaitingPromotion(g, a) {
 		return unit{}, false
 	}
 	switch a.ClientStatus {
@@ -429,6 +433,17 @@ func (r *genericReconciler) reconcileReconnected(g *GenericGroup, allocs []*stru
 		stopped[lose.ID] = true
 	}
 	return stopped
+}
+
+// hasReplacement reports whether a was replaced: its NextAllocation names
+// an allocation, unless that is a replacement that a reconnection stopped
+// in favour of a (a kept original is rescheduled as any other).
+func (r *genericReconciler) hasReplacement(a *structs.Allocation) bool {
+	if a.NextAllocation == "" {
+		return false
+	}
+	next := r.byID[a.NextAllocation]
+	return next == nil || next.PreviousAllocation != a.ID || next.DesiredDescription != DescReconnected
 }
 
 // noteFollowup brings the follow-up evaluation forward to at.
