@@ -133,14 +133,8 @@ type reconnected struct {
 // findReconnected returns, among allocs (one group's), the allocations that
 // were marked unknown or lost for a disconnection, now run on a connected
 // node and were reported again by their client, with a live replacement
-// (the allocation naming them as previous).
-func findReconnected(allocs []*structs.Allocation, nodes map[string]*structs.Node) []reconnected {
-	byPrev := map[string]*structs.Allocation{}
-	for _, a := range allocs {
-		if a.PreviousAllocation != "" && !a.Terminal() {
-			byPrev[a.PreviousAllocation] = a
-		}
-	}
+// (liveSuccessor).
+func findReconnected(allocs []*structs.Allocation, byID map[string]*structs.Allocation, nodes map[string]*structs.Node) []reconnected {
 	var out []reconnected
 	for _, a := range allocs {
 		if a.Terminal() || a.DisconnectedAt == 0 || a.ClientStatus == structs.AllocClientStatusUnknown {
@@ -150,9 +144,29 @@ func findReconnected(allocs []*structs.Allocation, nodes map[string]*structs.Nod
 		if n == nil || n.Status == structs.NodeStatusDown || n.Status == structs.NodeStatusDisconnected {
 			continue
 		}
-		if rep := byPrev[a.ID]; rep != nil {
+		if rep := liveSuccessor(a, byID); rep != nil {
 			out = append(out, reconnected{original: a, replacement: rep})
 		}
 	}
 	return out
+}
+
+// liveSuccessor follows a's NextAllocation chain through terminal
+// allocations (a replacement that was itself replaced, by an update or a
+// reschedule) to the first live one, or nil when the chain ends without
+// one; byID indexes the group's allocations.
+func liveSuccessor(a *structs.Allocation, byID map[string]*structs.Allocation) *structs.Allocation {
+	seen := map[string]bool{a.ID: true}
+	for id := a.NextAllocation; id != "" && !seen[id]; {
+		next := byID[id]
+		if next == nil {
+			return nil
+		}
+		if !next.Terminal() {
+			return next
+		}
+		seen[id] = true
+		id = next.NextAllocation
+	}
+	return nil
 }

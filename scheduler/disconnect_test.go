@@ -132,6 +132,19 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 			want: genericOutcome{ignore: []string{"orig", "other", "rep"}, followup: now.Add(40 * time.Second)},
 		},
 		{
+			name: "already unknown, its replacement itself replaced by an update: no second replacement", job: disconnectJob(true, ""),
+			status: structs.NodeStatusDisconnected,
+			allocs: func(job *structs.Job) []*structs.Allocation {
+				orig := unknownSince(genericAlloc("orig", job, 0, running, now), 20*time.Second)
+				rep := withDesiredStop(on(genericAlloc("rep", job, 0, structs.AllocClientStatusComplete, now), "b"))
+				rep2 := on(genericAlloc("rep2", job, 0, running, now), "b")
+				replacedBy(orig, rep)
+				replacedBy(rep, rep2)
+				return []*structs.Allocation{orig, rep, rep2, on(genericAlloc("other", job, 1, running, now), "b")}
+			},
+			want: genericOutcome{ignore: []string{"orig", "other", "rep2"}, followup: now.Add(40 * time.Second)},
+		},
+		{
 			name: "already unknown, replacement failed to place earlier: replaced now", job: disconnectJob(true, ""),
 			status: structs.NodeStatusDisconnected,
 			allocs: func(job *structs.Job) []*structs.Allocation {

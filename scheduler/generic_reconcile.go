@@ -137,9 +137,6 @@ type genericReconciler struct {
 	// gate is the state of d: how deployment groups may update.
 	gate       deploymentGate
 	followupAt time.Time
-	// replaced holds the IDs of the current group's allocations that a
-	// live allocation names as its previous one.
-	replaced map[string]bool
 	// byID indexes the current group's allocations.
 	byID map[string]*structs.Allocation
 }
@@ -247,13 +244,9 @@ func ReconcileGeneric(in GenericInput) GenericResult {
 func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 	allocs := slices.Clone(r.byName[g.Name])
 	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
-	r.replaced = map[string]bool{}
 	r.byID = make(map[string]*structs.Allocation, len(allocs))
 	for _, a := range allocs {
 		r.byID[a.ID] = a
-		if a.PreviousAllocation != "" && !a.Terminal() {
-			r.replaced[a.PreviousAllocation] = true
-		}
 	}
 	settled := r.reconcileReconnected(g, allocs)
 	var units []unit
@@ -312,7 +305,7 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 	switch classifyDisconnect(a, node, g.Group, r.in.Now) {
 	case lostState:
 		g.Lost = append(g.Lost, a)
-		if g.Group == nil || r.replaced[a.ID] {
+		if g.Group == nil || liveSuccessor(a, r.byID) != nil {
 			return unit{}, false
 		}
 		if wait := g.Group.StopOnClientAfter(); wait > 0 {
@@ -405,7 +398,7 @@ func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocati
 	if canary {
 		g.Canaries++ // still a canary of the deployment, outside Count
 	}
-	if r.replaced[a.ID] || canary {
+	if liveSuccessor(a, r.byID) != nil || canary {
 		if mark {
 			g.Unknown = append(g.Unknown, a)
 		} else {
@@ -424,7 +417,7 @@ func (r *genericReconciler) reconcileReconnected(g *GenericGroup, allocs []*stru
 		return nil
 	}
 	stopped := map[string]bool{}
-	for _, p := range findReconnected(allocs, r.nodes) {
+	for _, p := range findReconnected(allocs, r.byID, r.nodes) {
 		lose := p.replacement
 		if pickReconnected(g.Group.ReconcileStrategy(), p.original, p.replacement) == p.replacement {
 			lose = p.original
