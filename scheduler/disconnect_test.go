@@ -113,7 +113,23 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 			name: "disconnected within lost_after: marked unknown, replaced, deadline follows up", job: disconnectJob(true, ""),
 			status: structs.NodeStatusDisconnected, allocs: withJob,
 			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"},
-				place: []placementWant{{name: "web.web[0]", previous: "orig"}}, followup: now.Add(time.Minute)},
+				place: []placementWant{{name: "web.web[0]", previous: "orig", reschedule: true}}, followup: now.Add(time.Minute)},
+		},
+		{
+			name: "reschedule policy exhausted: unknown, not replaced",
+			job: func() *structs.Job {
+				j := disconnectJob(true, "")
+				j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour}
+				return j
+			}(),
+			status: structs.NodeStatusDisconnected,
+			allocs: func(job *structs.Job) []*structs.Allocation {
+				allocs := withJob(job)
+				allocs[0].RescheduleTracker = &structs.RescheduleTracker{Events: []*structs.RescheduleEvent{
+					{RescheduleTime: now.Add(-time.Minute).UnixNano(), PrevAllocID: "earlier"}}}
+				return allocs
+			},
+			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}, followup: now.Add(time.Minute)},
 		},
 		{
 			name: "replace = false: unknown, holds its slot, no replacement", job: disconnectJob(false, ""),
@@ -151,7 +167,7 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 				return []*structs.Allocation{unknownSince(genericAlloc("orig", job, 0, running, now), 20*time.Second),
 					on(genericAlloc("other", job, 1, running, now), "b")}
 			},
-			want: genericOutcome{ignore: []string{"orig", "other"}, place: []placementWant{{name: "web.web[0]", previous: "orig"}},
+			want: genericOutcome{ignore: []string{"orig", "other"}, place: []placementWant{{name: "web.web[0]", previous: "orig", reschedule: true}},
 				followup: now.Add(40 * time.Second)},
 		},
 		{
@@ -377,6 +393,10 @@ func TestServiceScheduler_DisconnectPlan(t *testing.T) {
 	assert.Equal(t, structs.AllocDesiredStatusRun, marked.DesiredStatus, "an unknown allocation is not stopped")
 	require.Len(t, plan.NodeAllocation["b"], 1)
 	assert.Equal(t, orig[0].ID, plan.NodeAllocation["b"][0].PreviousAllocation)
+	tracker := plan.NodeAllocation["b"][0].RescheduleTracker
+	require.NotNil(t, tracker, "the replacement is a reschedule")
+	require.Len(t, tracker.Events, 1)
+	assert.Equal(t, orig[0].ID, tracker.Events[0].PrevAllocID)
 	require.NotEmpty(t, eval.NextEval, "a follow-up evaluation for the deadline")
 	follow := h.created[len(h.created)-1]
 	assert.Equal(t, h.now.Add(time.Minute), follow.WaitUntil)

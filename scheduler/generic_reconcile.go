@@ -159,7 +159,8 @@ const (
 //   - job stopped or purged, or group removed: live allocations stop;
 //   - a live allocation on a disconnected node, within its group's
 //     lost_after (disconnect.go), is unknown: it keeps running and holds
-//     its slot, and is replaced elsewhere when disconnect.replace; past the
+//     its slot, and is replaced elsewhere when disconnect.replace (a
+//     reschedule: it needs an attempt of the policy left); past the
 //     deadline (FollowupAt brings the evaluation) it is lost. When its node
 //     reconnects and its client reported it again, disconnect.reconcile
 //     keeps it or its live replacement and stops the other;
@@ -386,7 +387,9 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 
 // classifyUnknown sorts a, a live allocation of g within its lost_after:
 // on a disconnected node (disconnected) it is marked unknown when it is not
-// yet, and replaced when the group says so and no live replacement exists;
+// yet, and replaced when the group says so (disconnect.replace), no live
+// replacement exists and the reschedule policy has an attempt left (the
+// replacement is a reschedule, placed at once);
 // on a node that reconnected, it waits for its client's report. It holds
 // its slot unless a live replacement holds it; a canary awaiting promotion
 // stays a canary (no slot, not replaced). The deadline brings a follow-up
@@ -406,7 +409,8 @@ func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocati
 		}
 		return unit{}, false
 	}
-	return unit{kind: unitUnknown, alloc: a, mark: mark, replace: disconnected && g.Group.ReplaceDisconnected()}, true
+	replace := disconnected && g.Group.ReplaceDisconnected() && rescheduleAttemptsLeft(g.Group.ReschedulePolicy, a, r.in.Now)
+	return unit{kind: unitUnknown, alloc: a, mark: mark, replace: replace}, true
 }
 
 // reconcileReconnected settles the allocations of g whose node reconnected
@@ -477,7 +481,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 			g.Ignore = append(g.Ignore, a)
 		}
 		if u.replace {
-			g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a})
+			g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
 		}
 	case unitRescheduleLater:
 		r.noteFollowup(u.at)
