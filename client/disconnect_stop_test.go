@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -33,4 +35,34 @@ func TestDisconnectStops(t *testing.T) {
 	assert.Empty(t, disconnectStops(last.Add(59*time.Second), last, allocs), "within every window")
 	assert.Equal(t, []string{"b"}, disconnectStops(last.Add(time.Minute), last, allocs), "stop_on_client_after passed")
 	assert.Equal(t, []string{"b", "o"}, disconnectStops(last.Add(2*time.Minute), last, allocs), "stop_after_client_disconnect too")
+}
+
+// TestClient_StopsAllocationsAfterStopOnClientAfter: once heartbeats fail
+// for a group's stop_on_client_after, the client stops that group's
+// allocation itself; an allocation of a group without it runs on.
+func TestClient_StopsAllocationsAfterStopOnClientAfter(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(srv, t.TempDir()))
+	waitRegistered(t, c)
+	withStop := mockAlloc(c.NodeID(), map[string]any{"run_for": "1h"})
+	withStop.Job.Type = ptr("service")
+	withStop.Job.TaskGroups[0].Disconnect = &api.DisconnectStrategy{StopOnClientAfter: ptr(time.Second)}
+	plain := mockAlloc(c.NodeID(), map[string]any{"run_for": "1h"})
+	plain.Job.Type = ptr("service")
+	srv.upsertAlloc(withStop)
+	srv.upsertAlloc(plain)
+	require.Eventually(t, func() bool {
+		return srv.clientStatus(withStop.ID) == "running" && srv.clientStatus(plain.ID) == "running"
+	}, waitFor, tick)
+
+	srv.mu.Lock()
+	srv.failBeats = true
+	srv.mu.Unlock()
+	cut := time.Now()
+	require.Eventually(t, func() bool {
+		ts := srv.taskState(withStop.ID, "t")
+		return ts != nil && ts.State == "dead"
+	}, waitFor, tick, "stopped after stop_on_client_after without heartbeats")
+	require.GreaterOrEqual(t, time.Since(cut), time.Second, "not before stop_on_client_after passed")
+	require.Equal(t, "running", srv.clientStatus(plain.ID), "a group without stop_on_client_after runs on")
 }
