@@ -14,7 +14,10 @@ import (
 //     yet), a live allocation is unknown: it keeps running where it is;
 //     the generic reconciler replaces it elsewhere when disconnect.replace
 //     (the default), the system reconciler never does;
-//   - past the deadline, or on a down or missing node, it is lost;
+//   - past the deadline, or on a down node, it is lost; with
+//     disconnect.replace = false (or prevent_reschedule_on_lost) it stays
+//     unknown instead, on a disconnected or down node, until the node
+//     reconnects; on a missing node it is lost;
 //   - when the node reconnects and the client has reported the allocation
 //     again, the group's disconnect.reconcile keeps either the allocation
 //     or its live replacement and stops the other (pickReconnected).
@@ -34,20 +37,33 @@ const (
 // classifyDisconnect says what node (nil when missing) means for a, a live
 // allocation of group tg (nil when the group is gone), at now.
 func classifyDisconnect(a *structs.Allocation, node *structs.Node, tg *structs.TaskGroup, now time.Time) disconnectState {
-	gone := node == nil || node.Status == structs.NodeStatusDown
-	disconnected := node != nil && node.Status == structs.NodeStatusDisconnected
-	unknown := a.ClientStatus == structs.AllocClientStatusUnknown
+	if node == nil {
+		return lostState // the node is gone for good
+	}
+	down := node.Status == structs.NodeStatusDown
+	cutOff := down || node.Status == structs.NodeStatusDisconnected
 	switch {
-	case gone:
-		return lostState
-	case !disconnected && !unknown:
+	case !cutOff && a.ClientStatus != structs.AllocClientStatusUnknown:
 		return connected
-	case tg.LostAfter() == 0 || !now.Before(unknownDeadline(a, tg, now)):
+	case tg != nil && !tg.ReplaceDisconnected() && cutOff:
+		return unknownState // until the node reconnects, however long
+	case tg != nil && !tg.ReplaceDisconnected():
+		return awaitingReport
+	case down || tg.LostAfter() == 0 || !now.Before(unknownDeadline(a, tg, now)):
 		return lostState
-	case disconnected:
+	case cutOff:
 		return unknownState
 	}
 	return awaitingReport
+}
+
+// lostDeadline is when a, unknown or about to be marked so at now, is lost
+// per tg, and whether it ever is (not with replace = false).
+func lostDeadline(a *structs.Allocation, tg *structs.TaskGroup, now time.Time) (time.Time, bool) {
+	if !tg.ReplaceDisconnected() || tg.LostAfter() == 0 {
+		return time.Time{}, false
+	}
+	return unknownDeadline(a, tg, now), true
 }
 
 // unknownDeadline is when a, unknown or about to be marked so at now, is

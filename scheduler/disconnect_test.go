@@ -132,9 +132,24 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}, followup: now.Add(time.Minute)},
 		},
 		{
-			name: "replace = false: unknown, holds its slot, no replacement", job: disconnectJob(false, ""),
+			name: "replace = false: unknown, holds its slot, no replacement, no deadline", job: disconnectJob(false, ""),
 			status: structs.NodeStatusDisconnected, allocs: withJob,
-			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}, followup: now.Add(time.Minute)},
+			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}},
+		},
+		{
+			name: "replace = false, node down: unknown, not lost", job: disconnectJob(false, ""),
+			status: structs.NodeStatusDown, allocs: withJob,
+			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}},
+		},
+		{
+			name: "prevent_reschedule_on_lost, node down: unknown, not lost",
+			job: func() *structs.Job {
+				j := serviceJob("web", 2)
+				j.TaskGroups[0].PreventRescheduleOnLost = true
+				return j
+			}(),
+			status: structs.NodeStatusDown, allocs: withJob,
+			want: genericOutcome{unknown: []string{"orig"}, ignore: []string{"other"}},
 		},
 		{
 			name: "already unknown and replaced: left alone, no second replacement", job: disconnectJob(true, ""),
@@ -182,13 +197,22 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 			want: genericOutcome{lost: []string{"orig"}, ignore: []string{"other", "rep"}},
 		},
 		{
-			name: "past lost_after without replacement: lost and replaced", job: disconnectJob(false, ""),
+			name: "past lost_after without replacement: lost and replaced", job: disconnectJob(true, ""),
 			status: structs.NodeStatusDisconnected,
 			allocs: func(job *structs.Job) []*structs.Allocation {
 				return []*structs.Allocation{unknownSince(genericAlloc("orig", job, 0, running, now), 2*time.Minute),
 					on(genericAlloc("other", job, 1, running, now), "b")}
 			},
 			want: genericOutcome{lost: []string{"orig"}, ignore: []string{"other"}, place: []placementWant{{name: "web.web[0]", previous: "orig"}}},
+		},
+		{
+			name: "replace = false, past lost_after: still unknown, not replaced", job: disconnectJob(false, ""),
+			status: structs.NodeStatusDisconnected,
+			allocs: func(job *structs.Job) []*structs.Allocation {
+				return []*structs.Allocation{unknownSince(genericAlloc("orig", job, 0, running, now), 2*time.Minute),
+					on(genericAlloc("other", job, 1, running, now), "b")}
+			},
+			want: genericOutcome{ignore: []string{"orig", "other"}},
 		},
 		{
 			name: "node down within lost_after: lost", job: disconnectJob(true, ""),
@@ -202,7 +226,7 @@ func TestReconcileGeneric_Disconnect(t *testing.T) {
 			want: genericOutcome{lost: []string{"orig"}, ignore: []string{"other", "rep"}},
 		},
 		{
-			name: "reconnected, client not reported yet: waits, no replacement, deadline kept", job: disconnectJob(false, ""),
+			name: "reconnected, client not reported yet: waits, no replacement, deadline kept", job: disconnectJob(true, ""),
 			status: structs.NodeStatusReady,
 			allocs: func(job *structs.Job) []*structs.Allocation {
 				return []*structs.Allocation{unknownSince(genericAlloc("orig", job, 0, running, now), 30*time.Second),
@@ -431,4 +455,24 @@ func TestReconcileGeneric_KeptOriginalReschedules(t *testing.T) {
 	rep.DesiredDescription = DescUpdating // an ordinary replacement: orig is not rescheduled again
 	got = outcomeOf(t, ReconcileGeneric(GenericInput{Job: job, Nodes: nodes, Allocs: []*structs.Allocation{orig, rep}, Now: now}))
 	assert.Equal(t, genericOutcome{place: []placementWant{{name: "web.web[0]"}}}, got)
+}
+
+// TestReconcileSystem_ReplaceFalse: with replace = false a system
+// allocation of a down node stays unknown, with no deadline.
+func TestReconcileSystem_ReplaceFalse(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	job := testJob("sys")
+	no := false
+	job.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{Replace: &no}
+	a := testNode("a")
+	down(a)
+	onA := testAlloc("on-a", job, "a")
+	res := ReconcileSystem(SystemReconcileInput{Job: job, Nodes: []*structs.Node{a, testNode("b")}, Allocs: []*structs.Allocation{onA}, Now: now})
+	require.Len(t, res.Groups, 1)
+	assert.Equal(t, []*structs.Allocation{onA}, res.Groups[0].Unknown)
+	assert.Empty(t, res.Groups[0].Lost)
+	assert.True(t, res.FollowupAt.IsZero(), "no deadline")
+
+	res = ReconcileSystem(SystemReconcileInput{Job: job, Nodes: []*structs.Node{testNode("b")}, Allocs: []*structs.Allocation{onA}, Now: now})
+	assert.Equal(t, []*structs.Allocation{onA}, res.Groups[0].Lost, "a node that is gone for good loses it")
 }

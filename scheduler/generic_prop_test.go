@@ -149,10 +149,11 @@ func checkGenericInvariants(t *rapid.T, h *harness, job *structs.Job, before map
 		if a.ClientStatus == structs.AllocClientStatusUnknown || h.state.nodes[a.NodeID].Status == structs.NodeStatusDisconnected {
 			// Its node is disconnected: a replacement may run beside it
 			// until it reconnects or is lost.
-			if tg.LostAfter() == 0 {
+			if tg.LostAfter() == 0 && tg.ReplaceDisconnected() {
 				t.Fatalf("alloc %s live on a disconnected node without lost_after", a.ID)
 			}
-			if !time.Unix(0, a.DisconnectedAt).Add(tg.LostAfter()).After(h.now) && a.ClientStatus == structs.AllocClientStatusUnknown {
+			if tg.ReplaceDisconnected() && !time.Unix(0, a.DisconnectedAt).Add(tg.LostAfter()).After(h.now) &&
+				a.ClientStatus == structs.AllocClientStatusUnknown {
 				t.Fatalf("alloc %s unknown past its lost_after", a.ID)
 			}
 			continue

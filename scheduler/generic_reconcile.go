@@ -395,7 +395,9 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 // stays a canary (no slot, not replaced). The deadline brings a follow-up
 // evaluation.
 func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocation, disconnected bool) (unit, bool) {
-	r.noteFollowup(unknownDeadline(a, g.Group, r.in.Now))
+	if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok {
+		r.noteFollowup(deadline)
+	}
 	mark := disconnected && a.ClientStatus != structs.AllocClientStatusUnknown
 	canary := r.isCurrent(a) && r.awaitingPromotion(g, a)
 	if canary {

@@ -370,9 +370,9 @@ func (r *systemReconciler) inJobScope(node *structs.Node) bool {
 func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class nodeClass, allocs []*structs.Allocation) {
 	live, done := splitTerminal(allocs)
 	switch {
-	case class == nodeGone:
+	case class == nodeGone && (node == nil || g.Group.ReplaceDisconnected()):
 		g.Lost = append(g.Lost, live...)
-	case class == nodeDisconnected:
+	case class == nodeGone || class == nodeDisconnected:
 		r.visitDisconnected(g, node, live)
 	case g.Group == nil:
 		g.stopAll(live, DescNotNeeded)
@@ -391,10 +391,11 @@ func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class
 	}
 }
 
-// visitDisconnected handles a disconnected node: each live allocation is
-// marked unknown (once) within its group's lost_after, never replaced (a
-// system job runs one per node), and lost past the deadline, which a
-// follow-up evaluation brings.
+// visitDisconnected handles a disconnected node, or a down one of a group
+// with replace = false: the live allocation kept is marked unknown (once)
+// within its group's lost_after or, with replace = false, until the node
+// reconnects; it is never replaced (a system job runs one per node), and
+// lost past the deadline, which a follow-up evaluation brings.
 func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs.Node, live []*structs.Allocation) {
 	if g.Group == nil {
 		g.Lost = append(g.Lost, live...)
@@ -404,7 +405,7 @@ func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs
 		a := keep
 		switch classifyDisconnect(a, node, g.Group, r.in.Now) {
 		case unknownState:
-			if deadline := unknownDeadline(a, g.Group, r.in.Now); r.followupAt.IsZero() || deadline.Before(r.followupAt) {
+			if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok && (r.followupAt.IsZero() || deadline.Before(r.followupAt)) {
 				r.followupAt = deadline
 			}
 			if a.ClientStatus == structs.AllocClientStatusUnknown {

@@ -68,7 +68,8 @@ func genVersions(t *rapid.T) []*structs.Job {
 	}
 	if rapid.Bool().Draw(t, "lost_after") {
 		d := time.Duration(rapid.SampledFrom([]int{30, 600}).Draw(t, "lost_after seconds")) * time.Second
-		v0.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: &d}
+		replace := rapid.Bool().Draw(t, "replace")
+		v0.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: &d, Replace: &replace}
 	}
 	if v0.Type == structs.JobTypeSystem && rapid.Bool().Draw(t, "update block") {
 		withUpdate(v0)
@@ -226,7 +227,7 @@ func checkPartition(t *rapid.T, in SystemReconcileInput, res SystemReconcileResu
 			if a.ClientStatus == structs.AllocClientStatusUnknown {
 				t.Fatalf("allocation %s is unknown already and marked again", a.ID)
 			}
-			if g.Group.LostAfter() == 0 {
+			if g.Group.LostAfter() == 0 && g.Group.ReplaceDisconnected() {
 				t.Fatalf("allocation %s marked unknown without lost_after", a.ID)
 			}
 		}

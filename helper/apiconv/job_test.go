@@ -313,7 +313,7 @@ func TestJobFromAPI_Disconnect(t *testing.T) {
 		{Name: new("new"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}},
 			Disconnect: &api.DisconnectStrategy{LostAfter: new(time.Minute)}},
 		{Name: new("old"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}},
-			MaxClientDisconnect: new(time.Hour), StopAfterClientDisconnect: new(90 * time.Second)},
+			MaxClientDisconnect: new(time.Hour), StopAfterClientDisconnect: new(90 * time.Second), PreventRescheduleOnLost: new(true)},
 	}}
 	job, warnings, err := JobFromAPI(j)
 	require.NoError(t, err)
@@ -327,6 +327,8 @@ func TestJobFromAPI_Disconnect(t *testing.T) {
 	assert.Equal(t, time.Minute, job.TaskGroups[0].LostAfter())
 	assert.Equal(t, time.Hour, job.TaskGroups[1].LostAfter())
 	assert.Equal(t, 90*time.Second, job.TaskGroups[1].StopOnClientAfter())
+	assert.True(t, job.TaskGroups[0].ReplaceDisconnected())
+	assert.False(t, job.TaskGroups[1].ReplaceDisconnected(), "prevent_reschedule_on_lost")
 
 	back := JobToAPI(job)
 	assert.Equal(t, time.Minute, *back.TaskGroups[0].Disconnect.LostAfter)

@@ -29,7 +29,10 @@ type DisconnectStrategy struct {
 	// client keeps running them.
 	StopOnClientAfter *time.Duration
 	// Replace: an unknown allocation is replaced on another node while its
-	// node is disconnected (nil: true, as Nomad's default).
+	// node is disconnected (nil: true, as Nomad's default). False: the
+	// allocations of a disconnected or down node are never replaced and
+	// stay unknown until it reconnects (or they are stopped), whatever
+	// LostAfter says.
 	Replace *bool
 	// Reconcile is the Reconcile* strategy for a reconnecting allocation
 	// that was replaced (nil or "": best_score).
@@ -69,14 +72,18 @@ func (tg *TaskGroup) StopOnClientAfter() time.Duration {
 	return 0
 }
 
-// ReplaceDisconnected reports whether an unknown allocation of the group is
-// replaced while its node is disconnected (disconnect.replace, default
-// true).
+// ReplaceDisconnected reports whether the allocations of the group on a
+// node that stopped heartbeating are replaced (disconnect.replace, default
+// true; the older prevent_reschedule_on_lost = true is false). When not,
+// they stay unknown until their node reconnects.
 func (tg *TaskGroup) ReplaceDisconnected() bool {
-	if tg == nil || tg.Disconnect == nil || tg.Disconnect.Replace == nil {
+	if tg == nil {
 		return true
 	}
-	return *tg.Disconnect.Replace
+	if tg.Disconnect != nil && tg.Disconnect.Replace != nil {
+		return *tg.Disconnect.Replace
+	}
+	return !tg.PreventRescheduleOnLost
 }
 
 // ReconcileStrategy is the group's Reconcile* strategy (default best_score).
@@ -105,6 +112,9 @@ func (tg *TaskGroup) validateDisconnect(p *problems) {
 	if tg.StopAfterClientDisconnect != nil {
 		p.addf("disconnect: stop_after_client_disconnect cannot be used with a disconnect block; use disconnect.stop_on_client_after")
 	}
+	if tg.PreventRescheduleOnLost {
+		p.addf("disconnect: prevent_reschedule_on_lost cannot be used with a disconnect block; use disconnect.replace")
+	}
 	if d.LostAfter != nil && *d.LostAfter < 0 {
 		p.addf("disconnect: lost_after must not be negative, got %s", *d.LostAfter)
 	}
@@ -125,9 +135,10 @@ func (tg *TaskGroup) validateDisconnect(p *problems) {
 }
 
 // UnknownDeadline is when a, marked unknown at DisconnectedAt, becomes lost
-// per its group tg; zero when a is not unknown or tg has no lost_after.
+// per its group tg; zero when a is not unknown, tg has no lost_after or
+// does not replace disconnected allocations (they stay unknown).
 func (a *Allocation) UnknownDeadline(tg *TaskGroup) time.Time {
-	if a.ClientStatus != AllocClientStatusUnknown || a.DisconnectedAt == 0 || tg.LostAfter() == 0 {
+	if a.ClientStatus != AllocClientStatusUnknown || a.DisconnectedAt == 0 || tg.LostAfter() == 0 || !tg.ReplaceDisconnected() {
 		return time.Time{}
 	}
 	return time.Unix(0, a.DisconnectedAt).Add(tg.LostAfter())

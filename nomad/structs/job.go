@@ -117,6 +117,9 @@ type TaskGroup struct {
 	// LostAfter and StopOnClientAfter, which read either form.
 	StopAfterClientDisconnect *time.Duration
 	MaxClientDisconnect       *time.Duration
+	// PreventRescheduleOnLost is the older form of disconnect.replace =
+	// false (see ReplaceDisconnected).
+	PreventRescheduleOnLost bool
 	// Scaling bounds the count changes of `job scale`.
 	Scaling *ScalingPolicy
 }

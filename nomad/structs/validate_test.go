@@ -274,6 +274,10 @@ func TestValidate_Problems(t *testing.T) {
 			tg(j).StopAfterClientDisconnect = &d
 			tg(j).Disconnect = &DisconnectStrategy{StopOnClientAfter: &d}
 		}, "disconnect: stop_after_client_disconnect cannot be used with a disconnect block"},
+		{"disconnect and prevent_reschedule_on_lost", func(j *Job) {
+			tg(j).PreventRescheduleOnLost = true
+			tg(j).Disconnect = &DisconnectStrategy{}
+		}, "disconnect: prevent_reschedule_on_lost cannot be used with a disconnect block; use disconnect.replace"},
 		{"lost_after and stop_on_client_after", func(j *Job) {
 			d := time.Hour
 			tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d, StopOnClientAfter: &d}
@@ -472,8 +476,14 @@ func TestTaskGroupDisconnectSettings(t *testing.T) {
 	assert.False(t, block.ReplaceDisconnected())
 	assert.Equal(t, ReconcileKeepOriginal, block.ReconcileStrategy())
 
+	older.PreventRescheduleOnLost = true
+	assert.False(t, older.ReplaceDisconnected(), "prevent_reschedule_on_lost is replace = false")
+
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a := &Allocation{ClientStatus: AllocClientStatusUnknown, DisconnectedAt: at.UnixNano()}
+	assert.True(t, a.UnknownDeadline(block).IsZero(), "replace = false: unknown until it reconnects")
+	yes := true
+	block.Disconnect.Replace = &yes
 	assert.Equal(t, at.Add(time.Minute), a.UnknownDeadline(block).UTC())
 	assert.True(t, a.UnknownDeadline(&TaskGroup{}).IsZero(), "no window")
 	a.ClientStatus = AllocClientStatusRunning
