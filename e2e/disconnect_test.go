@@ -153,3 +153,56 @@ func TestDisconnectedNodeReconnects(t *testing.T) {
 			stoppedOrig.ClientStatus == "complete" && stoppedRep.ClientStatus == "complete"
 	}, 60*time.Second, 200*time.Millisecond, "the stopped allocations complete; one per group runs")
 }
+
+// TestClientCutOffStopsAllocations: a client that loses its server stops,
+// on its own, the allocations of a group with stop_on_client_after once
+// that long has passed; a group without it runs on.
+func TestClientCutOffStopsAllocations(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1,
+		extra: `min_heartbeat_ttl = "2s"
+  heartbeat_grace = "1s"`})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	client := newClientAgent(t, "client-a", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+
+	group := func(name string, disconnect *api.DisconnectStrategy) *api.TaskGroup {
+		task := api.NewTask("server", "raw_exec").SetConfig("command", "/bin/sh").
+			SetConfig("args", []string{"-c", `echo $$ > "$NOMAD_TASK_DIR/pid"; exec /bin/sleep 3600`})
+		task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(32)}
+		tg := api.NewTaskGroup(name, 1).AddTask(task)
+		tg.Disconnect = disconnect
+		return tg
+	}
+	job := api.NewServiceJob("cutoff", "cutoff", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	job.AddTaskGroup(group("stopper", &api.DisconnectStrategy{StopOnClientAfter: new(4 * time.Second)}))
+	job.AddTaskGroup(group("plain", nil))
+	_, _, err := c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+	ids := map[string]string{}
+	require.Eventually(t, func() bool {
+		for _, a := range liveAllocs(t, c, "cutoff") {
+			if a.ClientStatus == "running" {
+				ids[a.TaskGroup] = a.ID
+			}
+		}
+		return len(ids) == 2
+	}, 60*time.Second, 200*time.Millisecond, "both groups running")
+	stopperPID, plainPID := taskPID(t, client, ids["stopper"]), taskPID(t, client, ids["plain"])
+
+	srv.stop(t)
+	cut := time.Now()
+	var stoppedAt time.Time
+	require.Eventually(t, func() bool {
+		if processAlive(stopperPID) {
+			return false
+		}
+		stoppedAt = time.Now()
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the stop_on_client_after group's task stops without its server")
+	// The last answered heartbeat came at most one heartbeat interval
+	// (half the TTL: at most 2s here) before the server stopped.
+	require.GreaterOrEqual(t, stoppedAt.Sub(cut), 2*time.Second, "not before stop_on_client_after")
+	require.True(t, processAlive(plainPID), "a group without stop_on_client_after runs on")
+}
