@@ -52,8 +52,9 @@ type GenericResult struct {
 // InplaceUpdate, Stop, Lost, Unknown, Ignore, or is the Previous of a
 // placement with StopPrevious (an allocation in Unknown or Ignore may also
 // be the Previous of a placement without StopPrevious: its replacement
-// while its node is disconnected); Ignore also holds the terminal allocations of an
-// older job of a batch group (counted as ignored, as Nomad does); at most Group.Count allocations of the group are
+// while its node is disconnected); Ignore also holds the terminal
+// allocations of an older job of a batch group (counted as ignored, as
+// Nomad does); at most Group.Count allocations of the group are
 // live once the decision is carried out, not counting the canaries of a
 // deployment awaiting promotion.
 type GenericGroup struct {
@@ -66,9 +67,10 @@ type GenericGroup struct {
 	// Lost lists live allocations on down or missing nodes: stopped and
 	// marked lost (replacements, if any, are in Place).
 	Lost []*structs.Allocation
-	// Unknown lists live allocations on disconnected nodes, within their
-	// group's lost_after, to mark unknown: they keep running where they
-	// are (replacements, if any, are in Place).
+	// Unknown lists live allocations to mark unknown: on disconnected
+	// nodes within their group's lost_after, or on disconnected or down
+	// nodes with replace = false. They keep running where they are
+	// (replacements, if any, are in Place).
 	Unknown []*structs.Allocation
 	Ignore  []*structs.Allocation
 	// Deferred counts destructive updates held back by the deployment.
@@ -111,7 +113,7 @@ const (
 	unitMigrate                         // live on a draining node
 	unitStopped                         // stopped by the operator, replacement due
 	unitRescheduleNow                   // failed, replacement due
-	unitUnknown                         // live on a disconnected node, within lost_after
+	unitUnknown                         // live on a node cut off, unknown (disconnect.go)
 	unitLost                            // live on a down or missing node
 	unitRescheduleLater                 // failed, replacement due later
 	unitFailed                          // failed, policy exhausted
@@ -163,7 +165,9 @@ const (
 //     reschedule: it needs an attempt of the policy left); past the
 //     deadline (FollowupAt brings the evaluation) it is lost. When its node
 //     reconnects and its client reported it again, disconnect.reconcile
-//     keeps it or its live replacement and stops the other;
+//     keeps it or its live replacement and stops the other. With
+//     disconnect.replace = false it stays unknown, on a disconnected or
+//     down node, until its node reconnects;
 //   - a live allocation on a down or missing node is lost and replaced
 //     (with stop_on_client_after, only once that long has passed since it
 //     was lost: its client stops it by then); on
@@ -385,15 +389,15 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 	return unit{}, false
 }
 
-// classifyUnknown sorts a, a live allocation of g within its lost_after:
-// on a disconnected node (disconnected) it is marked unknown when it is not
-// yet, and replaced when the group says so (disconnect.replace), no live
-// replacement exists and the reschedule policy has an attempt left (the
-// replacement is a reschedule, placed at once);
-// on a node that reconnected, it waits for its client's report. It holds
-// its slot unless a live replacement holds it; a canary awaiting promotion
-// stays a canary (no slot, not replaced). The deadline brings a follow-up
-// evaluation.
+// classifyUnknown sorts a, a live allocation of g that is unknown
+// (classifyDisconnect): on a node cut off (disconnected) it is marked
+// unknown when it is not yet, and replaced when the group says so
+// (disconnect.replace), no live replacement exists and the reschedule
+// policy has an attempt left (the replacement is a reschedule, placed at
+// once); on a node that reconnected, it waits for its client's report.
+// It holds its slot unless a live replacement holds it; a canary awaiting
+// promotion stays a canary (no slot, not replaced). The lost_after
+// deadline, if any, brings a follow-up evaluation.
 func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocation, disconnected bool) (unit, bool) {
 	if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok {
 		r.noteFollowup(deadline)

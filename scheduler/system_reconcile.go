@@ -92,8 +92,9 @@ type SystemGroupResult struct {
 	// Lost lists live allocations on down or missing nodes, to stop and
 	// mark lost.
 	Lost []*structs.Allocation
-	// Unknown lists live allocations on disconnected nodes, within their
-	// group's lost_after, to mark unknown; they keep running.
+	// Unknown lists live allocations to mark unknown (disconnect.go): on
+	// disconnected nodes within their group's lost_after, or on
+	// disconnected or down nodes with replace = false; they keep running.
 	Unknown []*structs.Allocation
 	// Ignore lists allocations left as they are.
 	Ignore []*structs.Allocation
@@ -167,7 +168,8 @@ type systemReconciler struct {
 // Rules, per group and node (one allocation per group per node):
 //   - node missing or down: live allocations are lost;
 //   - node disconnected: live allocations are unknown within their group's
-//     lost_after (not replaced), lost past it;
+//     lost_after (not replaced), lost past it; with replace = false they
+//     stay unknown, on a down node too, until the node reconnects;
 //   - job stopped or purged, or group removed: live allocations stop;
 //   - node draining: live allocations stop, nothing is placed;
 //   - node outside the job's datacenters or node pool: live allocations stop;
