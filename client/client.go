@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -63,6 +64,10 @@ type Client struct {
 	// reregister (room for one token) asks nodeLoop to register again.
 	reregister chan struct{}
 
+	// lastContact is when (unix nanoseconds) the servers last answered a
+	// registration or heartbeat; the client's start before that.
+	lastContact atomic.Int64
+
 	cancel   context.CancelFunc
 	loops    sync.WaitGroup // background loops
 	bg       sync.WaitGroup // runner destroys in flight
@@ -99,7 +104,8 @@ func New(cfg *Config) (*Client, error) {
 	c.restoreAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop}
+	c.noteContact(c.cfg.Now())
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop}
 	if c.images != nil {
 		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
 		c.kickImages() // the restored runners' leases, before any removal

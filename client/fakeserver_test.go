@@ -33,6 +33,7 @@ type fakeServer struct {
 	allocs        map[string]*api.Allocation
 	batches       []updateBatch                           // every alloc update call, in order
 	failUpdates   int                                     // answer the next n update calls with 500
+	failBeats     bool                                    // answer heartbeats with 500 (cut off)
 	badTokens     int                                     // calls with a wrong X-Nomad-Token
 	wake          chan struct{}                           // closed and replaced on every change
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
@@ -126,6 +127,10 @@ func (s *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.authLocked(w, r, r.PathValue("id")) {
+		return
+	}
+	if s.failBeats {
+		http.Error(w, "injected failure", http.StatusInternalServerError)
 		return
 	}
 	s.heartbeats++

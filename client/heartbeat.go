@@ -75,6 +75,7 @@ func (c *Client) registerOnce(ctx context.Context, ttl time.Duration) (time.Dura
 	if err != nil {
 		return ttl, err
 	}
+	c.noteContact(c.cfg.Now())
 	c.logger.Info("node registered", "node_id", node.ID, "index", resp.Index, "heartbeat_ttl", resp.HeartbeatTTL)
 	c.registeredOnce.Do(func() { close(c.registered) })
 	return c.ttlOr(resp.HeartbeatTTL), nil
@@ -85,6 +86,7 @@ func (c *Client) heartbeatOnce(ctx context.Context, ttl time.Duration) (time.Dur
 	if err != nil {
 		return ttl, err
 	}
+	c.noteContact(c.cfg.Now())
 	c.logger.Trace("heartbeat", "ttl", resp.HeartbeatTTL)
 	return c.ttlOr(resp.HeartbeatTTL), nil
 }

@@ -36,7 +36,8 @@ func (s *Server) blockedEvals(want func(ns, jobID string) bool) ([]*structs.Eval
 // call for: one per service or batch job with an allocation that just
 // failed (its reschedule policy decides), one per job whose replacement of
 // a migrated allocation just became healthy or running (the drain's next
-// migrate.max_parallel wave), and every blocked evaluation when an
+// migrate.max_parallel wave), one per job with an unknown allocation its
+// client reports again (reconnects), and every blocked evaluation when an
 // allocation just finished (it freed capacity).
 func (s *Server) allocUpdateEvals(updates []*structs.Allocation) ([]*structs.Evaluation, error) {
 	var evals []*structs.Evaluation
@@ -65,6 +66,12 @@ func (s *Server) allocUpdateEvals(updates []*structs.Allocation) ([]*structs.Eva
 			continue
 		}
 		if !isTerminalClientStatus(u.ClientStatus) {
+			if reconnects(prev, u) {
+				if err := addJobEval(prev.Namespace, prev.JobID, structs.EvalTriggerReconnect); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			done, err := s.migrationJustDone(prev, u)
 			if err != nil {
 				return nil, err
@@ -116,6 +123,14 @@ func (s *Server) migrationJustDone(prev, u *structs.Allocation) (bool, error) {
 		return false, err
 	}
 	return migrated.DesiredDescription == scheduler.DescMigrating, nil
+}
+
+// reconnects reports whether the client update u reports prev, an
+// allocation the server marked unknown, alive again: the reconciler then
+// decides between it and its replacement.
+func reconnects(prev, u *structs.Allocation) bool {
+	return prev.ClientStatus == structs.AllocClientStatusUnknown && u.ClientStatus != "" &&
+		u.ClientStatus != structs.AllocClientStatusUnknown
 }
 
 func isTerminalClientStatus(status string) bool {

@@ -29,8 +29,9 @@ func heartbeatTTL(minTTL time.Duration, perSecond float64, nodes int, jitter flo
 }
 
 // heartbeats tracks, on the leader, when each client must heartbeat next.
-// A client that misses its deadline is marked down; its allocations are then
-// lost through the evaluation that the status change creates.
+// A client that misses its deadline is marked down (its allocations are then
+// lost through the evaluation that the status change creates), or
+// disconnected first when its allocations have a lost_after window.
 type heartbeats struct {
 	mu     sync.Mutex
 	timers map[string]*time.Timer // by node ID; guarded by mu; nil when not leading
@@ -123,8 +124,19 @@ func (s *Server) initializeHeartbeats() {
 		return
 	}
 	allowance := 2 * (heartbeatTTL(s.minHeartbeatTTL(), s.maxHeartbeatsPerSecond(), len(nodes), 1) + s.heartbeatGrace())
+	now := s.now()
 	for _, n := range nodes {
-		if n.Status != structs.NodeStatusDown {
+		switch n.Status {
+		case structs.NodeStatusDown:
+		case structs.NodeStatusDisconnected:
+			// The rest of its window, as the former leader armed it.
+			allocs, err := s.State().AllocsByNode(nil, n.ID)
+			if err != nil {
+				s.logger.Error("failed to list the allocations of a disconnected node", "node_id", n.ID, "error", err)
+			}
+			left := time.Unix(n.StatusUpdatedAt, 0).Add(disconnectWindow(allocs)).Sub(now)
+			s.heartbeats.reset(n.ID, max(left, allowance), s.heartbeatExpired)
+		default:
 			s.heartbeats.reset(n.ID, allowance, s.heartbeatExpired)
 		}
 	}
@@ -138,14 +150,52 @@ func (s *Server) resetHeartbeat(nodeID string) time.Duration {
 	return ttl
 }
 
-// heartbeatExpired marks a node that missed its heartbeat down.
+// heartbeatExpired handles a node that missed its heartbeat: a node
+// running allocations with a lost_after window becomes disconnected (its
+// allocations are then unknown through the evaluations the change
+// creates) and down once the longest window ends; any other node is down
+// at once (its allocations are lost).
 func (s *Server) heartbeatExpired(nodeID string) {
 	if !s.IsLeader() {
 		return
 	}
 	s.heartbeats.forget(nodeID)
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil || node == nil {
+		return
+	}
+	if node.Status != structs.NodeStatusDisconnected {
+		allocs, err := s.State().AllocsByNode(nil, nodeID)
+		if err != nil {
+			s.logger.Error("failed to list the allocations of a node that missed its heartbeat", "node_id", nodeID, "error", err)
+		}
+		if window := disconnectWindow(allocs); window > 0 {
+			s.logger.Warn("node missed its heartbeat; marking it disconnected", "node_id", nodeID, "lost_after", window)
+			if _, err := s.updateNodeStatus(nodeID, structs.NodeStatusDisconnected, "Node heartbeat missed; disconnected"); err != nil {
+				s.logger.Error("failed to mark node disconnected", "node_id", nodeID, "error", err)
+				return
+			}
+			s.heartbeats.reset(nodeID, window, s.heartbeatExpired)
+			return
+		}
+	}
 	s.logger.Warn("node missed its heartbeat; marking it down", "node_id", nodeID)
 	if _, err := s.updateNodeStatus(nodeID, structs.NodeStatusDown, "Node heartbeat missed"); err != nil {
 		s.logger.Error("failed to mark node down", "node_id", nodeID, "error", err)
 	}
+}
+
+// disconnectWindow is how long a node running allocs stays disconnected
+// after missing its heartbeat before it is down: the longest lost_after of
+// the groups of its live allocations, 0 when none has one (the node is
+// down at once).
+func disconnectWindow(allocs []*structs.Allocation) time.Duration {
+	var window time.Duration
+	for _, a := range allocs {
+		if a.Terminal() || a.Job == nil {
+			continue
+		}
+		window = max(window, a.Job.LookupTaskGroup(a.TaskGroup).LostAfter())
+	}
+	return window
 }

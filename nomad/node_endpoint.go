@@ -26,7 +26,7 @@ func (s *Server) NodeRegister(node *structs.Node, introToken string) (uint64, []
 	if err := s.checkIntroduction(node, introToken, existing == nil); err != nil {
 		return 0, nil, 0, err
 	}
-	if node.Status == "" || node.Status == structs.NodeStatusDown {
+	if node.Status == "" || node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected {
 		node.Status = structs.NodeStatusReady
 	}
 	if node.SchedulingEligibility == "" {
@@ -51,7 +51,7 @@ func (s *Server) NodeRegister(node *structs.Node, introToken string) (uint64, []
 }
 
 // NodeHeartbeat records that a client is alive and reports status (ready or
-// initializing). A node that was down comes back. It returns the TTL within
+// initializing). A node that was down or disconnected comes back. It returns the TTL within
 // which the client must heartbeat again.
 func (s *Server) NodeHeartbeat(nodeID, status string) (time.Duration, uint64, error) {
 	node, err := s.State().NodeByID(nil, nodeID)
@@ -61,8 +61,12 @@ func (s *Server) NodeHeartbeat(nodeID, status string) (time.Duration, uint64, er
 	if node == nil {
 		return 0, 0, structs.NotFoundf("node not found")
 	}
-	if status == "" {
+	switch status {
+	case "":
 		status = structs.NodeStatusReady
+	case structs.NodeStatusReady, structs.NodeStatusInit:
+	default:
+		return 0, 0, structs.BadRequestf("a client may report status %q or %q, got %q", structs.NodeStatusReady, structs.NodeStatusInit, status)
 	}
 	var index uint64
 	if status != node.Status {
@@ -208,7 +212,7 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 		return 0, structs.NotFoundf("node not found")
 	}
 	switch status {
-	case structs.NodeStatusInit, structs.NodeStatusReady, structs.NodeStatusDown:
+	case structs.NodeStatusInit, structs.NodeStatusReady, structs.NodeStatusDown, structs.NodeStatusDisconnected:
 	default:
 		return 0, structs.BadRequestf("invalid node status %q", status)
 	}

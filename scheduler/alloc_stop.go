@@ -14,6 +14,13 @@ const (
 	DescMigrating = "alloc is being migrated"
 	// DescLost: the node is down or gone; the allocation is also marked lost.
 	DescLost = "alloc is lost since its node is down"
+	// DescReconnected: the node of an unknown allocation reconnected and
+	// the group's disconnect.reconcile kept the other of it and its
+	// replacement.
+	DescReconnected = "alloc not needed due to disconnected client reconnect"
+	// DescUnknown is the client description of an allocation marked
+	// unknown: its node is disconnected, within the group's lost_after.
+	DescUnknown = "alloc is unknown since its node is disconnected"
 )
 
 // AllocStop is an allocation to stop and the description it gets.

@@ -25,7 +25,9 @@
 // prefix: the plan loop and the evaluation's outcome (plan_loop.go), the
 // state read (job_state.go), the stop descriptions (alloc_stop.go), the
 // plan-building helpers (plan_common.go), deployment creation and
-// retirement (deployment_common.go), feasibility (feasible.go,
+// retirement (deployment_common.go), the allocations of disconnected nodes
+// (disconnect.go: unknown within lost_after, lost past it, which of an
+// original and its replacement a reconnection keeps), feasibility (feasible.go,
 // version.go), resources and ports (resources.go, arena.go) and metrics
 // (metrics.go). The system_* files are the system scheduler, the
 // generic_* files the generic one.

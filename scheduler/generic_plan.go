@@ -77,6 +77,9 @@ func buildGenericPlan(in genericPlanInput) (planOutcome, error) {
 			appendLost(b.plan, a)
 			stopped[a.ID] = true
 		}
+		for _, a := range g.Unknown {
+			appendUnknown(b.plan, a)
+		}
 		for _, a := range g.InplaceUpdate {
 			b.plan.AppendAlloc(inplaceCopy(a, b.job, b.eval.ID, deploymentIDFor(b.deployment, g.Group)))
 		}
@@ -247,6 +250,7 @@ func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Alloca
 	if best == nil {
 		return nil, nil, nil
 	}
+	metric.ScoreMetaData = []*structs.NodeScoreMeta{{NodeID: best.node.ID, NormScore: best.score}}
 	return best.node, best.ar, nil
 }
 

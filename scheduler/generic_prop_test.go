@@ -37,6 +37,13 @@ func TestGenericProperties(t *testing.T) {
 		tg.Constraints = []*structs.Constraint{{LTarget: "${attr.rack}", Operand: "=", RTarget: "r1"}}
 		tg.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 2, Interval: time.Hour, Delay: 5 * time.Second,
 			DelayFunction: structs.DelayFunctionConstant}
+		if rapid.Bool().Draw(rt, "lost_after") {
+			d := time.Duration(rapid.SampledFrom([]int{30, 120}).Draw(rt, "lost_after seconds")) * time.Second
+			replace := rapid.Bool().Draw(rt, "replace")
+			reconcile := rapid.SampledFrom([]string{structs.ReconcileBestScore, structs.ReconcileKeepOriginal,
+				structs.ReconcileKeepReplacement, structs.ReconcileLongestRunning}).Draw(rt, "reconcile")
+			tg.Disconnect = &structs.DisconnectStrategy{LostAfter: &d, Replace: &replace, Reconcile: &reconcile}
+		}
 		if jobType == structs.JobTypeService && rapid.Bool().Draw(rt, "update block") {
 			withUpdate(job)
 			tg.Update.MaxParallel = rapid.IntRange(1, 3).Draw(rt, "max_parallel")
@@ -58,7 +65,7 @@ func TestGenericProperties(t *testing.T) {
 		check()
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
 			h.now = h.now.Add(time.Duration(rapid.IntRange(0, 40).Draw(rt, fmt.Sprintf("advance %d", step))) * time.Second)
-			switch rapid.IntRange(0, 7).Draw(rt, fmt.Sprintf("op %d", step)) {
+			switch rapid.IntRange(0, 9).Draw(rt, fmt.Sprintf("op %d", step)) {
 			case 0: // new version
 				next := nextVersion(job, func(tg *structs.TaskGroup) {
 					tg.Count = rapid.IntRange(0, 5).Draw(rt, "new count")
@@ -70,15 +77,35 @@ func TestGenericProperties(t *testing.T) {
 				})
 				job = next
 				h.state.upsertJob(job)
-			case 1: // node down or draining
+			case 1: // node down, disconnected or draining
 				ids := nodeIDs(h)
 				n := h.state.nodes[rapid.SampledFrom(ids).Draw(rt, "node")].Copy()
-				if rapid.Bool().Draw(rt, "down") {
+				switch rapid.IntRange(0, 2).Draw(rt, "how") {
+				case 0:
 					down(n)
-				} else {
+				case 1:
+					disconnected(n)
+				default:
 					draining(n)
 				}
 				h.state.upsertNode(n)
+			case 8, 9: // a disconnected node reconnects; its client reports its allocations running
+				for _, n := range h.state.nodes {
+					if n.Status != structs.NodeStatusDisconnected {
+						continue
+					}
+					c := n.Copy()
+					c.Status = structs.NodeStatusReady
+					h.state.upsertNode(c)
+					for _, a := range h.state.liveAllocs("web") {
+						if a.NodeID == c.ID && a.ClientStatus == structs.AllocClientStatusUnknown {
+							r := a.Copy()
+							r.ClientStatus = structs.AllocClientStatusRunning
+							h.state.upsertAlloc(r)
+						}
+					}
+					break
+				}
 			case 2: // a node joins
 				h.state.upsertNode(testNode(fmt.Sprintf("j%d", step), withAttr("rack", "r1")))
 			case 3, 4: // an allocation finishes
@@ -119,6 +146,18 @@ func checkGenericInvariants(t *rapid.T, h *harness, job *structs.Job, before map
 	d, _ := h.state.LatestDeploymentByJobID(nil, structs.DefaultNamespace, job.ID)
 	counted, canaries := 0, 0
 	for _, a := range h.state.liveAllocs(job.ID) {
+		if a.ClientStatus == structs.AllocClientStatusUnknown || h.state.nodes[a.NodeID].Status == structs.NodeStatusDisconnected {
+			// Its node is disconnected: a replacement may run beside it
+			// until it reconnects or is lost.
+			if tg.LostAfter() == 0 && tg.ReplaceDisconnected() {
+				t.Fatalf("alloc %s live on a disconnected node without lost_after", a.ID)
+			}
+			if tg.ReplaceDisconnected() && !time.Unix(0, a.DisconnectedAt).Add(tg.LostAfter()).After(h.now) &&
+				a.ClientStatus == structs.AllocClientStatusUnknown {
+				t.Fatalf("alloc %s unknown past its lost_after", a.ID)
+			}
+			continue
+		}
 		awaiting := d != nil && a.DeploymentID == d.ID && a.DeploymentStatus != nil && a.DeploymentStatus.Canary &&
 			d.TaskGroups["web"] != nil && !d.TaskGroups["web"].Promoted
 		if awaiting {

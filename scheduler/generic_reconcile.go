@@ -49,9 +49,12 @@ type GenericResult struct {
 // GenericGroup is the decision for one task group.
 //
 // Invariants: every live allocation of the group is in exactly one of
-// InplaceUpdate, Stop, Lost, Ignore, or is the Previous of a placement
-// with StopPrevious; Ignore also holds the terminal allocations of an
-// older job of a batch group (counted as ignored, as Nomad does); at most Group.Count allocations of the group are
+// InplaceUpdate, Stop, Lost, Unknown, Ignore, or is the Previous of a
+// placement with StopPrevious (an allocation in Unknown or Ignore may also
+// be the Previous of a placement without StopPrevious: its replacement
+// while its node is disconnected); Ignore also holds the terminal
+// allocations of an older job of a batch group (counted as ignored, as
+// Nomad does); at most Group.Count allocations of the group are
 // live once the decision is carried out, not counting the canaries of a
 // deployment awaiting promotion.
 type GenericGroup struct {
@@ -63,8 +66,13 @@ type GenericGroup struct {
 	Stop          []AllocStop
 	// Lost lists live allocations on down or missing nodes: stopped and
 	// marked lost (replacements, if any, are in Place).
-	Lost   []*structs.Allocation
-	Ignore []*structs.Allocation
+	Lost []*structs.Allocation
+	// Unknown lists live allocations to mark unknown: on disconnected
+	// nodes within their group's lost_after, or on disconnected or down
+	// nodes with replace = false. They keep running where they are
+	// (replacements, if any, are in Place).
+	Unknown []*structs.Allocation
+	Ignore  []*structs.Allocation
 	// Deferred counts destructive updates held back by the deployment.
 	Deferred int
 	// Canaries counts the live canaries of the deployment awaiting
@@ -105,6 +113,7 @@ const (
 	unitMigrate                         // live on a draining node
 	unitStopped                         // stopped by the operator, replacement due
 	unitRescheduleNow                   // failed, replacement due
+	unitUnknown                         // live on a node cut off, unknown (disconnect.go)
 	unitLost                            // live on a down or missing node
 	unitRescheduleLater                 // failed, replacement due later
 	unitFailed                          // failed, policy exhausted
@@ -114,6 +123,8 @@ type unit struct {
 	kind  unitKind
 	alloc *structs.Allocation
 	at    time.Time // unitRescheduleLater
+	// unitUnknown: mark it unknown (it is not yet), and place a replacement.
+	mark, replace bool
 }
 
 // genericReconciler holds the indexes of one ReconcileGeneric call.
@@ -128,6 +139,8 @@ type genericReconciler struct {
 	// gate is the state of d: how deployment groups may update.
 	gate       deploymentGate
 	followupAt time.Time
+	// byID indexes the current group's allocations.
+	byID map[string]*structs.Allocation
 }
 
 // deploymentGate says what the version's deployment allows.
@@ -146,7 +159,18 @@ const (
 //
 // Rules, per group:
 //   - job stopped or purged, or group removed: live allocations stop;
-//   - a live allocation on a down or missing node is lost and replaced; on
+//   - a live allocation on a disconnected node, within its group's
+//     lost_after (disconnect.go), is unknown: it keeps running and holds
+//     its slot, and is replaced elsewhere when disconnect.replace (a
+//     reschedule: it needs an attempt of the policy left); past the
+//     deadline (FollowupAt brings the evaluation) it is lost. When its node
+//     reconnects and its client reported it again, disconnect.reconcile
+//     keeps it or its live replacement and stops the other. With
+//     disconnect.replace = false it stays unknown, on a disconnected or
+//     down node, until its node reconnects;
+//   - a live allocation on a down or missing node is lost and replaced
+//     (with stop_on_client_after, only once that long has passed since it
+//     was lost: its client stops it by then); on
 //     a draining node it is migrated (stopped and replaced elsewhere), at
 //     most migrate.max_parallel of the group at once: a migration counts
 //     until its replacement is healthy; a batch allocation there runs on
@@ -225,8 +249,16 @@ func ReconcileGeneric(in GenericInput) GenericResult {
 func (r *genericReconciler) reconcileGroup(g *GenericGroup) {
 	allocs := slices.Clone(r.byName[g.Name])
 	slices.SortFunc(allocs, func(a, b *structs.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	r.byID = make(map[string]*structs.Allocation, len(allocs))
+	for _, a := range allocs {
+		r.byID[a.ID] = a
+	}
+	settled := r.reconcileReconnected(g, allocs)
 	var units []unit
 	for _, a := range allocs {
+		if settled[a.ID] {
+			continue
+		}
 		if u, ok := r.classify(g, a); ok {
 			units = append(units, u)
 		}
@@ -275,13 +307,24 @@ func (r *genericReconciler) classify(g *GenericGroup, a *structs.Allocation) (un
 		return r.classifyTerminal(g, a)
 	}
 	node := r.nodes[a.NodeID]
-	switch {
-	case node == nil || node.Status == structs.NodeStatusDown:
+	switch classifyDisconnect(a, node, g.Group, r.in.Now) {
+	case lostState:
 		g.Lost = append(g.Lost, a)
-		if g.Group == nil {
+		if g.Group == nil || liveSuccessor(a, r.byID) != nil {
 			return unit{}, false
 		}
+		if wait := g.Group.StopOnClientAfter(); wait > 0 {
+			// Its client stops it that long after losing the servers:
+			// the replacement waits as long.
+			return unit{kind: unitRescheduleLater, alloc: a, at: r.in.Now.Add(wait)}, true
+		}
 		return unit{kind: unitLost, alloc: a}, true
+	case unknownState:
+		return r.classifyUnknown(g, a, true)
+	case awaitingReport:
+		return r.classifyUnknown(g, a, false)
+	}
+	switch {
 	case g.Group == nil:
 		g.Stop = append(g.Stop, AllocStop{Alloc: a, Reason: DescNotNeeded})
 		return unit{}, false
@@ -311,11 +354,21 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 		g.Ignore = append(g.Ignore, a)
 		return unit{}, false
 	}
+	if g.Group != nil && a.NextAllocation == "" && a.ClientStatus == structs.AllocClientStatusLost &&
+		a.DisconnectedAt != 0 && g.Group.StopOnClientAfter() > 0 && r.sameIncarnation(a) {
+		// Lost with stop_on_client_after: replaced once its client has
+		// stopped it.
+		due := time.Unix(0, a.DisconnectedAt).Add(g.Group.StopOnClientAfter())
+		if r.in.Now.Before(due) {
+			return unit{kind: unitRescheduleLater, alloc: a, at: due}, true
+		}
+		return unit{kind: unitLost, alloc: a}, true
+	}
 	if g.Group != nil && a.NextAllocation == "" && a.ServerTerminal() && a.DesiredTransition.Migrate &&
 		!a.DesiredTransition.MigrateDisablePlacement && r.sameIncarnation(a) {
 		return unit{kind: unitStopped, alloc: a}, true
 	}
-	if g.Group == nil || a.NextAllocation != "" || a.ServerTerminal() || r.awaitingPromotion(g, a) {
+	if g.Group == nil || r.hasReplacement(a) || a.ServerTerminal() || r.awaitingPromotion(g, a) {
 		return unit{}, false
 	}
 	switch a.ClientStatus {
@@ -334,6 +387,73 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 		}
 	}
 	return unit{}, false
+}
+
+// classifyUnknown sorts a, a live allocation of g that is unknown
+// (classifyDisconnect): on a node cut off (disconnected) it is marked
+// unknown when it is not yet, and replaced when the group says so
+// (disconnect.replace), no live replacement exists and the reschedule
+// policy has an attempt left (the replacement is a reschedule, placed at
+// once); on a node that reconnected, it waits for its client's report.
+// It holds its slot unless a live replacement holds it; a canary awaiting
+// promotion stays a canary (no slot, not replaced). The lost_after
+// deadline, if any, brings a follow-up evaluation.
+func (r *genericReconciler) classifyUnknown(g *GenericGroup, a *structs.Allocation, disconnected bool) (unit, bool) {
+	if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok {
+		r.noteFollowup(deadline)
+	}
+	mark := disconnected && a.ClientStatus != structs.AllocClientStatusUnknown
+	canary := r.isCurrent(a) && r.awaitingPromotion(g, a)
+	if canary {
+		g.Canaries++ // still a canary of the deployment, outside Count
+	}
+	if liveSuccessor(a, r.byID) != nil || canary {
+		if mark {
+			g.Unknown = append(g.Unknown, a)
+		} else {
+			g.Ignore = append(g.Ignore, a)
+		}
+		return unit{}, false
+	}
+	replace := disconnected && g.Group.ReplaceDisconnected() && rescheduleAttemptsLeft(g.Group.ReschedulePolicy, a, r.in.Now)
+	return unit{kind: unitUnknown, alloc: a, mark: mark, replace: replace}, true
+}
+
+// reconcileReconnected settles the allocations of g whose node reconnected
+// while a replacement runs: the group's disconnect.reconcile picks the one
+// to keep and the other stops. It returns the IDs of those stopped.
+func (r *genericReconciler) reconcileReconnected(g *GenericGroup, allocs []*structs.Allocation) map[string]bool {
+	if g.Group == nil {
+		return nil
+	}
+	stopped := map[string]bool{}
+	for _, p := range findReconnected(allocs, r.byID, r.nodes) {
+		lose := p.replacement
+		if pickReconnected(g.Group.ReconcileStrategy(), p.original, p.replacement) == p.replacement {
+			lose = p.original
+		}
+		g.Stop = append(g.Stop, AllocStop{Alloc: lose, Reason: DescReconnected})
+		stopped[lose.ID] = true
+	}
+	return stopped
+}
+
+// hasReplacement reports whether a was replaced: its NextAllocation names
+// an allocation, unless that is a replacement that a reconnection stopped
+// in favour of a (a kept original is rescheduled as any other).
+func (r *genericReconciler) hasReplacement(a *structs.Allocation) bool {
+	if a.NextAllocation == "" {
+		return false
+	}
+	next := r.byID[a.NextAllocation]
+	return next == nil || next.PreviousAllocation != a.ID || next.DesiredDescription != DescReconnected
+}
+
+// noteFollowup brings the follow-up evaluation forward to at.
+func (r *genericReconciler) noteFollowup(at time.Time) {
+	if r.followupAt.IsZero() || at.Before(r.followupAt) {
+		r.followupAt = at
+	}
 }
 
 // keep carries out a unit that holds one of the group's slots.
@@ -360,10 +480,17 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
 	case unitLost:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a})
-	case unitRescheduleLater:
-		if r.followupAt.IsZero() || u.at.Before(r.followupAt) {
-			r.followupAt = u.at
+	case unitUnknown:
+		if u.mark {
+			g.Unknown = append(g.Unknown, a)
+		} else {
+			g.Ignore = append(g.Ignore, a)
 		}
+		if u.replace {
+			g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, Reschedule: true})
+		}
+	case unitRescheduleLater:
+		r.noteFollowup(u.at)
 	}
 }
 
@@ -371,7 +498,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 // (lost ones are already stopped), failed ones are not replaced.
 func (r *genericReconciler) drop(g *GenericGroup, u unit) {
 	switch u.kind {
-	case unitCurrent, unitInplace, unitOld, unitMigrate:
+	case unitCurrent, unitInplace, unitOld, unitMigrate, unitUnknown:
 		g.Stop = append(g.Stop, AllocStop{Alloc: u.alloc, Reason: DescNotNeeded})
 	}
 }
@@ -564,7 +691,7 @@ func (g *GenericGroup) desiredUpdates() *structs.DesiredUpdates {
 	u := &structs.DesiredUpdates{
 		InPlaceUpdate: uint64(len(g.InplaceUpdate)),
 		Stop:          uint64(len(g.Stop) + len(g.Lost)),
-		Ignore:        uint64(len(g.Ignore)),
+		Ignore:        uint64(len(g.Ignore) + len(g.Unknown)),
 	}
 	for _, p := range g.Place {
 		switch {

@@ -209,7 +209,11 @@ func (h *harness) apply(plan *structs.Plan, result *structs.PlanResult) {
 		for _, stop := range stops {
 			c := s.allocs[stop.ID].Copy()
 			c.DesiredStatus, c.DesiredDescription = stop.DesiredStatus, stop.DesiredDescription
-			if stop.ClientStatus == structs.AllocClientStatusLost {
+			switch stop.ClientStatus {
+			case structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+				if c.ClientStatus != structs.AllocClientStatusUnknown || stop.ClientStatus != structs.AllocClientStatusUnknown {
+					c.DisconnectedAt = h.now.UnixNano()
+				}
 				c.ClientStatus = stop.ClientStatus
 			}
 			s.upsertAlloc(c)
@@ -320,7 +324,8 @@ func testNode(name string, opts ...nodeOpt) *structs.Node {
 	return n
 }
 
-func down(n *structs.Node) { n.Status = structs.NodeStatusDown }
+func down(n *structs.Node)         { n.Status = structs.NodeStatusDown }
+func disconnected(n *structs.Node) { n.Status = structs.NodeStatusDisconnected }
 func draining(n *structs.Node) {
 	n.Drain, n.SchedulingEligibility = true, structs.NodeSchedulingIneligible
 }

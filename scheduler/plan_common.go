@@ -67,6 +67,20 @@ func appendLost(plan *structs.Plan, a *structs.Allocation) {
 	stops[len(stops)-1].ClientStatus = structs.AllocClientStatusLost
 }
 
+// appendUnknown adds to plan the marking of a, a live allocation on a
+// disconnected node within its group's lost_after, as unknown: its desired
+// status stays, so it runs on where it is until its node reconnects or the
+// deadline makes it lost.
+func appendUnknown(plan *structs.Plan, a *structs.Allocation) {
+	c := a.Copy()
+	c.Job = nil
+	c.ClientStatus, c.ClientDescription = structs.AllocClientStatusUnknown, DescUnknown
+	if plan.NodeUpdate == nil {
+		plan.NodeUpdate = map[string][]*structs.Allocation{}
+	}
+	plan.NodeUpdate[a.NodeID] = append(plan.NodeUpdate[a.NodeID], c)
+}
+
 // markCanary flags a, a new allocation of group, as a canary and lists it
 // in the group's PlacedCanaries of d (nil: none).
 func markCanary(a *structs.Allocation, d *structs.Deployment, group string) {

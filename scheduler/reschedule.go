@@ -27,29 +27,37 @@ const (
 //   - the replacement waits rescheduleDelay after a failed (the latest
 //     FinishedAt of its tasks, else its ModifyTime).
 func decideReschedule(policy *structs.ReschedulePolicy, a *structs.Allocation, now time.Time) (rescheduleDecision, time.Time) {
-	if policy == nil || (!policy.Unlimited && policy.Attempts <= 0) {
+	if !rescheduleAttemptsLeft(policy, a, now) {
 		return rescheduleNever, time.Time{}
 	}
 	var events []*structs.RescheduleEvent
 	if a.RescheduleTracker != nil {
 		events = a.RescheduleTracker.Events
 	}
-	if !policy.Unlimited {
-		recent := 0
-		for _, e := range events {
-			if policy.Interval <= 0 || now.Sub(time.Unix(0, e.RescheduleTime)) < policy.Interval {
-				recent++
-			}
-		}
-		if recent >= policy.Attempts {
-			return rescheduleNever, time.Time{}
-		}
-	}
 	at := failedAt(a).Add(rescheduleDelay(policy, len(events)))
 	if !at.After(now) {
 		return rescheduleNow, at
 	}
 	return rescheduleLater, at
+}
+
+// rescheduleAttemptsLeft reports whether policy lets a be rescheduled once
+// more at now (the first two rules of decideReschedule): a replacement of
+// an unknown allocation is a reschedule too, placed at once.
+func rescheduleAttemptsLeft(policy *structs.ReschedulePolicy, a *structs.Allocation, now time.Time) bool {
+	if policy == nil || (!policy.Unlimited && policy.Attempts <= 0) {
+		return false
+	}
+	if policy.Unlimited || a.RescheduleTracker == nil {
+		return true
+	}
+	recent := 0
+	for _, e := range a.RescheduleTracker.Events {
+		if policy.Interval <= 0 || now.Sub(time.Unix(0, e.RescheduleTime)) < policy.Interval {
+			recent++
+		}
+	}
+	return recent < policy.Attempts
 }
 
 // rescheduleDelay is the delay before the (n+1)-th reschedule of an

@@ -94,13 +94,17 @@ func hasPlacements(g *SystemGroupResult) bool {
 	return g.Group != nil && len(g.Place)+len(g.DestructiveUpdate) > 0
 }
 
-// appendStops adds g's stops, lost allocations and in-place updates.
+// appendStops adds g's stops, lost and unknown allocations and in-place
+// updates.
 func (b *systemPlanBuilder) appendStops(g *SystemGroupResult) {
 	for _, s := range g.Stop {
 		b.plan.AppendStop(s.Alloc, s.Reason)
 	}
 	for _, a := range g.Lost {
 		appendLost(b.plan, a)
+	}
+	for _, a := range g.Unknown {
+		appendUnknown(b.plan, a)
 	}
 	for _, a := range g.InplaceUpdate {
 		b.plan.AppendAlloc(inplaceCopy(a, b.job, b.eval.ID, deploymentIDFor(b.deployment, g.Group)))

@@ -54,14 +54,16 @@ type SystemReconcileResult struct {
 	// stopped job.
 	DeploymentUpdates []*structs.DeploymentStatusUpdate
 	// FollowupAt is when a group that the stagger held back may start its
-	// next wave, or zero. The scheduler creates an evaluation for then.
+	// next wave, or the earliest lost_after deadline of an unknown
+	// allocation, whichever comes first; or zero. The scheduler creates an evaluation for then.
 	FollowupAt time.Time
 }
 
 // SystemGroupResult is the decision for one task group, as named sets.
 //
 // Invariants: every live allocation of the group is in exactly one of
-// InplaceUpdate, DestructiveUpdate (as Previous), Stop, Lost and Ignore;
+// InplaceUpdate, DestructiveUpdate (as Previous), Stop, Lost, Unknown and
+// Ignore;
 // Ignore may also hold a terminal sysbatch allocation that keeps its node
 // from running again. A node appears at most once across Place,
 // DestructiveUpdate and Deferred, and never with a kept allocation except
@@ -90,6 +92,10 @@ type SystemGroupResult struct {
 	// Lost lists live allocations on down or missing nodes, to stop and
 	// mark lost.
 	Lost []*structs.Allocation
+	// Unknown lists live allocations to mark unknown (disconnect.go): on
+	// disconnected nodes within their group's lost_after, or on
+	// disconnected or down nodes with replace = false; they keep running.
+	Unknown []*structs.Allocation
 	// Ignore lists allocations left as they are.
 	Ignore []*structs.Allocation
 	// Filtered lists ready candidate nodes that Feasible rejected. They
@@ -135,6 +141,9 @@ const (
 	nodeOutside                       // outside the job's datacenters or pool
 	nodeNotReady                      // initializing or ineligible: allocations stay
 	nodeReady                         // a placement candidate
+	// nodeDisconnected: missed its heartbeat; live allocations are unknown
+	// within their group's lost_after, else lost (disconnect.go).
+	nodeDisconnected
 )
 
 // systemReconciler holds the indexes of one ReconcileSystem call.
@@ -147,6 +156,9 @@ type systemReconciler struct {
 	dcMatch  map[string]bool                     // datacenter → matches the job
 	inPlace  map[*structs.TaskGroup]bool         // old group → in-place updatable to the job's
 	live     map[string]int                      // live allocations per group
+	// followupAt is the earliest lost_after deadline of an unknown
+	// allocation, or zero.
+	followupAt time.Time
 }
 
 // ReconcileSystem decides, for every task group of in.Job and every node,
@@ -155,6 +167,9 @@ type systemReconciler struct {
 //
 // Rules, per group and node (one allocation per group per node):
 //   - node missing or down: live allocations are lost;
+//   - node disconnected: live allocations are unknown within their group's
+//     lost_after (not replaced), lost past it; with replace = false they
+//     stay unknown, on a down node too, until the node reconnects;
 //   - job stopped or purged, or group removed: live allocations stop;
 //   - node draining: live allocations stop, nothing is placed;
 //   - node outside the job's datacenters or node pool: live allocations stop;
@@ -325,6 +340,8 @@ func (r *systemReconciler) classify(node *structs.Node) nodeClass {
 	switch {
 	case node == nil || node.Status == structs.NodeStatusDown:
 		return nodeGone
+	case node.Status == structs.NodeStatusDisconnected:
+		return nodeDisconnected
 	case node.Drain:
 		return nodeDraining
 	case r.job == nil:
@@ -355,8 +372,10 @@ func (r *systemReconciler) inJobScope(node *structs.Node) bool {
 func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class nodeClass, allocs []*structs.Allocation) {
 	live, done := splitTerminal(allocs)
 	switch {
-	case class == nodeGone:
+	case class == nodeGone && (node == nil || g.Group.ReplaceDisconnected()):
 		g.Lost = append(g.Lost, live...)
+	case class == nodeGone || class == nodeDisconnected:
+		r.visitDisconnected(g, node, live)
 	case g.Group == nil:
 		g.stopAll(live, DescNotNeeded)
 	case class == nodeDraining:
@@ -371,6 +390,34 @@ func (r *systemReconciler) visit(g *SystemGroupResult, node *structs.Node, class
 		r.visitNotReady(g, node, live)
 	default:
 		r.visitReady(g, node, live, done)
+	}
+}
+
+// visitDisconnected handles a disconnected node, or a down one of a group
+// with replace = false: the live allocation kept is marked unknown (once)
+// within its group's lost_after or, with replace = false, until the node
+// reconnects; it is never replaced (a system job runs one per node), and
+// lost past the deadline, which a follow-up evaluation brings.
+func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs.Node, live []*structs.Allocation) {
+	if g.Group == nil {
+		g.Lost = append(g.Lost, live...)
+		return
+	}
+	if keep := r.keepOne(g, live); keep != nil {
+		a := keep
+		switch classifyDisconnect(a, node, g.Group, r.in.Now) {
+		case unknownState:
+			if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok && (r.followupAt.IsZero() || deadline.Before(r.followupAt)) {
+				r.followupAt = deadline
+			}
+			if a.ClientStatus == structs.AllocClientStatusUnknown {
+				g.Ignore = append(g.Ignore, a)
+			} else {
+				g.Unknown = append(g.Unknown, a)
+			}
+		default:
+			g.Lost = append(g.Lost, a)
+		}
 	}
 }
 
@@ -546,6 +593,9 @@ func (r *systemReconciler) result() SystemReconcileResult {
 		g.sort() // gating picks in node order
 	}
 	res.Deployment, res.DeploymentUpdates, res.FollowupAt = r.deployment()
+	if !r.followupAt.IsZero() && (res.FollowupAt.IsZero() || r.followupAt.Before(res.FollowupAt)) {
+		res.FollowupAt = r.followupAt
+	}
 	for _, g := range r.groups {
 		g.sort()
 		res.DesiredTGUpdates[g.Name] = g.desiredUpdates()
@@ -564,6 +614,7 @@ func (g *SystemGroupResult) sort() {
 	slices.SortFunc(g.Deferred, byNode)
 	slices.SortFunc(g.InplaceUpdate, byAlloc)
 	slices.SortFunc(g.Lost, byAlloc)
+	slices.SortFunc(g.Unknown, byAlloc)
 	slices.SortFunc(g.Ignore, byAlloc)
 	slices.SortFunc(g.Stop, func(a, b AllocStop) int { return byAlloc(a.Alloc, b.Alloc) })
 	slices.SortFunc(g.Filtered, func(a, b SystemNodeFilter) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
@@ -586,7 +637,7 @@ func (g *SystemGroupResult) desiredUpdates() *structs.DesiredUpdates {
 		InPlaceUpdate:     uint64(len(g.InplaceUpdate)),
 		DestructiveUpdate: uint64(len(g.DestructiveUpdate)),
 		Stop:              uint64(len(g.Stop) + len(g.Lost)),
-		Ignore:            uint64(len(g.Ignore)),
+		Ignore:            uint64(len(g.Ignore) + len(g.Unknown)),
 		Canary:            uint64(canaries),
 	}
 }

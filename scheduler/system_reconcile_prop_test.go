@@ -66,6 +66,11 @@ func genVersions(t *rapid.T) []*structs.Job {
 		api.Name = "api"
 		v0.TaskGroups = append(v0.TaskGroups, &api)
 	}
+	if rapid.Bool().Draw(t, "lost_after") {
+		d := time.Duration(rapid.SampledFrom([]int{30, 600}).Draw(t, "lost_after seconds")) * time.Second
+		replace := rapid.Bool().Draw(t, "replace")
+		v0.TaskGroups[0].Disconnect = &structs.DisconnectStrategy{LostAfter: &d, Replace: &replace}
+	}
 	if v0.Type == structs.JobTypeSystem && rapid.Bool().Draw(t, "update block") {
 		withUpdate(v0)
 		for _, tg := range v0.TaskGroups {
@@ -97,7 +102,8 @@ func genNodes(t *rapid.T) []*structs.Node {
 	nodes := make([]*structs.Node, 0, n)
 	for i := 0; i < n; i++ {
 		node := testNode(fmt.Sprintf("n%02d", i))
-		node.Status = rapid.SampledFrom([]string{structs.NodeStatusReady, structs.NodeStatusReady, structs.NodeStatusDown, structs.NodeStatusInit}).Draw(t, "status")
+		node.Status = rapid.SampledFrom([]string{structs.NodeStatusReady, structs.NodeStatusReady, structs.NodeStatusDown, structs.NodeStatusInit,
+			structs.NodeStatusDisconnected}).Draw(t, "status")
 		if rapid.IntRange(0, 3).Draw(t, "ineligible") == 0 {
 			node.SchedulingEligibility = structs.NodeSchedulingIneligible
 		}
@@ -134,7 +140,10 @@ func genAllocs(t *rapid.T, versions []*structs.Job, nodes []*structs.Node) []*st
 		}
 		a.ClientStatus = rapid.SampledFrom([]string{structs.AllocClientStatusPending, structs.AllocClientStatusRunning,
 			structs.AllocClientStatusRunning, structs.AllocClientStatusComplete, structs.AllocClientStatusFailed,
-			structs.AllocClientStatusLost}).Draw(t, "client status")
+			structs.AllocClientStatusLost, structs.AllocClientStatusUnknown}).Draw(t, "client status")
+		if a.ClientStatus == structs.AllocClientStatusUnknown {
+			a.DisconnectedAt = time.Unix(1000-int64(rapid.IntRange(0, 60).Draw(t, "unknown since")), 0).UnixNano()
+		}
 		if rapid.IntRange(0, 2).Draw(t, "in deployment") == 0 {
 			a.DeploymentID = "d"
 		}
@@ -213,6 +222,15 @@ func checkPartition(t *rapid.T, in SystemReconcileInput, res SystemReconcileResu
 		for _, a := range g.Lost {
 			mark("Lost", a, false)
 		}
+		for _, a := range g.Unknown {
+			mark("Unknown", a, false)
+			if a.ClientStatus == structs.AllocClientStatusUnknown {
+				t.Fatalf("allocation %s is unknown already and marked again", a.ID)
+			}
+			if g.Group.LostAfter() == 0 && g.Group.ReplaceDisconnected() {
+				t.Fatalf("allocation %s marked unknown without lost_after", a.ID)
+			}
+		}
 		for _, a := range g.InplaceUpdate {
 			mark("InplaceUpdate", a, false)
 		}
@@ -289,7 +307,7 @@ func checkCounts(t *rapid.T, res SystemReconcileResult) {
 	for _, g := range res.Groups {
 		d := res.DesiredTGUpdates[g.Name]
 		want := structs.DesiredUpdates{Place: uint64(len(g.Place)), InPlaceUpdate: uint64(len(g.InplaceUpdate)),
-			DestructiveUpdate: uint64(len(g.DestructiveUpdate)), Stop: uint64(len(g.Stop) + len(g.Lost)), Ignore: uint64(len(g.Ignore)),
+			DestructiveUpdate: uint64(len(g.DestructiveUpdate)), Stop: uint64(len(g.Stop) + len(g.Lost)), Ignore: uint64(len(g.Ignore) + len(g.Unknown)),
 			Canary: uint64(countCanaries(g.Place) + countCanaries(g.DestructiveUpdate))}
 		if d == nil || *d != want {
 			t.Fatalf("group %q: DesiredTGUpdates %+v, sets say %+v", g.Name, d, want)

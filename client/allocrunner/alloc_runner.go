@@ -429,8 +429,9 @@ func (ar *AllocRunner) CheckResults() []health.CheckResult { return ar.healthHoo
 // replacement stops this allocation once it is prepared. Otherwise it is an
 // in-place update: tasks keep running and the new job version is adopted (a
 // task's new definition applies from its next start).
-// Stale versions (a lower, non-zero AllocModifyIndex) are ignored. It does
-// not block.
+// A version the server marked unknown (its node was disconnected) makes
+// the runner report its state again. Stale versions (a lower, non-zero
+// AllocModifyIndex) are ignored. It does not block.
 func (ar *AllocRunner) Update(update *structs.Allocation) {
 	if update == nil || update.ID != ar.id {
 		return
@@ -446,6 +447,9 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	if next.Job == nil || next.Job.LookupTaskGroup(next.TaskGroup) == nil {
 		next.Job = cur.Job
 	}
+	// The server marked it unknown (its node was disconnected): report the
+	// state again so that it learns what runs here.
+	markedUnknown := update.ClientStatus == structs.AllocClientStatusUnknown
 	next.TaskStates, next.ClientStatus, next.ClientDescription = nil, "", ""
 	ar.alloc = next
 	ar.mu.Unlock()
@@ -453,6 +457,9 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	_ = runHooks(ar, "update", false, func(h Updater) error { return h.Update(&UpdateRequest{Alloc: next}) })
 	for _, tr := range ar.tasks {
 		tr.Update(next)
+	}
+	if markedUnknown {
+		ar.publish()
 	}
 	switch {
 	case !next.ServerTerminal():

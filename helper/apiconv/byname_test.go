@@ -22,6 +22,7 @@ var structsOnlyFields = map[string]bool{
 	"Node.SecretID":               true, // never sent
 	"DeploymentState.AutoPromote": true, // server-side in Nomad too
 	"Allocation.SignedIdentities": true, // only to the node that runs it (internal endpoint)
+	"Allocation.DisconnectedAt":   true, // server-side: when a plan marked it unknown or lost
 	"Job.PayloadEncoding":         true, // JobToAPI decodes Payload
 }
 

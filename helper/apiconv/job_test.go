@@ -305,3 +305,31 @@ func TestJobFromAPI_ScriptChecksAndCheckRestart(t *testing.T) {
 	assert.Equal(t, &structs.CheckRestart{Limit: 1, Grace: 30 * time.Second, IgnoreWarnings: true}, script.CheckRestart)
 	require.NoError(t, job.Validate())
 }
+
+// TestJobFromAPI_Disconnect: the disconnect block is carried, with the
+// api's defaults (replace, best_score), and the older group settings too.
+func TestJobFromAPI_Disconnect(t *testing.T) {
+	j := &api.Job{ID: new("svc"), TaskGroups: []*api.TaskGroup{
+		{Name: new("new"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}},
+			Disconnect: &api.DisconnectStrategy{LostAfter: new(time.Minute)}},
+		{Name: new("old"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}},
+			MaxClientDisconnect: new(time.Hour), StopAfterClientDisconnect: new(90 * time.Second), PreventRescheduleOnLost: new(true)},
+	}}
+	job, warnings, err := JobFromAPI(j)
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+	require.NoError(t, job.Validate())
+	d := job.TaskGroups[0].Disconnect
+	require.NotNil(t, d)
+	assert.Equal(t, time.Minute, *d.LostAfter)
+	assert.True(t, *d.Replace)
+	assert.Equal(t, structs.ReconcileBestScore, *d.Reconcile)
+	assert.Equal(t, time.Minute, job.TaskGroups[0].LostAfter())
+	assert.Equal(t, time.Hour, job.TaskGroups[1].LostAfter())
+	assert.Equal(t, 90*time.Second, job.TaskGroups[1].StopOnClientAfter())
+	assert.True(t, job.TaskGroups[0].ReplaceDisconnected())
+	assert.False(t, job.TaskGroups[1].ReplaceDisconnected(), "prevent_reschedule_on_lost")
+
+	back := JobToAPI(job)
+	assert.Equal(t, time.Minute, *back.TaskGroups[0].Disconnect.LostAfter)
+}

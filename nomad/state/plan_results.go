@@ -11,7 +11,9 @@ import (
 //
 //  1. AllocsStopped: each stored allocation (unknown ones are skipped) gets
 //     the entry's DesiredStatus ("stop" when empty) and DesiredDescription,
-//     and its ClientStatus when the plan marks it lost or unknown;
+//     and its ClientStatus when the plan marks it lost or unknown, with
+//     DisconnectedAt = req.UpdatedAt (kept when an unknown allocation is
+//     marked unknown again);
 //  2. AllocsUpdated: upserted as UpsertAllocs does, with CreateTime (new
 //     ones) and ModifyTime set to req.UpdatedAt and a nil Job linked to the
 //     stored version, or to req.Job when that version is not stored. A
@@ -104,6 +106,9 @@ func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64, changes healt
 	c.DesiredDescription = stop.DesiredDescription
 	switch stop.ClientStatus {
 	case structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+		if exist.ClientStatus != structs.AllocClientStatusUnknown || stop.ClientStatus != structs.AllocClientStatusUnknown {
+			c.DisconnectedAt = now
+		}
 		c.ClientStatus, c.ClientDescription = stop.ClientStatus, stop.ClientDescription
 	}
 	if stop.FollowupEvalID != "" {

@@ -163,3 +163,34 @@ func TestUpsertPlanResultsOwned_StoresTheSame(t *testing.T) {
 	require.NotNil(t, gotD)
 	require.Equal(t, wantD, gotD)
 }
+
+// TestUpsertPlanResults_UnknownAndLostStampDisconnectedAt: a plan marking
+// an allocation unknown keeps it running (desired run) and stamps
+// DisconnectedAt with the plan's time, which marking it unknown again does
+// not move; marking it lost stamps it anew.
+func TestUpsertPlanResults_UnknownAndLostStampDisconnectedAt(t *testing.T) {
+	s := NewStateStore()
+	v0 := mustJob(t, s, 1, testJob("web"))
+	a := testAlloc(v0, "n1")
+	a.ClientStatus = structs.AllocClientStatusRunning
+	require.NoError(t, s.UpsertAllocs(2, []*structs.Allocation{a}))
+	mark := func(index uint64, at int64, desired, client string) *structs.Allocation {
+		m := a.Copy()
+		m.DesiredStatus, m.ClientStatus = desired, client
+		require.NoError(t, s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: v0, UpdatedAt: at,
+			AllocsStopped: []*structs.Allocation{m}}))
+		return mustAlloc(t, s, a.ID)
+	}
+	got := mark(3, 1000, structs.AllocDesiredStatusRun, structs.AllocClientStatusUnknown)
+	require.Equal(t, structs.AllocDesiredStatusRun, got.DesiredStatus)
+	require.Equal(t, structs.AllocClientStatusUnknown, got.ClientStatus)
+	require.Equal(t, int64(1000), got.DisconnectedAt)
+	require.Equal(t, uint64(3), got.AllocModifyIndex, "the client sees the change")
+
+	got = mark(4, 2000, structs.AllocDesiredStatusRun, structs.AllocClientStatusUnknown)
+	require.Equal(t, int64(1000), got.DisconnectedAt, "still unknown since the first mark")
+
+	got = mark(5, 3000, structs.AllocDesiredStatusStop, structs.AllocClientStatusLost)
+	require.Equal(t, structs.AllocClientStatusLost, got.ClientStatus)
+	require.Equal(t, int64(3000), got.DisconnectedAt)
+}

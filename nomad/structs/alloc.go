@@ -36,7 +36,12 @@ type Allocation struct {
 	DesiredTransition DesiredTransition
 	// NetworkStatus is the allocation's network as its client set it up,
 	// or nil before the client reported it.
-	NetworkStatus    *AllocNetworkStatus
+	NetworkStatus *AllocNetworkStatus
+	// DisconnectedAt is when (unix nanoseconds) a plan last marked the
+	// allocation unknown or lost because its node stopped heartbeating; 0
+	// when none did. Set by the state store on commit; not part of the
+	// public API.
+	DisconnectedAt   int64
 	CreateIndex      uint64
 	ModifyIndex      uint64
 	AllocModifyIndex uint64
@@ -199,4 +204,30 @@ type AllocationMetric struct {
 	QuotaExhausted     []string
 	AllocationTime     time.Duration
 	CoalescedFailures  int
+	// ScoreMetaData holds the score of the node the allocation was placed
+	// on (the generic scheduler's; a disconnect block's best_score compares
+	// it); empty when none was recorded.
+	ScoreMetaData []*NodeScoreMeta
+}
+
+// NodeScoreMeta is the score a node got for a placement.
+type NodeScoreMeta struct {
+	NodeID    string
+	Scores    map[string]float64
+	NormScore float64
+}
+
+// PlacementScore is the normalized score of the node m's allocation was
+// placed on, and whether one was recorded.
+func (m *AllocationMetric) PlacementScore() (float64, bool) {
+	if m == nil || len(m.ScoreMetaData) == 0 || m.ScoreMetaData[0] == nil {
+		return 0, false
+	}
+	best := m.ScoreMetaData[0].NormScore
+	for _, s := range m.ScoreMetaData[1:] {
+		if s != nil {
+			best = max(best, s.NormScore)
+		}
+	}
+	return best, true
 }

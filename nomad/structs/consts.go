@@ -55,6 +55,9 @@ const (
 	EvalTriggerRetryFailedAlloc  = "alloc-failure"
 	EvalTriggerQueuedAllocs      = "queued-allocs"
 	EvalTriggerScheduled         = "scheduled"
+	// EvalTriggerReconnect: the client of an unknown allocation reported
+	// it again after its node reconnected.
+	EvalTriggerReconnect = "reconnect"
 )
 
 // Deployment statuses.
@@ -88,6 +91,10 @@ const (
 	NodeStatusInit  = "initializing"
 	NodeStatusReady = "ready"
 	NodeStatusDown  = "down"
+	// NodeStatusDisconnected: the node missed its heartbeat while running
+	// allocations whose group has a lost_after window; it becomes down
+	// once the longest window ends, ready when it heartbeats again.
+	NodeStatusDisconnected = "disconnected"
 
 	NodeSchedulingEligible   = "eligible"
 	NodeSchedulingIneligible = "ineligible"

@@ -242,6 +242,10 @@ func TestTaskGroupUpdateType(t *testing.T) {
 		{"log config", func(j *Job) { task(j).LogConfig.MaxFiles = 3 }, UpdateTypeInPlace},
 		{"task shutdown delay", func(j *Job) { task(j).ShutdownDelay = time.Second }, UpdateTypeInPlace},
 		{"group shutdown delay", func(j *Job) { tg(j).ShutdownDelay = nil }, UpdateTypeInPlace},
+		{"disconnect block", func(j *Job) {
+			d := time.Minute
+			tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d}
+		}, UpdateTypeInPlace},
 
 		{"group networks", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].To = 9090 }, UpdateTypeDestructive},
 		{"ephemeral disk", func(j *Job) { tg(j).EphemeralDisk.SizeMB = 500 }, UpdateTypeDestructive},

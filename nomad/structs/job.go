@@ -92,23 +92,34 @@ func (j *Job) NamespacedID() NamespacedID { return NamespacedID{Namespace: j.Nam
 
 // TaskGroup is a set of tasks placed together; system jobs place one per node.
 type TaskGroup struct {
-	Name                      string
-	Count                     int
-	Constraints               []*Constraint
-	Affinities                []*Affinity
-	Spreads                   []*Spread
-	Tasks                     []*Task
-	RestartPolicy             *RestartPolicy
-	ReschedulePolicy          *ReschedulePolicy
-	EphemeralDisk             *EphemeralDisk
-	Update                    *UpdateStrategy // nil: no deployment for this group
-	Migrate                   *MigrateStrategy
-	Networks                  []*NetworkResource
-	Meta                      map[string]string
-	Services                  []*Service
-	ShutdownDelay             *time.Duration
+	Name             string
+	Count            int
+	Constraints      []*Constraint
+	Affinities       []*Affinity
+	Spreads          []*Spread
+	Tasks            []*Task
+	RestartPolicy    *RestartPolicy
+	ReschedulePolicy *ReschedulePolicy
+	EphemeralDisk    *EphemeralDisk
+	Update           *UpdateStrategy // nil: no deployment for this group
+	Migrate          *MigrateStrategy
+	Networks         []*NetworkResource
+	Meta             map[string]string
+	Services         []*Service
+	ShutdownDelay    *time.Duration
+	// Disconnect says what happens to the group's allocations when their
+	// node stops heartbeating (see DisconnectStrategy); nil: they are lost
+	// and replaced at the heartbeat deadline.
+	Disconnect *DisconnectStrategy
+	// StopAfterClientDisconnect is the older form of
+	// Disconnect.StopOnClientAfter, MaxClientDisconnect of
+	// Disconnect.LostAfter (with replacement); see the TaskGroup methods
+	// LostAfter and StopOnClientAfter, which read either form.
 	StopAfterClientDisconnect *time.Duration
 	MaxClientDisconnect       *time.Duration
+	// PreventRescheduleOnLost is the older form of disconnect.replace =
+	// false (see ReplaceDisconnected).
+	PreventRescheduleOnLost bool
 	// Scaling bounds the count changes of `job scale`.
 	Scaling *ScalingPolicy
 }

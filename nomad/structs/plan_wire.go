@@ -33,9 +33,10 @@ type PlanResultsWire struct {
 	// Allocs are AllocsUpdated, in order, but for those in Full.
 	Allocs []PlanAlloc
 	// Full are allocations sent whole (those with task states, a
-	// reschedule tracker, a network status or a desired transition:
-	// in-place updates of allocations a client or operator touched), with
-	// their positions in AllocsUpdated.
+	// reschedule tracker, a network status, a desired transition or a
+	// DisconnectedAt: in-place updates of allocations a client or operator
+	// touched, or that were once marked unknown or lost), with their
+	// positions in AllocsUpdated.
 	Full    []*Allocation
 	FullPos []int
 }
@@ -126,7 +127,8 @@ func CompactPlanResults(req *ApplyPlanResultsRequest) *PlanResultsWire {
 	lastIdx := -1
 	w.Allocs = make([]PlanAlloc, 0, len(req.AllocsUpdated))
 	for pos, a := range req.AllocsUpdated {
-		if a.TaskStates != nil || a.RescheduleTracker != nil || a.NetworkStatus != nil || a.DesiredTransition != (DesiredTransition{}) {
+		if a.TaskStates != nil || a.RescheduleTracker != nil || a.NetworkStatus != nil || a.DesiredTransition != (DesiredTransition{}) ||
+			a.DisconnectedAt != 0 {
 			w.Full = append(w.Full, a)
 			w.FullPos = append(w.FullPos, pos)
 			continue

@@ -111,6 +111,7 @@ func TestPlanResultsWire_CoversAllocationFields(t *testing.T) {
 		"RescheduleTracker":  true, // sent whole
 		"NetworkStatus":      true, // sent whole
 		"DesiredTransition":  true, // sent whole
+		"DisconnectedAt":     true, // sent whole
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[allocBase](), reflect.TypeFor[PlanAlloc]()} {
 		for i := range typ.NumField() {

@@ -218,6 +218,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	for _, a := range tg.Affinities {
 		p.addAllWith("affinity: ", describeAffinity(a), a.validate())
 	}
+	tg.validateDisconnect(&p)
 	tg.undoneGroup(&p)
 	groupLabels := validatePorts(&p, "network: ", tg.Networks)
 	groupScope := serviceScope{groupTasks: map[string]bool{}}

@@ -145,6 +145,18 @@ func TestValidate_ValidJobs(t *testing.T) {
 		{"sticky and migrating ephemeral disk", func(j *Job) {
 			j.TaskGroups[0].EphemeralDisk = &EphemeralDisk{Sticky: true, Migrate: true, SizeMB: 500}
 		}},
+		{"disconnect block", func(j *Job) {
+			d, yes, r := time.Minute, true, ReconcileLongestRunning
+			j.TaskGroups[0].Disconnect = &DisconnectStrategy{LostAfter: &d, Replace: &yes, Reconcile: &r}
+		}},
+		{"disconnect stop_on_client_after", func(j *Job) {
+			d := time.Minute
+			j.TaskGroups[0].Disconnect = &DisconnectStrategy{StopOnClientAfter: &d}
+		}},
+		{"max_client_disconnect and stop_after_client_disconnect", func(j *Job) {
+			d := time.Minute
+			j.TaskGroups[0].MaxClientDisconnect, j.TaskGroups[0].StopAfterClientDisconnect = &d, &d
+		}},
 		{"not canonical: job-level update only", func(j *Job) {
 			j.TaskGroups[0].Update = nil
 			j.Update = UpdateStrategy{MaxParallel: 2, HealthCheck: "task_states", HealthyDeadline: time.Minute}
@@ -249,10 +261,31 @@ func TestValidate_Problems(t *testing.T) {
 		{"kill_timeout negative", func(j *Job) { task(j).KillTimeout = -time.Second },
 			`task "server": kill_timeout must not be negative, got -1s`},
 		// Kept in the model but not carried out yet: refused, naming why.
-		{"max_client_disconnect", func(j *Job) { d := time.Hour; tg(j).MaxClientDisconnect = &d },
-			"max_client_disconnect is not supported by Drover yet"},
-		{"stop_after_client_disconnect", func(j *Job) { d := time.Hour; tg(j).StopAfterClientDisconnect = &d },
-			"stop_after_client_disconnect is not supported by Drover yet"},
+		// Disconnect settings.
+		{"max_client_disconnect negative", func(j *Job) { d := -time.Second; tg(j).MaxClientDisconnect = &d },
+			"max_client_disconnect must not be negative, got -1s"},
+		{"disconnect and max_client_disconnect", func(j *Job) {
+			d := time.Hour
+			tg(j).MaxClientDisconnect = &d
+			tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d}
+		}, "disconnect: max_client_disconnect cannot be used with a disconnect block; use disconnect.lost_after"},
+		{"disconnect and stop_after_client_disconnect", func(j *Job) {
+			d := time.Hour
+			tg(j).StopAfterClientDisconnect = &d
+			tg(j).Disconnect = &DisconnectStrategy{StopOnClientAfter: &d}
+		}, "disconnect: stop_after_client_disconnect cannot be used with a disconnect block"},
+		{"disconnect and prevent_reschedule_on_lost", func(j *Job) {
+			tg(j).PreventRescheduleOnLost = true
+			tg(j).Disconnect = &DisconnectStrategy{}
+		}, "disconnect: prevent_reschedule_on_lost cannot be used with a disconnect block; use disconnect.replace"},
+		{"lost_after and stop_on_client_after", func(j *Job) {
+			d := time.Hour
+			tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d, StopOnClientAfter: &d}
+		}, "disconnect: lost_after and stop_on_client_after cannot both be set"},
+		{"lost_after negative", func(j *Job) { d := -time.Minute; tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d} },
+			"disconnect: lost_after must not be negative, got -1m0s"},
+		{"reconcile unknown", func(j *Job) { r := "newest"; tg(j).Disconnect = &DisconnectStrategy{Reconcile: &r} },
+			`disconnect: reconcile must be one of best_score, keep_original, keep_replacement or longest_running, got "newest"`},
 		{"bridge network", func(j *Job) { tg(j).Networks[0].Mode = "bridge" },
 			`network: mode "bridge" is not supported by Drover yet: tasks would run in the node's network namespace; use mode = "host"`},
 		{"cni network", func(j *Job) { tg(j).Networks[0].Mode = "cni/mynet" },
@@ -424,4 +457,35 @@ func TestConstraintValidate(t *testing.T) {
 	}
 	assert.Equal(t, []string{`unknown operator "foo"`}, (&Constraint{LTarget: "a", Operand: "foo"}).Validate())
 	assert.Equal(t, []string{"constraint is null"}, (*Constraint)(nil).Validate())
+}
+
+func TestTaskGroupDisconnectSettings(t *testing.T) {
+	hour, minute, no, keep := time.Hour, time.Minute, false, ReconcileKeepOriginal
+	var none *TaskGroup
+	assert.Zero(t, none.LostAfter())
+	assert.True(t, (&TaskGroup{}).ReplaceDisconnected(), "replace defaults to true")
+	assert.Equal(t, ReconcileBestScore, (&TaskGroup{}).ReconcileStrategy())
+
+	older := &TaskGroup{MaxClientDisconnect: &hour, StopAfterClientDisconnect: &minute}
+	assert.Equal(t, hour, older.LostAfter(), "max_client_disconnect is lost_after")
+	assert.Equal(t, minute, older.StopOnClientAfter(), "stop_after_client_disconnect is stop_on_client_after")
+
+	block := &TaskGroup{Disconnect: &DisconnectStrategy{LostAfter: &minute, Replace: &no, Reconcile: &keep}}
+	assert.Equal(t, minute, block.LostAfter())
+	assert.Zero(t, block.StopOnClientAfter())
+	assert.False(t, block.ReplaceDisconnected())
+	assert.Equal(t, ReconcileKeepOriginal, block.ReconcileStrategy())
+
+	older.PreventRescheduleOnLost = true
+	assert.False(t, older.ReplaceDisconnected(), "prevent_reschedule_on_lost is replace = false")
+
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := &Allocation{ClientStatus: AllocClientStatusUnknown, DisconnectedAt: at.UnixNano()}
+	assert.True(t, a.UnknownDeadline(block).IsZero(), "replace = false: unknown until it reconnects")
+	yes := true
+	block.Disconnect.Replace = &yes
+	assert.Equal(t, at.Add(time.Minute), a.UnknownDeadline(block).UTC())
+	assert.True(t, a.UnknownDeadline(&TaskGroup{}).IsZero(), "no window")
+	a.ClientStatus = AllocClientStatusRunning
+	assert.True(t, a.UnknownDeadline(block).IsZero(), "not unknown")
 }

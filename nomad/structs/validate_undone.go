@@ -16,12 +16,6 @@ var hostNetworkModes = []string{"", "host"}
 
 // undoneGroup adds the refusals of a group's own settings.
 func (tg *TaskGroup) undoneGroup(p *problems) {
-	if tg.MaxClientDisconnect != nil {
-		p.addf("max_client_disconnect is not supported by Drover yet: allocations of a disconnected node are marked lost and replaced at the heartbeat deadline")
-	}
-	if tg.StopAfterClientDisconnect != nil {
-		p.addf("stop_after_client_disconnect is not supported by Drover yet: a disconnected client does not stop its allocations on its own")
-	}
 	for _, n := range tg.Networks {
 		undoneNetwork(p, "network: ", n)
 	}
