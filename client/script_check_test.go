@@ -109,6 +109,14 @@ func TestCheckRestart_RestartsThroughThePolicy(t *testing.T) {
 	want := []string{"Restart Signaled", "Restarting", "Started", "Restart Signaled", "Not Restarting"}
 	require.GreaterOrEqual(t, len(types), len(want), "%v", types)
 	require.Equal(t, want, types[len(types)-len(want):])
-	last := ts.Events[len(ts.Events)-1]
-	require.Equal(t, `Exceeded allowed attempts 1 in interval 1h0m0s and mode is "fail"`, last.DisplayMessage)
+	// The refusal is the last restart event; a deployment-health event may
+	// follow it.
+	var refusal *api.TaskEvent
+	for _, e := range ts.Events {
+		if e.Type == "Not Restarting" {
+			refusal = e
+		}
+	}
+	require.NotNil(t, refusal)
+	require.Equal(t, `Exceeded allowed attempts 1 in interval 1h0m0s and mode is "fail"`, refusal.DisplayMessage)
 }
