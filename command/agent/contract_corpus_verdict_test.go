@@ -51,6 +51,12 @@ func TestContractCorpusVerdicts(t *testing.T) {
 	require.NoError(t, err)
 	files, err := filepath.Glob(filepath.Join(corpus, "*.nomad.hcl"))
 	require.NoError(t, err)
+	verdicts, err := filepath.Glob(filepath.Join(corpus, "*.verdict"))
+	require.NoError(t, err)
+	for _, v := range verdicts {
+		_, err := os.Stat(strings.TrimSuffix(v, ".verdict") + ".nomad.hcl")
+		require.NoError(t, err, "%s is the verdict on no job file", filepath.Base(v))
+	}
 	t.Chdir(corpus) // file() paths and var files are relative to it
 	counts := map[string]int{}
 	for _, f := range files {
