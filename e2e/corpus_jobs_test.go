@@ -81,6 +81,9 @@ func corpusTask(t *testing.T, job *api.Job, group, task string) *api.Task {
 //     (the optional key defaulted from the job's meta).
 //   - periodic-cron: "@hourly" launches next at the top of the hour; a
 //     forced launch creates a child that completes.
+//   - backup-periodic: the cron launches next at 02:30 in its time_zone.
+//   - job-level-task: a task outside any group runs in a group of its name
+//     and completes with the file's output.
 //   - sysbatch-prune: one allocation per eligible node of the file's
 //     datacenters (only the dc1 node), which completes.
 func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
@@ -135,6 +138,16 @@ func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
 	before := time.Now()
 	register(report)
 	after := time.Now()
+
+	backup := corpusJob(t, "backup-periodic")
+	onRawExec(corpusTask(t, backup, "backup", "dump"), "/bin/sh", "-c", "echo dumped")
+	register(backup)
+
+	// The file's own command, under raw_exec instead of exec (which needs
+	// an isolating client).
+	hello := corpusJob(t, "job-level-task")
+	corpusTask(t, hello, "hello", "hello").Driver = "raw_exec"
+	register(hello)
 
 	prune := corpusJob(t, "sysbatch-prune")
 	pruneTask := corpusTask(t, prune, "prune", "prune")
@@ -235,6 +248,27 @@ func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "the forced launch runs to completion")
 	})
 
+	t.Run("backup-periodic", func(t *testing.T) {
+		plan, _, err := c.Jobs().Plan(backup, false, nil)
+		require.NoError(t, err)
+		berlin, err := time.LoadLocation("Europe/Berlin")
+		require.NoError(t, err)
+		require.Equal(t, nextDaily(time.Now(), 2, 30, berlin), plan.NextPeriodicLaunch.In(berlin),
+			`crons = ["30 2 * * *"] in time_zone "Europe/Berlin"`)
+	})
+
+	t.Run("job-level-task", func(t *testing.T) {
+		allocID := onlyAllocOf(t, c, "hello")
+		var a *api.Allocation
+		require.Eventually(t, func() bool {
+			var err error
+			a, _, err = c.Allocations().Info(allocID, nil)
+			return err == nil && a.ClientStatus == "complete"
+		}, 30*time.Second, 100*time.Millisecond, "the batch job completes")
+		require.Equal(t, "hello", a.TaskGroup, "a task outside any group gets a group of its name")
+		require.Equal(t, "hello world\n", taskStdout(t, c, a, "hello"))
+	})
+
 	t.Run("sysbatch-prune", func(t *testing.T) {
 		dc1ID := nodeIDOf(t, c, "client-dc1")
 		require.Eventually(t, func() bool {
@@ -248,6 +282,16 @@ func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, taskStdout(t, c, a, "prune"), "pruned")
 	})
+}
+
+// nextDaily is the first hour:minute in loc after now.
+func nextDaily(now time.Time, hour, minute int, loc *time.Location) time.Time {
+	n := now.In(loc)
+	at := time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc)
+	if !at.After(n) {
+		at = time.Date(n.Year(), n.Month(), n.Day()+1, hour, minute, 0, 0, loc)
+	}
+	return at
 }
 
 // taskStdout reads a task's whole stdout through the client API.
