@@ -15,6 +15,10 @@ import (
 type FieldError struct {
 	Field string
 	Rule  string
+	// Key marks a problem with the key itself (CheckFields: not an option
+	// of the driver), not with its value: it stands whatever the value
+	// interpolates to.
+	Key bool
 }
 
 func (e *FieldError) Error() string { return e.Field + " " + e.Rule }
@@ -35,7 +39,7 @@ func CheckFields(config map[string]any, allowed ...string) error {
 	sort.Strings(bad)
 	errs := make([]error, 0, len(bad))
 	for _, k := range bad {
-		errs = append(errs, &FieldError{Field: k, Rule: "is not a known option (known: " + strings.Join(allowed, ", ") + ")"})
+		errs = append(errs, &FieldError{Field: k, Rule: "is not a known option (known: " + strings.Join(allowed, ", ") + ")", Key: true})
 	}
 	return errors.Join(errs...)
 }

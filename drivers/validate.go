@@ -28,9 +28,9 @@ var validators = struct {
 // linked (the job may still run on a node that has one: placement says
 // "missing drivers").
 //
-// Two things are the node's to decide and are not refused here: a field
-// whose value contains a ${...} interpolation (its value exists only on
-// the node), and the plugin options of a client (what its plugin config
+// Two things are the node's to decide and are not refused here: the value
+// of a field that contains a ${...} interpolation (its value exists only on
+// the node; an unknown key is refused whatever its value), and the plugin options of a client (what its plugin config
 // allows, e.g. Docker's volumes or privileged mode). The prefetch key is
 // every driver's and is checked here (a bool).
 func ValidateSubmitted(name string, config map[string]any) (known bool, err error) {
@@ -65,7 +65,9 @@ func validator(name string) Driver {
 }
 
 // withoutInterpolated drops the FieldErrors of err whose field's value in
-// config holds a ${...} reference; other errors stay.
+// config holds a ${...} reference; other errors stay, and so do problems
+// with a key itself (FieldError.Key: an unknown option is unknown whatever
+// its value).
 func withoutInterpolated(err error, config map[string]any) error {
 	if err == nil {
 		return nil
@@ -73,7 +75,7 @@ func withoutInterpolated(err error, config map[string]any) error {
 	var kept []error
 	for _, e := range flatten(err) {
 		var fe *FieldError
-		if errors.As(e, &fe) && interpolated(config[topField(fe.Field)]) {
+		if errors.As(e, &fe) && !fe.Key && interpolated(config[topField(fe.Field)]) {
 			continue
 		}
 		kept = append(kept, e)
