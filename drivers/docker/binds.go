@@ -41,9 +41,9 @@ func userBinds(cfg *drivers.TaskConfig, tc *taskConfig) []userBind {
 		out = append(out, userBind{Field: fmt.Sprintf("volumes[%d]", i), Value: v.Raw,
 			HostPath: hostPath(v.Source), Target: v.Target, ReadOnly: v.ReadOnly, FromVolumes: true})
 	}
-	for i, m := range tc.Mounts {
+	for _, m := range tc.Mounts {
 		if m.Type == "bind" {
-			out = append(out, userBind{Field: fmt.Sprintf("mount[%d].source", i), Value: m.Source,
+			out = append(out, userBind{Field: m.Field + ".source", Value: m.Source,
 				HostPath: hostPath(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
 		}
 	}
