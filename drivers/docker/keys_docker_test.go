@@ -54,7 +54,7 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 	})
 	delete(cfg.Config, "ports")
 	require.NoError(t, os.MkdirAll(filepath.Join(cfg.TaskDir, "local"), 0o755)) // as the task runner makes it
-	cfg.Env["NOMAD_PORT_http"] = strconv.Itoa(port) // no "to": the task would listen on the host port
+	cfg.Env["NOMAD_PORT_http"] = strconv.Itoa(port)                             // no "to": the task would listen on the host port
 	defer func(f func() float64) { coreMHz = f }(coreMHz)
 	coreMHz = func() float64 { return 1000 }
 
