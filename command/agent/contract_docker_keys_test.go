@@ -43,12 +43,12 @@ func TestContractDockerKeysOnTheServer(t *testing.T) {
 	task = unsupported.TaskGroups[0].Tasks[0]
 	task.Driver = "docker"
 	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "mac_address": "02:68:b3:29:da:98",
-		"mount": []map[string]any{{"type": "tmpfs", "target": "/t", "tmpfs_options": map[string]any{"size": 1000}}}}
+		"mount": []map[string]any{{"type": "volume", "source": "v", "target": "/v", "volume_options": map[string]any{"driver_config": map[string]any{"name": "pxd"}}}}}
 	const why = `task "server": config: mac_address is not supported by Drover's docker driver yet: user-defined Docker networks are not managed by Drover`
 	res, _, err = c.Jobs().Validate(unsupported, nil)
 	require.NoError(t, err)
 	require.Contains(t, res.Error, why)
-	require.Contains(t, res.Error, `mount[0].tmpfs_options is not supported by Drover's docker driver yet`)
+	require.Contains(t, res.Error, `mount[0].volume_options.driver_config is not supported by Drover's docker driver yet`)
 	_, _, err = c.Jobs().Register(unsupported, nil)
 	requireStatus(t, err, http.StatusBadRequest, "mac_address is not supported by Drover's docker driver yet")
 	_, _, err = c.Jobs().Info("unsupported", nil)

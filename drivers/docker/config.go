@@ -59,6 +59,7 @@ type mountSpec struct {
 	Source   string
 	Target   string
 	ReadOnly bool
+	Options  mountOptions
 }
 
 // authConfig is the auth block of a task.
@@ -80,7 +81,7 @@ var taskFields = slices.Concat([]string{
 }, securityTaskFields, containerKeyFields)
 
 var (
-	mountFields = []string{"type", "source", "target", "readonly"}
+	mountFields = []string{"type", "source", "target", "readonly", "volume_options", "bind_options", "tmpfs_options"}
 	authFields  = []string{"username", "password", "email", "server_address", "identity_token"}
 )
 
@@ -235,10 +236,7 @@ func parseMounts(m map[string]any, key string) ([]mountSpec, error) {
 	for i, b := range blocks {
 		field := fmt.Sprintf("%s[%d]", key, i)
 		fe := func(key, rule string) { errs = append(errs, &drivers.FieldError{Field: field + "." + key, Rule: rule}) }
-		if err := checkUnsupported(b, unsupportedMountKeys, field+"."); err != nil {
-			errs = append(errs, err)
-		}
-		if err := drivers.CheckFields(withoutKeys(b, unsupportedMountKeys), mountFields...); err != nil {
+		if err := drivers.CheckFields(b, mountFields...); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", field, err))
 		}
 		ms := mountSpec{Field: field}
@@ -269,6 +267,11 @@ func parseMounts(m map[string]any, key string) ([]mountSpec, error) {
 		}
 		if e3 == nil && (ms.Target == "" || !filepath.IsAbs(ms.Target)) {
 			fe("target", "is required and must be an absolute path inside the container")
+		}
+		var oerr error
+		ms.Options, oerr = parseMountOptions(b, field, ms.Type)
+		if oerr != nil {
+			errs = append(errs, oerr)
 		}
 		out = append(out, ms)
 	}

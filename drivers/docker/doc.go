@@ -42,7 +42,8 @@
 // Task config: image (required), command, args, entrypoint, work_dir,
 // ports, labels, volumes ("host:container[:ro]"; a relative host path is
 // taken from the task dir, a bare name is a named volume), mount blocks
-// {type = bind|volume|tmpfs, source, target, readonly}, network_mode,
+// {type = bind|volume|tmpfs, source, target, readonly, options below},
+// network_mode,
 // force_pull, auth {username, password, email, server_address,
 // identity_token}, image_pull_timeout (default 5m), pull_activity_timeout
 // (default 2m) and prefetch (consumed by the task runner; accepted here),
@@ -60,11 +61,14 @@
 // reads the one raw stream into the stdout log), pids_limit, oom_score_adj
 // (0..1000: a task cannot shield itself from the OOM killer), group_add,
 // storage_opt, healthchecks { disable } and logging { type, config } (the
-// container's Docker log driver; the output is still copied through the
+// container's Docker log driver, by default Nomad's json-file with
+// max-file = 2 and max-size = 2m; the output is still copied through the
 // engine's log API for alloc logs and rotation, so type "none" and
 // config "cache-disabled" = "true" for a driver other than json-file,
-// local and journald are refused). mounts is the list form of mount
-// blocks, with the same checks and the same bind confinement (errors name
+// local and journald are refused). Mount blocks take tmpfs_options { size,
+// mode }, bind_options { propagation } and volume_options { no_copy,
+// labels } (not driver_config). mounts is the list form of mount blocks,
+// with the same checks and the same bind confinement (errors name
 // mounts[i]). port_map { label = port } publishes the label's host port
 // (NOMAD_IP_ and NOMAD_HOST_PORT_ of the group network) to that
 // container port, TCP and UDP, and sets NOMAD_PORT_<label> in the
@@ -86,9 +90,9 @@
 // *UnsupportedError ("mac_address is not supported by Drover's docker
 // driver yet: ..."): advertise_ipv6_address, cgroupns,
 // container_exists_attempts, cpuset_cpus, ipv4_address, ipv6_address,
-// isolation, mac_address, network_aliases, volume_driver, and the mount
-// options volume_options, bind_options and tmpfs_options. Keys Nomad does
-// not have are "not a known option".
+// isolation, mac_address, network_aliases, volume_driver, and a mount's
+// volume_options.driver_config. Keys Nomad does not have are "not a known
+// option".
 // pin_digest, auto_update, auto_update_interval and auto_update_soak are read
 // by the server (digest pinning and the image watcher, nomad/imageresolve)
 // and accepted and ignored here; a pinned image "name:tag@sha256:…" is

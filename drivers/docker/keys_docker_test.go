@@ -48,7 +48,7 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 		"group_add":          []any{"1234"},
 		"healthchecks":       []any{map[string]any{"disable": true}},
 		"mounts": []any{
-			map[string]any{"type": "tmpfs", "target": "/scratch"},
+			map[string]any{"type": "tmpfs", "target": "/scratch", "tmpfs_options": []any{map[string]any{"size": float64(8 << 20)}}},
 			map[string]any{"type": "bind", "source": "local", "target": "/legacy-local", "readonly": true},
 		},
 	})
@@ -105,6 +105,13 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 	}
 	require.Equal(t, "bind", kinds["/legacy-local"], "%+v", ins.Mounts)
 	require.Equal(t, "tmpfs", kinds["/scratch"], "the legacy tmpfs mount: %+v", ins.Mounts)
+	sized := false
+	for _, m := range hc.Mounts {
+		if m.Target == "/scratch" {
+			sized = m.TmpfsOptions != nil && m.TmpfsOptions.SizeBytes == 8<<20
+		}
+	}
+	require.True(t, sized, "tmpfs_options.size reaches the engine: %+v", hc.Mounts)
 
 	// What the container's processes see. With init, PID 1 is Docker's init.
 	proc := func(name string) string {
@@ -122,6 +129,8 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 	require.Contains(t, resolv, "options ndots:3")
 	require.Regexp(t, `10\.0\.0\.3\s+db\.internal`, proc("root/etc/hosts"))
 	require.Equal(t, "drover-keys", strings.TrimSpace(proc("root/etc/hostname")))
+	require.Regexp(t, `(?m) /scratch .* - tmpfs \S+ .*size=8192k`, proc("mountinfo"))
+	require.Regexp(t, `(?m)^\S+ \S+ \S+ / / ro,`, proc("mountinfo"), "readonly_rootfs: the root is mounted read-only")
 	require.NoError(t, e.d.StopTask(cfg.ID, 0, ""))
 }
 
@@ -164,6 +173,10 @@ func TestLoadAndAuthSoftFailAgainstTheEngine(t *testing.T) {
 	var st State
 	require.NoError(t, json.Unmarshal(h.DriverState, &st))
 	require.Equal(t, id, st.ImageID)
+	ins, err := e.cli.ContainerInspect(context.Background(), st.ContainerID)
+	require.NoError(t, err)
+	require.Equal(t, "json-file", ins.HostConfig.LogConfig.Type, "without a logging block: Nomad's default")
+	require.Equal(t, map[string]string{"max-file": "2", "max-size": "2m"}, ins.HostConfig.LogConfig.Config)
 	require.NoError(t, e.d.StopTask(loadCfg.ID, 0, ""))
 
 	// A tarball that leads out of the allocation directory is refused

@@ -33,8 +33,8 @@ func TestParseContainerKeys(t *testing.T) {
 		"pids_limit": 100, "oom_score_adj": 500, "group_add": []any{"video"},
 		"storage_opt":  map[string]any{"size": "40G"},
 		"healthchecks": []any{map[string]any{"disable": true}},
-		"mounts":       []any{map[string]any{"type": "tmpfs", "target": "/scratch"}},
-		"mount":        map[string]any{"type": "bind", "source": "rel", "target": "/rel"},
+		"mounts":       []any{map[string]any{"type": "tmpfs", "target": "/scratch", "tmpfs_options": map[string]any{"size": 1000, "mode": 0o1777}}},
+		"mount":        map[string]any{"type": "bind", "source": "rel", "target": "/rel", "bind_options": map[string]any{"propagation": "rslave"}},
 	}, defaultPluginConfig())
 	require.NoError(t, err)
 	require.Equal(t, containerKeys{
@@ -65,8 +65,8 @@ func TestParseContainerKeys(t *testing.T) {
 	}, tc.Keys)
 	// mount blocks first, then the legacy mounts list, each named by its key.
 	require.Equal(t, []mountSpec{
-		{Field: "mount[0]", Type: "bind", Source: "rel", Target: "/rel"},
-		{Field: "mounts[0]", Type: "tmpfs", Target: "/scratch"},
+		{Field: "mount[0]", Type: "bind", Source: "rel", Target: "/rel", Options: mountOptions{Propagation: "rslave"}},
+		{Field: "mounts[0]", Type: "tmpfs", Target: "/scratch", Options: mountOptions{TmpfsSize: 1000, TmpfsMode: 0o1777}},
 	}, tc.Mounts)
 
 	cases := []struct {
@@ -92,9 +92,16 @@ func TestParseContainerKeys(t *testing.T) {
 		{"healthchecks", map[string]any{"healthchecks": map[string]any{"disable": "sometimes", "interval": "1s"}},
 			[]string{"healthchecks: disable must be a bool", "healthchecks: interval is not a known option"}},
 		{"mounts", map[string]any{"mounts": []any{map[string]any{"type": "bind", "target": "/x"}, "notablock"}}, []string{"mounts[1] must be a block"}},
-		{"mounts fields", map[string]any{"mounts": []any{map[string]any{"type": "bind", "target": "rel", "bind_options": map[string]any{"propagation": "rshared"}}}},
+		{"mounts fields", map[string]any{"mounts": []any{
+			map[string]any{"type": "bind", "target": "rel", "bind_options": map[string]any{"propagation": "sideways"}},
+			map[string]any{"type": "tmpfs", "target": "/t", "bind_options": map[string]any{"propagation": "rshared"}, "tmpfs_options": map[string]any{"size": -1, "mode": 99999}},
+			map[string]any{"type": "volume", "source": "v", "target": "/v", "volume_options": map[string]any{"no_copy": "x", "driver_config": map[string]any{"name": "pxd"}}},
+		}},
 			[]string{"mounts[0].source is required for a bind mount", "mounts[0].target is required and must be an absolute path",
-				"mounts[0].bind_options is not supported by Drover's docker driver yet: bind mounts get Docker's default propagation"}},
+				`mounts[0].bind_options.propagation must be one of`, `mounts[1].bind_options applies to bind mounts, and this one is of type "tmpfs"`,
+				"mounts[1].tmpfs_options.size must not be negative", "mounts[1].tmpfs_options.mode must be a file mode",
+				"mounts[2]: no_copy must be a bool",
+				"mounts[2].volume_options.driver_config is not supported by Drover's docker driver yet"}},
 		{"unsupported", map[string]any{"mac_address": "02:68:b3:29:da:98", "ipv4_address": "10.0.0.9", "isolation": "process", "volume_driver": "pxd", "cpuset_cpus": "0-1"},
 			[]string{"mac_address is not supported by Drover's docker driver yet: user-defined Docker networks",
 				"ipv4_address is not supported by Drover's docker driver yet", "isolation is not supported by Drover's docker driver yet: it is a Windows option",
@@ -153,10 +160,16 @@ func TestContainerSpecKeys(t *testing.T) {
 		"shm_size": 1 << 20, "init": true, "readonly_rootfs": true, "interactive": true, "tty": true,
 		"memory_hard_limit": 128, "cpu_hard_limit": true, "pids_limit": 50, "oom_score_adj": 10,
 		"group_add": []any{"1234"}, "storage_opt": map[string]any{"size": "1G"}, "healthchecks": map[string]any{"disable": true},
-		"mounts": []any{map[string]any{"type": "bind", "source": "rel", "target": "/rel", "readonly": true}},
+		"mounts": []any{
+			map[string]any{"type": "bind", "source": "rel", "target": "/rel", "readonly": true, "bind_options": map[string]any{"propagation": "rslave"}},
+			map[string]any{"type": "tmpfs", "target": "/t", "tmpfs_options": map[string]any{"size": 4096}},
+			map[string]any{"type": "volume", "source": "v", "target": "/v", "volume_options": map[string]any{"no_copy": true, "labels": map[string]any{"a": "b"}}},
+		},
 	}, defaultPluginConfig())
 	require.NoError(t, err)
-	cc, hc, err := containerSpec(cfg, tc, defaultSecurityOptions(), "redis:7")
+	withVolumes := defaultSecurityOptions()
+	withVolumes.VolumesEnabled = true // the named volume
+	cc, hc, err := containerSpec(cfg, tc, withVolumes, "redis:7")
 	require.NoError(t, err)
 
 	require.Equal(t, "cache", cc.Hostname)
@@ -182,7 +195,11 @@ func TestContainerSpecKeys(t *testing.T) {
 	require.Equal(t, 10, hc.OomScoreAdj)
 	require.Equal(t, []string{"1234"}, hc.GroupAdd)
 	require.Equal(t, map[string]string{"size": "1G"}, hc.StorageOpt)
-	require.Contains(t, hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "rel"), Target: "/rel", ReadOnly: true})
+	require.Equal(t, []mount.Mount{
+		{Type: mount.TypeBind, Source: filepath.Join(cfg.TaskDir, "rel"), Target: "/rel", ReadOnly: true, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}},
+		{Type: mount.TypeTmpfs, Target: "/t", TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096}},
+		{Type: mount.TypeVolume, Source: "v", Target: "/v", VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: map[string]string{"a": "b"}}},
+	}, hc.Mounts[3:], "after /alloc, /local and /secrets")
 
 	// ports publishes http to its "to"; port_map publishes db's host port
 	// to 6379, and the task sees NOMAD_PORT_db=6379.
@@ -194,14 +211,20 @@ func TestContainerSpecKeys(t *testing.T) {
 	require.Contains(t, cc.Env, "NOMAD_PORT_http=8080")
 
 	tc.Keys.PortMap = map[string]int{"admin": 9000}
-	_, _, err = containerSpec(cfg, tc, defaultSecurityOptions(), "redis:7")
+	_, _, err = containerSpec(cfg, tc, withVolumes, "redis:7")
 	require.ErrorContains(t, err, `port_map names port "admin", which is not a port of the group's network block`)
 
 	tc.Keys.PortMap = nil
 	tc.Keys.MemoryHardLimitMB = 32
-	_, _, err = containerSpec(cfg, tc, defaultSecurityOptions(), "redis:7")
+	_, _, err = containerSpec(cfg, tc, withVolumes, "redis:7")
 	require.ErrorContains(t, err, "memory_hard_limit (32 MB) must not be less than the task's memory (64 MB)")
 	require.False(t, drivers.IsRecoverable(err))
+
+	// Without a logging block: Nomad's json-file with two files of 2 MB.
+	tc.Keys.MemoryHardLimitMB, tc.Keys.Logging = 0, nil
+	_, hc, err = containerSpec(cfg, tc, withVolumes, "redis:7")
+	require.NoError(t, err)
+	require.Equal(t, container.LogConfig{Type: "json-file", Config: map[string]string{"max-file": "2", "max-size": "2m"}}, hc.LogConfig)
 }
 
 // The legacy mounts list is confined as mount blocks are: with volumes

@@ -42,9 +42,7 @@ func applyContainerKeys(cfg *drivers.TaskConfig, k containerKeys, cc *container.
 	for _, u := range k.Ulimits {
 		hc.Ulimits = append(hc.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
-	if k.Logging != nil {
-		hc.LogConfig = container.LogConfig{Type: k.Logging.Type, Config: k.Logging.Config}
-	}
+	hc.LogConfig = logConfig(k.Logging)
 
 	memory, reservation, err := memoryLimits(cfg.MemoryMB, cfg.MemoryMaxMB, k.MemoryHardLimitMB)
 	if err != nil {
@@ -58,6 +56,23 @@ func applyContainerKeys(cfg *drivers.TaskConfig, k containerKeys, cc *container.
 		}
 	}
 	return nil
+}
+
+// defaultLogConfig is Nomad's log driver for a task without a logging
+// block: json-file holding at most two files of 2 MB, so the engine's
+// copy of the output (the driver copies it to the task's own rotated
+// files) stays small.
+func defaultLogConfig() container.LogConfig {
+	return container.LogConfig{Type: "json-file", Config: map[string]string{"max-file": "2", "max-size": "2m"}}
+}
+
+// logConfig is the container's log driver: the task's logging block, or
+// defaultLogConfig without one (or with an empty one).
+func logConfig(l *loggingConfig) container.LogConfig {
+	if l == nil || (l.Type == "" && len(l.Config) == 0) {
+		return defaultLogConfig()
+	}
+	return container.LogConfig{Type: l.Type, Config: l.Config}
 }
 
 // memoryLimits returns the container's memory limit and reservation in

@@ -23,14 +23,6 @@ var unsupportedKeys = map[string]string{
 	"volume_driver":             "Docker volume drivers are not supported; use mount blocks of type volume",
 }
 
-// unsupportedMountKeys are the options of a mount block Drover does not
-// carry out.
-var unsupportedMountKeys = map[string]string{
-	"volume_options": "the volume is mounted with Docker's defaults",
-	"bind_options":   "bind mounts get Docker's default propagation",
-	"tmpfs_options":  "tmpfs mounts get Docker's default size and mode",
-}
-
 // UnsupportedError is a key of Nomad's docker driver that Drover's does
 // not carry out:
 //
