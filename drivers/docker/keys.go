@@ -101,8 +101,10 @@ func parseContainerKeys(m map[string]any) (containerKeys, error) {
 	var err error
 	k.Hostname, _, err = drivers.ConfigString(m, "hostname")
 	add(err)
-	if err == nil && k.Hostname != "" && !validHostname(k.Hostname) {
-		fe("hostname", fmt.Sprintf("must be a host name of letters, digits, '-' and '.' (at most 63 per label), got %q", k.Hostname))
+	// Docker takes any name the kernel does (an interpolated
+	// "${NOMAD_ALLOC_NAME}" has brackets); only blanks are surely wrong.
+	if err == nil && k.Hostname != "" && strings.ContainsAny(k.Hostname, " \t\n/") {
+		fe("hostname", fmt.Sprintf("must be a host name without blanks or '/', got %q", k.Hostname))
 	}
 
 	k.DNSServers, _, err = drivers.ConfigStringSlice(m, "dns_servers")
@@ -274,24 +276,6 @@ func parseUlimit(name, value string) (ulimitSpec, error) {
 		return ulimitSpec{}, fmt.Errorf("soft limit must not exceed the hard limit, got %q", value)
 	}
 	return ulimitSpec{Name: name, Soft: soft, Hard: hard}, nil
-}
-
-// validHostname reports whether s is an RFC 1123 host name.
-func validHostname(s string) bool {
-	if len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // intMap returns config[key] as a map of integers: a map, or a list of

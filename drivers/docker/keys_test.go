@@ -76,10 +76,10 @@ func TestParseContainerKeys(t *testing.T) {
 	}{
 		{"types", map[string]any{"tty": "yes", "hostname": 3, "dns_servers": "8.8.8.8", "shm_size": "64m", "port_map": []any{map[string]any{"db": "x"}}},
 			[]string{"tty must be a bool", "hostname must be a string", "dns_servers must be a list of strings", "shm_size must be an integer", "port_map.db must be an integer"}},
-		{"values", map[string]any{"hostname": "bad_host", "dns_servers": []any{"dns.example"}, "extra_hosts": []any{"nohost", "h:notip"},
+		{"values", map[string]any{"hostname": "bad host", "dns_servers": []any{"dns.example"}, "extra_hosts": []any{"nohost", "h:notip"},
 			"port_map": map[string]any{"db": 70000}, "shm_size": 0, "memory_hard_limit": -1, "cpu_cfs_period": 10, "pids_limit": 0,
 			"oom_score_adj": -500, "load": "/var/lib/images/redis.tar", "group_add": []any{" "}},
-			[]string{`hostname must be a host name`, `dns_servers[0] must be an IP address, got "dns.example"`, `extra_hosts[0] must be "host:IP"`,
+			[]string{`hostname must be a host name without blanks`, `dns_servers[0] must be an IP address, got "dns.example"`, `extra_hosts[0] must be "host:IP"`,
 				`extra_hosts[1] must be "host:IP", got "h:notip"`, "port_map.db must be a container port between 1 and 65535, got 70000",
 				"shm_size must be a positive number of bytes, got 0", "memory_hard_limit must be a positive number of megabytes, got -1",
 				"cpu_cfs_period must be between 1000 and 1000000 microseconds, got 10", "pids_limit must be a positive number of processes, got 0",
