@@ -41,9 +41,9 @@ func userBinds(cfg *drivers.TaskConfig, tc *taskConfig) []userBind {
 		out = append(out, userBind{Field: fmt.Sprintf("volumes[%d]", i), Value: v.Raw,
 			HostPath: hostPath(v.Source), Target: v.Target, ReadOnly: v.ReadOnly, FromVolumes: true})
 	}
-	for i, m := range tc.Mounts {
+	for _, m := range tc.Mounts {
 		if m.Type == "bind" {
-			out = append(out, userBind{Field: fmt.Sprintf("mount[%d].source", i), Value: m.Source,
+			out = append(out, userBind{Field: m.Field + ".source", Value: m.Source,
 				HostPath: hostPath(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
 		}
 	}
@@ -195,14 +195,33 @@ func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) ([]
 	}
 	for _, m := range tc.Mounts {
 		if m.Type != "bind" {
-			mounts = append(mounts, mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+			mounts = append(mounts, withOptions(mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}, m.Options))
 			continue
 		}
 		c := user[next]
 		next++
-		addBind(c.source, c.b.Target, c.b.ReadOnly, false)
+		mounts = append(mounts, withOptions(mount.Mount{Type: mount.TypeBind, Source: c.source, Target: c.b.Target, ReadOnly: c.b.ReadOnly}, m.Options))
 	}
 	return mounts, binds, nil
+}
+
+// withOptions sets a mount block's per-type options on m.
+func withOptions(m mount.Mount, o mountOptions) mount.Mount {
+	switch m.Type {
+	case mount.TypeTmpfs:
+		if o.TmpfsSize != 0 || o.TmpfsMode != 0 {
+			m.TmpfsOptions = &mount.TmpfsOptions{SizeBytes: o.TmpfsSize, Mode: o.TmpfsMode}
+		}
+	case mount.TypeBind:
+		if o.Propagation != "" {
+			m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(o.Propagation)}
+		}
+	case mount.TypeVolume:
+		if o.NoCopy || len(o.VolumeLabels) > 0 {
+			m.VolumeOptions = &mount.VolumeOptions{NoCopy: o.NoCopy, Labels: o.VolumeLabels}
+		}
+	}
+	return m
 }
 
 func allRecoverable(errs []error) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ type taskConfig struct {
 	ImagePullTimeout    time.Duration
 	PullActivityTimeout time.Duration
 	Security            securityConfig
+	Keys                containerKeys
 }
 
 // volumeSpec is one "host:container[:ro|rw]" entry of volumes.
@@ -52,10 +54,12 @@ func (v volumeSpec) named() bool { return !strings.ContainsAny(v.Source, "/.") }
 
 // mountSpec is one mount block.
 type mountSpec struct {
+	Field    string // "mount[0]" or "mounts[0]" (the legacy list), for errors
 	Type     string // bind, volume or tmpfs
 	Source   string
 	Target   string
 	ReadOnly bool
+	Options  mountOptions
 }
 
 // authConfig is the auth block of a task.
@@ -67,17 +71,17 @@ type authConfig struct {
 	IdentityToken string
 }
 
-var taskFields = append([]string{
-	"image", "command", "args", "entrypoint", "work_dir", "ports", "labels", "volumes", "mount",
+var taskFields = slices.Concat([]string{
+	"image", "command", "args", "entrypoint", "work_dir", "ports", "labels", "volumes", "mount", "mounts",
 	"network_mode", "force_pull", "auth", "image_pull_timeout", "pull_activity_timeout", "prefetch",
 	"prefetch_parallel",
 	// Read by the server (digest pinning and the image watcher, see
 	// nomad/imageresolve); accepted and ignored here.
 	"pin_digest", "auto_update", "auto_update_interval", "auto_update_soak",
-}, securityTaskFields...)
+}, securityTaskFields, containerKeyFields)
 
 var (
-	mountFields = []string{"type", "source", "target", "readonly"}
+	mountFields = []string{"type", "source", "target", "readonly", "volume_options", "bind_options", "tmpfs_options"}
 	authFields  = []string{"username", "password", "email", "server_address", "identity_token"}
 )
 
@@ -90,7 +94,8 @@ func parseTaskConfig(m map[string]any, pc pluginConfig) (*taskConfig, error) {
 			errs = append(errs, err)
 		}
 	}
-	add(drivers.CheckFields(m, taskFields...))
+	add(checkUnsupported(m, unsupportedKeys, ""))
+	add(drivers.CheckFields(withoutKeys(m, unsupportedKeys), taskFields...))
 	tc := taskConfig{ImagePullTimeout: pc.ImagePullTimeout, PullActivityTimeout: pc.PullActivityTimeout}
 
 	image, ok, err := drivers.ConfigString(m, "image")
@@ -160,7 +165,14 @@ func parseTaskConfig(m map[string]any, pc pluginConfig) (*taskConfig, error) {
 		tc.Volumes = append(tc.Volumes, spec)
 	}
 
-	tc.Mounts, err = parseMounts(m)
+	// mounts is the list form of mount blocks Nomad had before 1.0.1;
+	// both go through the same checks (and the same bind confinement).
+	for _, key := range []string{"mount", "mounts"} {
+		ms, err := parseMounts(m, key)
+		add(err)
+		tc.Mounts = append(tc.Mounts, ms...)
+	}
+	tc.Keys, err = parseContainerKeys(m)
 	add(err)
 	tc.Auth, err = parseAuth(m)
 	add(err)
@@ -212,21 +224,22 @@ func parseVolume(v string) (volumeSpec, error) {
 	return spec, nil
 }
 
-// parseMounts parses the mount blocks: a list of maps, or one map.
-func parseMounts(m map[string]any) ([]mountSpec, error) {
-	blocks, err := blockList(m, "mount")
+// parseMounts parses the mount blocks (or the mounts list) under key: a
+// list of maps, or one map.
+func parseMounts(m map[string]any, key string) ([]mountSpec, error) {
+	blocks, err := blockList(m, key)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
 	var out []mountSpec
 	for i, b := range blocks {
-		field := fmt.Sprintf("mount[%d]", i)
+		field := fmt.Sprintf("%s[%d]", key, i)
 		fe := func(key, rule string) { errs = append(errs, &drivers.FieldError{Field: field + "." + key, Rule: rule}) }
 		if err := drivers.CheckFields(b, mountFields...); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", field, err))
 		}
-		var ms mountSpec
+		ms := mountSpec{Field: field}
 		var e1, e2, e3, e4 error
 		ms.Type, _, e1 = drivers.ConfigString(b, "type")
 		ms.Source, _, e2 = drivers.ConfigString(b, "source")
@@ -254,6 +267,11 @@ func parseMounts(m map[string]any) ([]mountSpec, error) {
 		}
 		if e3 == nil && (ms.Target == "" || !filepath.IsAbs(ms.Target)) {
 			fe("target", "is required and must be an absolute path inside the container")
+		}
+		var oerr error
+		ms.Options, oerr = parseMountOptions(b, field, ms.Type)
+		if oerr != nil {
+			errs = append(errs, oerr)
 		}
 		out = append(out, ms)
 	}

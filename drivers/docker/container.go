@@ -2,6 +2,7 @@ package docker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -116,11 +117,8 @@ func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions, 
 			PathOnHost: d.HostPath, PathInContainer: d.ContainerPath, CgroupPermissions: d.CgroupPermissions,
 		})
 	}
-	if cfg.MemoryMB > 0 {
-		hc.Memory = int64(cfg.MemoryMB) << 20
-	}
-	if cfg.CPU > 0 {
-		hc.CPUShares = int64(max(cfg.CPU, 2)) // docker's least share is 2
+	if err := applyContainerKeys(cfg, tc.Keys, cc, hc); err != nil {
+		return nil, nil, err
 	}
 
 	mounts, binds, err := taskMounts(cfg, tc, so)
@@ -129,12 +127,18 @@ func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions, 
 	}
 	hc.Mounts, hc.Binds = mounts, binds
 
-	if len(tc.Ports) > 0 && !hc.NetworkMode.IsHost() {
-		exposed, bindings, err := portBindings(tc.Ports, cfg.Env)
+	if published := publishedPorts(tc.Ports, tc.Keys.PortMap, cfg.Env); len(published) > 0 && !hc.NetworkMode.IsHost() {
+		exposed, bindings, err := portBindings(published, cfg.Env)
 		if err != nil {
 			return nil, nil, err
 		}
 		cc.ExposedPorts, hc.PortBindings = exposed, bindings
+		// The task sees the port it listens on, as with Nomad's port_map.
+		env := maps.Clone(cfg.Env)
+		for _, p := range published {
+			env["NOMAD_PORT_"+cleanKey(p.Label)] = p.ContainerPort
+		}
+		cc.Env = containerEnv(env)
 	}
 	return cc, hc, nil
 }
@@ -157,17 +161,17 @@ func containerEnv(env map[string]string) []string {
 	return out
 }
 
-// portBindings publishes each labelled port: container port NOMAD_PORT_<l>
-// (the port's "to", or its host port), host NOMAD_IP_<l>:NOMAD_HOST_PORT_<l>,
-// for TCP and UDP.
-func portBindings(labels []string, env map[string]string) (nat.PortSet, nat.PortMap, error) {
+// portBindings publishes each port: its container port, host
+// NOMAD_IP_<l>:NOMAD_HOST_PORT_<l>, for TCP and UDP.
+func portBindings(ports []publishedPort, env map[string]string) (nat.PortSet, nat.PortMap, error) {
 	exposed := nat.PortSet{}
 	bindings := nat.PortMap{}
-	for _, label := range labels {
+	for _, pp := range ports {
+		label := pp.Label
 		key := cleanKey(label)
-		to, host, ip := env["NOMAD_PORT_"+key], env["NOMAD_HOST_PORT_"+key], env["NOMAD_IP_"+key]
+		to, host, ip := pp.ContainerPort, env["NOMAD_HOST_PORT_"+key], env["NOMAD_IP_"+key]
 		if to == "" || host == "" {
-			return nil, nil, &drivers.FieldError{Field: "ports", Rule: fmt.Sprintf("names port %q, which is not a port of the group's network block", label)}
+			return nil, nil, &drivers.FieldError{Field: pp.Field, Rule: fmt.Sprintf("names port %q, which is not a port of the group's network block", label)}
 		}
 		if _, err := strconv.ParseUint(to, 10, 16); err != nil {
 			return nil, nil, fmt.Errorf("port %q: bad container port %q", label, to)

@@ -21,7 +21,7 @@
 // labels), the task environment (NOMAD_ALLOC_DIR, NOMAD_TASK_DIR and
 // NOMAD_SECRETS_DIR rewritten to the container paths), bind mounts of the
 // alloc dir at /alloc and of the task's local/ and secrets/ at /local and
-// /secrets, the memory limit (MemoryMB) and CPU shares (CPU). Each label in
+// /secrets, the memory limit (see Memory below) and CPU shares (CPU). Each label in
 // ports is published from NOMAD_IP_<l>:NOMAD_HOST_PORT_<l> on the host to
 // NOMAD_PORT_<l> (the port's "to") in the container, TCP and UDP.
 //
@@ -42,7 +42,8 @@
 // Task config: image (required), command, args, entrypoint, work_dir,
 // ports, labels, volumes ("host:container[:ro]"; a relative host path is
 // taken from the task dir, a bare name is a named volume), mount blocks
-// {type = bind|volume|tmpfs, source, target, readonly}, network_mode,
+// {type = bind|volume|tmpfs, source, target, readonly, options below},
+// network_mode,
 // force_pull, auth {username, password, email, server_address,
 // identity_token}, image_pull_timeout (default 5m), pull_activity_timeout
 // (default 2m) and prefetch (consumed by the task runner; accepted here),
@@ -51,6 +52,47 @@
 // host_path), cgroup_permissions (default "rwm")}], security_opt and
 // runtime, passed to the container as written once the plugin options
 // allow them (see Security).
+//
+// The other container keys of Nomad's driver (keys.go, applied by
+// runtime.go) go to the container config as written: hostname,
+// dns_servers, dns_search_domains, dns_options, extra_hosts ("host:IP"),
+// sysctl, ulimit { name = "soft[:hard]" }, shm_size (bytes), init,
+// readonly_rootfs, interactive (stdin kept open), tty (the log copier then
+// reads the one raw stream into the stdout log), pids_limit, oom_score_adj
+// (0..1000: a task cannot shield itself from the OOM killer), group_add,
+// storage_opt, healthchecks { disable } and logging { type, config } (the
+// container's Docker log driver, by default Nomad's json-file with
+// max-file = 2 and max-size = 2m; the output is still copied through the
+// engine's log API for alloc logs and rotation, so type "none" and
+// config "cache-disabled" = "true" for a driver other than json-file,
+// local and journald are refused). Mount blocks take tmpfs_options { size,
+// mode }, bind_options { propagation } and volume_options { no_copy,
+// labels } (not driver_config). mounts is the list form of mount blocks,
+// with the same checks and the same bind confinement (errors name
+// mounts[i]). port_map { label = port } publishes the label's host port
+// (NOMAD_IP_ and NOMAD_HOST_PORT_ of the group network) to that
+// container port, TCP and UDP, and sets NOMAD_PORT_<label> in the
+// container to it; a label in ports too takes port_map's port.
+// Memory: the container's limit is memory_hard_limit (MB), else the
+// task's memory_max, else its memory; with a hard limit the task's memory
+// is the reservation, and a hard limit below it is refused at start.
+// cpu_hard_limit adds a CFS quota of cpu / core MHz (from /proc/cpuinfo,
+// as the client's fingerprint) of each cpu_cfs_period (default 100000µs).
+// auth_soft_fail: credentials that cannot be read (a missing or broken
+// docker config.json) give an anonymous pull instead of a failure, as in
+// Nomad. load = "file.tar" (relative to the task dir, resolved with
+// helper/pathguard and refused outside the allocation directory) runs
+// docker load at every start instead of pulling, and runs the image's
+// name:tag from it (a pinned digest is dropped); prepare checks the path
+// and pulls nothing.
+//
+// Nomad's other keys are refused naming the key and why, as an
+// *UnsupportedError ("mac_address is not supported by Drover's docker
+// driver yet: ..."): advertise_ipv6_address, cgroupns,
+// container_exists_attempts, cpuset_cpus, ipv4_address, ipv6_address,
+// isolation, mac_address, network_aliases, volume_driver, and a mount's
+// volume_options.driver_config. Keys Nomad does not have are "not a known
+// option".
 // pin_digest, auto_update, auto_update_interval and auto_update_soak are read
 // by the server (digest pinning and the image watcher, nomad/imageresolve)
 // and accepted and ignored here; a pinned image "name:tag@sha256:…" is

@@ -181,8 +181,18 @@ func (d *Driver) PrepareTask(ctx context.Context, cfg *drivers.TaskConfig, progr
 	if cfg.AllocDir != "" || cfg.TaskDir != "" {
 		refused = errors.Join(refused, checkBinds(cfg, tc, pc.Security))
 	}
+	if tc.Keys.Load != "" && cfg.TaskDir != "" {
+		if _, err := loadPath(cfg, tc); err != nil {
+			refused = errors.Join(refused, err)
+		}
+	}
 	if refused != nil {
 		return drivers.NewRecoverableError(refused, false)
+	}
+	if tc.Keys.Load != "" {
+		// Nothing to pull: the tarball is loaded at start, once the
+		// task's prestart tasks may have put it in place.
+		return nil
 	}
 	_, err = d.ensureImage(ctx, tc, tc.ForcePull, progress)
 	return err
@@ -209,7 +219,13 @@ func (d *Driver) ensureImage(ctx context.Context, tc *taskConfig, force bool, pr
 	}
 	auth, err := registryAuth(tc.Image, tc.Auth, d.config().AuthConfigPath)
 	if err != nil {
-		return "", &PullError{Image: tc.Image, Err: err}
+		if !tc.Keys.AuthSoftFail {
+			return "", &PullError{Image: tc.Image, Err: err}
+		}
+		// auth_soft_fail: credentials that cannot be found are no
+		// reason to fail; try the registry anonymously.
+		d.logger.Warn("no registry credentials for the image; pulling anonymously (auth_soft_fail)", "image", tc.Image, "error", err)
+		auth = ""
 	}
 	err = d.pull(ctx, pullOptions{
 		Image: tc.Image, Auth: auth, Timeout: tc.ImagePullTimeout,
@@ -276,13 +292,21 @@ func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig, so secu
 	// The spec (with the security options' verdict and the bind sources
 	// resolved now, at every start) comes before any pull.
 	ref, _ := pullRef(tc.Image)
+	if tc.Keys.Load != "" {
+		ref, _ = loadRef(tc.Image)
+	}
 	cc, hc, err := containerSpec(cfg, tc, so, ref)
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	// The pull runs here only when prepare did not (prefetch = false, or a
-	// task restarting after its image was removed); it has its own timeouts.
-	if _, err := d.ensureImage(context.Background(), tc, false, nil); err != nil {
+	if tc.Keys.Load != "" {
+		if _, err := d.loadImage(context.Background(), cfg, tc); err != nil {
+			return nil, err
+		}
+	} else if _, err := d.ensureImage(context.Background(), tc, false, nil); err != nil {
+		// The pull runs here only when prepare did not (prefetch = false,
+		// or a task restarting after its image was removed); it has its
+		// own timeouts.
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -313,6 +337,7 @@ func (d *Driver) startContainer(cfg *drivers.TaskConfig, tc *taskConfig, so secu
 	}
 	st := State{ContainerID: created.ID, ImageID: ins.Image, Image: tc.Image}
 	t := newTask(cfg, st, parseDockerTime(ins.State.StartedAt))
+	t.tty = tc.Keys.TTY
 	d.attach(cli, t, time.Time{})
 	return t, nil
 }

@@ -1,9 +1,11 @@
 package docker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,6 +65,7 @@ type logStreamer struct {
 type logFiles struct {
 	within, stdout, stderr string
 	limits                 logrotate.Limits
+	tty                    bool // the container has a TTY: one raw stream, copied to stdout
 }
 
 // containerLogger is the part of the docker client the streamer uses.
@@ -174,8 +177,34 @@ func (s *logStreamer) follow(ctx context.Context, outW, errW io.Writer) {
 		return
 	}
 	defer body.Close()
-	if _, err := stdcopy.StdCopy(outW, errW, body); err != nil && ctx.Err() == nil {
+	if s.files.tty {
+		err = copyLines(outW, body)
+	} else {
+		_, err = stdcopy.StdCopy(outW, errW, body)
+	}
+	if err != nil && ctx.Err() == nil {
 		s.logger.Debug("container log stream ended", "container", s.containerID, "error", err)
+	}
+}
+
+// copyLines copies the raw log stream of a TTY container (not multiplexed:
+// stdout and stderr are one stream) to w one line per Write, as the
+// lineWriter wants its timestamped messages.
+func copyLines(w io.Writer, r io.Reader) error {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if _, werr := w.Write(line); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 

@@ -322,9 +322,9 @@ func checkPolicy(tc *taskConfig, so securityOptions) error {
 					fmt.Sprintf("named volume %q needs volumes, and volumes are disabled on this client", v.Source), volumesOption)
 			}
 		}
-		for i, m := range tc.Mounts {
+		for _, m := range tc.Mounts {
 			if m.Type == "volume" {
-				deny(fmt.Sprintf("mount[%d].source", i), fmt.Sprintf("%q", m.Source),
+				deny(m.Field+".source", fmt.Sprintf("%q", m.Source),
 					fmt.Sprintf("named volume %q needs volumes, and volumes are disabled on this client", m.Source), volumesOption)
 			}
 		}

@@ -27,6 +27,7 @@ type task struct {
 	cfg       *drivers.TaskConfig
 	state     State
 	startedAt time.Time
+	tty       bool // the container has a TTY (its logs are one raw stream)
 
 	signalled atomic.Bool // a signal was sent: an exit code 128+n means signal n
 	logs      *logStreamer
@@ -69,7 +70,7 @@ func (t *task) handle() (*drivers.TaskHandle, error) {
 // attach starts following the task's logs (from since; zero: from the
 // start) and watching its container for the exit.
 func (d *Driver) attach(cli containerLogger, t *task, since time.Time) {
-	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, t.cfg.TaskDir, logFiles{within: t.cfg.AllocDir, stdout: t.cfg.StdoutPath, stderr: t.cfg.StderrPath, limits: t.cfg.LogLimits}, since)
+	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, t.cfg.TaskDir, logFiles{within: t.cfg.AllocDir, stdout: t.cfg.StdoutPath, stderr: t.cfg.StderrPath, limits: t.cfg.LogLimits, tty: t.tty}, since)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 	go d.watch(ctx, t)
@@ -311,6 +312,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		return nil // already attached
 	}
 	t := newTask(cfg, st, startedAt)
+	t.tty = ins.Config != nil && ins.Config.Tty
 	d.tasks[id] = t
 	d.attach(cli, t, since)
 	return nil
