@@ -126,16 +126,23 @@ func checkBinds(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) err
 func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) ([]mount.Mount, []string, error) {
 	var mounts []mount.Mount
 	var binds []string
-	addBind := func(src, dst string, ro, labelled bool) {
+	addBind := func(src, dst string, ro, labelled bool, propagation string) {
 		if labelled && so.SELinuxLabel != "" {
-			mode := "rw"
+			opts := "rw"
 			if ro {
-				mode = "ro"
+				opts = "ro"
 			}
-			binds = append(binds, src+":"+dst+":"+mode+","+so.SELinuxLabel)
+			if propagation != "" {
+				opts += "," + propagation
+			}
+			binds = append(binds, src+":"+dst+":"+opts+","+so.SELinuxLabel)
 			return
 		}
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro})
+		m := mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro}
+		if propagation != "" {
+			m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(propagation)}
+		}
+		mounts = append(mounts, m)
 	}
 	// The user's binds are checked before the driver creates anything.
 	type checked struct {
@@ -165,7 +172,7 @@ func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) ([]
 		if err := os.MkdirAll(src, 0o777); err != nil {
 			return fmt.Errorf("creating %s: %w", src, err)
 		}
-		addBind(src, dst, false, true)
+		addBind(src, dst, false, true, "")
 		return nil
 	}
 	if cfg.AllocDir != "" {
@@ -191,7 +198,7 @@ func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) ([]
 		}
 		c := user[next]
 		next++
-		addBind(c.source, c.b.Target, c.b.ReadOnly, true)
+		addBind(c.source, c.b.Target, c.b.ReadOnly, true, v.Propagation)
 	}
 	for _, m := range tc.Mounts {
 		if m.Type != "bind" {

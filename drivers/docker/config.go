@@ -46,6 +46,7 @@ type volumeSpec struct {
 	Raw            string // the entry as written
 	Source, Target string
 	ReadOnly       bool
+	Propagation    string // a bind's mount propagation ("rslave", ...); "" is Docker's default
 }
 
 // named reports whether the entry names a Docker volume ("data:/data")
@@ -213,12 +214,22 @@ func parseVolume(v string) (volumeSpec, error) {
 		return volumeSpec{}, fmt.Errorf("container path %q must be absolute", spec.Target)
 	}
 	if len(parts) == 3 {
-		switch parts[2] {
-		case "ro":
-			spec.ReadOnly = true
-		case "rw":
-		default:
-			return volumeSpec{}, fmt.Errorf("mode must be \"ro\" or \"rw\", got %q", parts[2])
+		// Docker's bind options: a mode and a propagation, comma-separated
+		// ("/:/host:ro,rslave", node-exporter's usual mount).
+		for _, opt := range strings.Split(parts[2], ",") {
+			switch {
+			case opt == "ro":
+				spec.ReadOnly = true
+			case opt == "rw":
+			case slices.Contains(bindPropagations, opt) && spec.Propagation == "":
+				spec.Propagation = opt
+			default:
+				return volumeSpec{}, fmt.Errorf("mode must be \"ro\" or \"rw\", with at most one propagation of %v after a comma, got %q",
+					bindPropagations, parts[2])
+			}
+		}
+		if spec.Propagation != "" && spec.named() {
+			return volumeSpec{}, fmt.Errorf("propagation %q applies to a bind of a host path, not to the named volume %q", spec.Propagation, spec.Source)
 		}
 	}
 	return spec, nil

@@ -269,3 +269,51 @@ func TestContainerSpec(t *testing.T) {
 	require.Equal(t, []string{"/server", "-x"}, []string(cc.Cmd))
 	require.Empty(t, hc.PortBindings, "host networking publishes nothing")
 }
+
+// A volumes entry takes Docker's bind options: a mode and one propagation,
+// comma-separated ("/:/host:ro,rslave", node-exporter's usual mount), and
+// the propagation reaches the bind.
+func TestVolumePropagation(t *testing.T) {
+	for _, tc := range []struct {
+		entry       string
+		readOnly    bool
+		propagation string
+		err         string
+	}{
+		{entry: "/:/host:ro,rslave", readOnly: true, propagation: "rslave"},
+		{entry: "local/x:/x:rshared", propagation: "rshared"},
+		{entry: "local/x:/x:rw", propagation: ""},
+		{entry: "/a:/b:ro,rslave,shared", err: "mode must be"},
+		{entry: "/a:/b:ro,z", err: "mode must be"},
+		{entry: "data:/d:rslave", err: `propagation "rslave" applies to a bind of a host path, not to the named volume "data"`},
+	} {
+		v, err := parseVolume(tc.entry)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.entry)
+			continue
+		}
+		require.NoError(t, err, tc.entry)
+		require.Equal(t, tc.readOnly, v.ReadOnly, tc.entry)
+		require.Equal(t, tc.propagation, v.Propagation, tc.entry)
+	}
+
+	alloc := t.TempDir()
+	task := filepath.Join(alloc, "web")
+	require.NoError(t, os.MkdirAll(filepath.Join(task, "local", "x"), 0o755))
+	cfg := &drivers.TaskConfig{AllocDir: filepath.Join(alloc, "alloc"), TaskDir: task}
+	require.NoError(t, os.MkdirAll(cfg.AllocDir, 0o755))
+	tc, err := parseTaskConfig(map[string]any{"image": "web", "volumes": []any{"local/x:/x:ro,rslave"}}, defaultPluginConfig())
+	require.NoError(t, err)
+	mounts, _, err := taskMounts(cfg, tc, securityOptions{})
+	require.NoError(t, err)
+	var found bool
+	for _, m := range mounts {
+		if m.Target == "/x" {
+			found = true
+			require.True(t, m.ReadOnly)
+			require.NotNil(t, m.BindOptions)
+			require.Equal(t, "rslave", string(m.BindOptions.Propagation))
+		}
+	}
+	require.True(t, found, "the volume's bind is mounted: %+v", mounts)
+}
