@@ -1,0 +1,296 @@
+package scheduler
+
+import (
+	"cmp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// failedAgo is a failed allocation of job's group "web" with name index
+// idx, failed ago before now, in deployment deploymentID, rescheduled
+// before as many times as events (one minute apart, the latest a minute
+// before it failed).
+func failedAgo(id string, job *structs.Job, idx int, now time.Time, ago time.Duration, deploymentID string, events int) *structs.Allocation {
+	a := genericAlloc(id, job, idx, structs.AllocClientStatusFailed, now)
+	a.ModifyTime = now.Add(-ago).UnixNano()
+	a.DeploymentID = deploymentID
+	a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(false)}
+	if events > 0 {
+		a.RescheduleTracker = &structs.RescheduleTracker{}
+		for i := range events {
+			at := now.Add(-ago - time.Duration(events-i)*time.Minute)
+			a.RescheduleTracker.Events = append(a.RescheduleTracker.Events,
+				&structs.RescheduleEvent{RescheduleTime: at.UnixNano(), PrevAllocID: "earlier", PrevNodeID: "b"})
+		}
+	}
+	return a
+}
+
+// deploymentOf is deployment id of job's version in status, with a group
+// state for "web".
+func deploymentOf(id string, job *structs.Job, status string) *structs.Deployment {
+	d := newDeployment(job)
+	d.ID, d.Status = id, status
+	d.TaskGroups["web"] = &structs.DeploymentState{DesiredTotal: job.TaskGroups[0].Count}
+	return d
+}
+
+// TestReconcileGeneric_OlderVersionFailuresReplacedNow: a service job's
+// version that changes its task destructively replaces the failed
+// allocations of an older version at once, by destructive updates inside
+// its own (new) deployment and within max_parallel, whatever their
+// reschedule delay or exhausted policy; the ones the deployment holds back
+// keep their reschedule time (FollowupAt). The current version's failures,
+// and older ones under an in-place change, still wait out their delay.
+func TestReconcileGeneric_OlderVersionFailuresReplacedNow(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	v0 := withUpdate(serviceJob("web", 2))
+	v1 := nextVersion(v0, destructiveChange)
+	// variant is job (same version) with its group changed by mutate;
+	// mutate replaces what it changes (the copy shares the rest).
+	variant := func(job *structs.Job, mutate func(tg *structs.TaskGroup)) *structs.Job {
+		c := nextVersion(job, mutate)
+		c.Version = job.Version
+		return c
+	}
+	withMaxParallel := func(job *structs.Job, n int) *structs.Job {
+		return variant(job, func(tg *structs.TaskGroup) {
+			u := *tg.Update
+			u.MaxParallel = n
+			tg.Update = &u
+		})
+	}
+	withCanary := func(job *structs.Job) *structs.Job {
+		return variant(job, func(tg *structs.TaskGroup) {
+			u := *tg.Update
+			u.Canary = 1
+			tg.Update = &u
+		})
+	}
+	noUpdate := func(job *structs.Job) *structs.Job {
+		return variant(job, func(tg *structs.TaskGroup) { tg.Update = nil })
+	}
+	limited := func(job *structs.Job) *structs.Job {
+		return variant(job, func(tg *structs.TaskGroup) {
+			tg.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour,
+				Delay: 30 * time.Second, DelayFunction: structs.DelayFunctionConstant}
+		})
+	}
+	v1Meta := nextVersion(v0, inplaceChange)
+	failedV0 := deploymentOf("d0", v0, structs.DeploymentStatusFailed)
+	const (
+		noDeployment = iota
+		newDeploymentWant
+		storedDeployment
+	)
+
+	cases := []struct {
+		name        string
+		job         *structs.Job
+		deployment  *structs.Deployment
+		allocs      []*structs.Allocation
+		want        genericGroupWant
+		destructive uint64
+		deployment2 int // noDeployment, newDeploymentWant or storedDeployment
+		// followupIn is FollowupAt - now when want.followupAtWant: 25 s
+		// when zero (failed 5 s ago, first reschedule, 30 s delay).
+		followupIn time.Duration
+	}{
+		{
+			name:       "after a failed deployment, max_parallel 1: one replaced now in a new deployment, the other held with its reschedule due",
+			job:        v1,
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 1),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 1),
+			},
+			want: genericGroupWant{
+				place:          []placementWant{{name: "web.web[0]", previous: "f0"}},
+				ignore:         []string{"f1"},
+				followupAtWant: true,
+			},
+			destructive: 1,
+			deployment2: newDeploymentWant,
+			followupIn:  55 * time.Second, // second reschedule: 60 s (exponential)
+		},
+		{
+			name:       "max_parallel 2: both replaced now, nothing left to reschedule later",
+			job:        withMaxParallel(v1, 2),
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{place: []placementWant{{name: "web.web[0]", previous: "f0"}, {name: "web.web[1]", previous: "f1"}}},
+			destructive: 2,
+			deployment2: newDeploymentWant,
+		},
+		{
+			name: "without an update block: both replaced now, outside any deployment",
+			job:  noUpdate(v1),
+			allocs: []*structs.Allocation{
+				failedAgo("f0", noUpdate(v0), 0, now, 5*time.Second, "", 2),
+				failedAgo("f1", noUpdate(v0), 1, now, 5*time.Second, "", 0),
+			},
+			want:        genericGroupWant{place: []placementWant{{name: "web.web[0]", previous: "f0"}, {name: "web.web[1]", previous: "f1"}}},
+			destructive: 2,
+			deployment2: noDeployment,
+		},
+		{
+			name:       "reschedule policy exhausted: the new version replaces it all the same",
+			job:        limited(withMaxParallel(v1, 2)),
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", limited(v0), 0, now, 10*time.Minute, "d0", 1), // its one attempt is within the interval
+				failedAgo("f1", limited(v0), 1, now, 5*time.Second, "d0", 1),
+			},
+			want:        genericGroupWant{place: []placementWant{{name: "web.web[0]", previous: "f0"}, {name: "web.web[1]", previous: "f1"}}},
+			destructive: 2,
+			deployment2: newDeploymentWant,
+		},
+		{
+			name:       "reschedule already due: rescheduled now (history extended), not held by max_parallel",
+			job:        v1,
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, time.Hour, "d0", 0),
+				failedAgo("f1", v0, 1, now, time.Hour, "d0", 0),
+			},
+			want: genericGroupWant{place: []placementWant{
+				{name: "web.web[0]", previous: "f0", reschedule: true}, {name: "web.web[1]", previous: "f1", reschedule: true}}},
+			deployment2: newDeploymentWant,
+		},
+		{
+			name:       "a live older allocation and a failed one, max_parallel 1: the failed one is replaced first",
+			job:        v1,
+			deployment: deploymentOf("d0", v0, structs.DeploymentStatusSuccessful),
+			allocs: []*structs.Allocation{
+				genericAlloc("r0", v0, 0, structs.AllocClientStatusRunning, now),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{place: []placementWant{{name: "web.web[1]", previous: "f1"}}, ignore: []string{"r0"}},
+			destructive: 1,
+			deployment2: newDeploymentWant,
+		},
+		{
+			name:       "canaries: the fixed version's canary is placed at once; the failed ones keep their reschedule",
+			job:        withCanary(v1),
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want: genericGroupWant{
+				place:          []placementWant{{name: "web.web[0]"}},
+				ignore:         []string{"f0", "f1"},
+				followupAtWant: true,
+			},
+			deployment2: newDeploymentWant,
+		},
+		{
+			name:       "the new version's deployment is paused: held, their reschedule still due at its time",
+			job:        v1,
+			deployment: deploymentOf("d1", v1, structs.DeploymentStatusPaused),
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{ignore: []string{"f0", "f1"}, followupAtWant: true},
+			deployment2: storedDeployment,
+		},
+		{
+			name:       "the new version's deployment failed too: held for good, their reschedule still due at its time",
+			job:        v1,
+			deployment: deploymentOf("d1", v1, structs.DeploymentStatusFailed),
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{ignore: []string{"f0", "f1"}, followupAtWant: true},
+			deployment2: noDeployment,
+		},
+		{
+			name:       "control: the current version's failures wait out their delay",
+			job:        v0,
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 1),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{followupAtWant: true},
+			deployment2: noDeployment,
+		},
+		{
+			name:       "control: the current version's failure in its running deployment waits too",
+			job:        v1,
+			deployment: deploymentOf("d1", v1, structs.DeploymentStatusRunning),
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v1, 0, now, 5*time.Second, "d1", 0),
+				genericAlloc("r1", v1, 1, structs.AllocClientStatusRunning, now),
+			},
+			want:        genericGroupWant{ignore: []string{"r1"}, followupAtWant: true},
+			deployment2: storedDeployment,
+		},
+		{
+			name:       "control: under an in-place change an older version's failures keep to their reschedule policy",
+			job:        v1Meta,
+			deployment: failedV0,
+			allocs: []*structs.Allocation{
+				failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0),
+				failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0),
+			},
+			want:        genericGroupWant{followupAtWant: true},
+			deployment2: noDeployment,
+		},
+		{
+			name:       "control: an older failed allocation already replaced is left alone",
+			job:        v1,
+			deployment: deploymentOf("d1", v1, structs.DeploymentStatusRunning),
+			allocs: func() []*structs.Allocation {
+				f0 := failedAgo("f0", v0, 0, now, 5*time.Second, "d0", 0)
+				f0.DesiredStatus, f0.NextAllocation = structs.AllocDesiredStatusStop, "n0"
+				n0 := genericAlloc("n0", v1, 0, structs.AllocClientStatusRunning, now)
+				n0.DeploymentID = "d1"
+				n0.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true)}
+				return []*structs.Allocation{f0, n0, failedAgo("f1", v0, 1, now, 5*time.Second, "d0", 0)}
+			}(),
+			want:        genericGroupWant{place: []placementWant{{name: "web.web[1]", previous: "f1"}}, ignore: []string{"n0"}},
+			destructive: 1,
+			deployment2: storedDeployment,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := ReconcileGeneric(GenericInput{Job: tc.job, Nodes: []*structs.Node{testNode("a")}, Allocs: tc.allocs,
+				Deployment: tc.deployment, Now: now})
+			assertGenericGroup(t, tc.want, res, "web")
+			require.Equal(t, tc.destructive, res.DesiredTGUpdates["web"].DestructiveUpdate, "DesiredTGUpdates.DestructiveUpdate")
+			if tc.want.followupAtWant {
+				in := cmp.Or(tc.followupIn, 25*time.Second)
+				require.Equal(t, now.Add(in), res.FollowupAt, "the failures left waiting keep their reschedule time")
+			}
+			for _, p := range res.Groups[0].Place {
+				if p.Previous != nil && !p.Reschedule {
+					require.True(t, p.StopPrevious, "a destructive update marks %s stopped", p.Previous.ID)
+				}
+			}
+			switch tc.deployment2 {
+			case noDeployment:
+				require.Nil(t, res.Deployment)
+			case newDeploymentWant:
+				require.NotNil(t, res.Deployment, "the new version's placements join a deployment")
+				require.Empty(t, res.Deployment.ID, "a new one")
+				require.Equal(t, tc.job.Version, res.Deployment.JobVersion)
+				require.Equal(t, structs.DeploymentStatusRunning, res.Deployment.Status)
+				require.Equal(t, len(res.Groups[0].Place), res.Deployment.TaskGroups["web"].PlacedAllocs)
+			case storedDeployment:
+				require.NotNil(t, res.Deployment)
+				require.Equal(t, tc.deployment.ID, res.Deployment.ID)
+			}
+		})
+	}
+}
