@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"cmp"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -293,4 +295,165 @@ func TestReconcileGeneric_OlderVersionFailuresReplacedNow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReconcileGeneric_OlderVersionFailureProperties checks, over random
+// groups (with or without an update block, canaries, max_parallel), older
+// versions changed destructively or in place, failed allocations of every
+// age and reschedule history, and the job's latest deployment in every
+// state, that:
+//   - a failed allocation whose reschedule is due is rescheduled now;
+//   - one of the current version (or of an older one changed in place)
+//     that is not due is never replaced early, and FollowupAt comes no
+//     later than its reschedule;
+//   - one of an older version changed destructively is never left to wait
+//     for nothing: it is replaced now by a destructive update, or held by
+//     the version's deployment (paused, failed, canaries awaiting
+//     promotion, or max_parallel used up by this decision and the
+//     deployment's allocations not yet healthy), and then FollowupAt comes
+//     no later than its reschedule;
+//   - a live older allocation is replaced destructively only when every
+//     failed one waiting for the new version is replaced too;
+//   - placements of a group that uses a deployment join the version's
+//     deployment (the stored one when it is the version's and active, else
+//     a new one), unless that deployment already ended.
+func TestReconcileGeneric_OlderVersionFailureProperties(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		count := rapid.IntRange(1, 5).Draw(rt, "count")
+		old := serviceJob("web", count)
+		if rapid.Bool().Draw(rt, "update block") {
+			withUpdate(old)
+			old.TaskGroups[0].Update.MaxParallel = rapid.IntRange(1, 3).Draw(rt, "max_parallel")
+			old.TaskGroups[0].Update.Canary = rapid.IntRange(0, 1).Draw(rt, "canary")
+		}
+		destructive := rapid.Bool().Draw(rt, "destructive change")
+		change := inplaceChange
+		if destructive {
+			change = destructiveChange
+		}
+		cur := nextVersion(old, change)
+		tg := cur.TaskGroups[0]
+
+		var stored *structs.Deployment
+		switch kind := rapid.SampledFrom([]string{"none", "older failed", "older running", "running", "paused", "failed", "successful"}).Draw(rt, "deployment"); kind {
+		case "older failed":
+			stored = deploymentOf("d-old", old, structs.DeploymentStatusFailed)
+		case "older running":
+			stored = deploymentOf("d-old", old, structs.DeploymentStatusRunning)
+		case "running", "paused", "failed", "successful":
+			stored = deploymentOf("d-cur", cur, kind)
+			stored.TaskGroups["web"].Promoted = rapid.Bool().Draw(rt, "promoted")
+		}
+		curDeployment := stored != nil && stored.JobVersion == cur.Version
+
+		var allocs []*structs.Allocation
+		for idx := range count {
+			id := fmt.Sprintf("a%d", idx)
+			switch rapid.SampledFrom([]string{"none", "running current", "running older", "failed current", "failed older"}).Draw(rt, id) {
+			case "running current":
+				a := genericAlloc(id, cur, idx, structs.AllocClientStatusRunning, now)
+				if curDeployment {
+					a.DeploymentID = stored.ID
+					if rapid.Bool().Draw(rt, id+" healthy") {
+						a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true)}
+					}
+				}
+				allocs = append(allocs, a)
+			case "running older":
+				allocs = append(allocs, genericAlloc(id, old, idx, structs.AllocClientStatusRunning, now))
+			case "failed current", "failed older":
+				job := old
+				if rapid.Bool().Draw(rt, id+" current") {
+					job = cur
+				}
+				ago := time.Duration(rapid.IntRange(0, 300).Draw(rt, id+" failed ago")) * time.Second
+				allocs = append(allocs, failedAgo(id, job, idx, now, ago, "", rapid.IntRange(0, 3).Draw(rt, id+" reschedules")))
+			}
+		}
+
+		res := ReconcileGeneric(GenericInput{Job: cur, Nodes: []*structs.Node{testNode("a")}, Allocs: allocs, Deployment: stored, Now: now})
+		g := res.Groups[0]
+		replacing := map[string]GenericPlacement{}
+		nonCanary, liveReplaced := 0, false
+		for _, p := range g.Place {
+			if !p.Canary {
+				nonCanary++
+			}
+			if p.Previous != nil {
+				replacing[p.Previous.ID] = p
+				liveReplaced = liveReplaced || (p.StopPrevious && !p.Previous.Terminal())
+			}
+		}
+		ignored := map[string]bool{}
+		for _, a := range g.Ignore {
+			ignored[a.ID] = true
+		}
+		usesDeployment := tg.UsesDeployment()
+		inFlight := 0
+		for _, a := range allocs {
+			if curDeployment && !a.Terminal() && a.DeploymentID == stored.ID && !a.DeploymentStatus.IsHealthy() {
+				inFlight++
+			}
+		}
+		promoted := curDeployment && stored.TaskGroups["web"].Promoted
+		held := func() bool {
+			if !usesDeployment || (curDeployment && stored.Status == structs.DeploymentStatusSuccessful) {
+				return false
+			}
+			return (curDeployment && stored.Status != structs.DeploymentStatusRunning) ||
+				(tg.Update.Canary > 0 && !promoted) || nonCanary+inFlight >= tg.Update.MaxParallel
+		}
+		followupBy := func(a *structs.Allocation, at time.Time) {
+			if res.FollowupAt.IsZero() || res.FollowupAt.After(at) {
+				rt.Fatalf("%s waits until %s but FollowupAt is %s", a.ID, at, res.FollowupAt)
+			}
+		}
+		waitingForNew := 0
+		for _, a := range allocs {
+			if a.ClientStatus != structs.AllocClientStatusFailed {
+				continue
+			}
+			decision, at := decideReschedule(tg.ReschedulePolicy, a, now)
+			p, replaced := replacing[a.ID]
+			switch {
+			case decision == rescheduleNow:
+				if !replaced || !p.Reschedule {
+					rt.Fatalf("%s is due for its reschedule but is not rescheduled (%+v)", a.ID, p)
+				}
+			case a.JobVersion == cur.Version || !destructive:
+				if replaced {
+					rt.Fatalf("%s is replaced before its reschedule at %s", a.ID, at)
+				}
+				if decision == rescheduleLater {
+					followupBy(a, at)
+				}
+			case replaced:
+				if !p.StopPrevious || p.Reschedule {
+					rt.Fatalf("%s is replaced, but not by a destructive update: %+v", a.ID, p)
+				}
+			default:
+				waitingForNew++
+				if !ignored[a.ID] || !held() {
+					rt.Fatalf("%s of an older version waits though nothing holds it back (ignored %v)", a.ID, ignored[a.ID])
+				}
+				if decision == rescheduleLater {
+					followupBy(a, at)
+				}
+			}
+		}
+		if liveReplaced && waitingForNew > 0 {
+			rt.Fatalf("a live older allocation is replaced while %d failed ones wait", waitingForNew)
+		}
+		ended := curDeployment && !stored.Active()
+		if usesDeployment && !ended && len(g.Place) > 0 {
+			d := res.Deployment
+			if d == nil || d.JobVersion != cur.Version {
+				rt.Fatalf("placements join no deployment of version %d: %+v", cur.Version, d)
+			}
+			if curDeployment && d.ID != stored.ID || !curDeployment && d.ID != "" {
+				rt.Fatalf("placements join deployment %q, stored %+v", d.ID, stored)
+			}
+		}
+	})
 }
