@@ -457,3 +457,63 @@ func TestReconcileGeneric_OlderVersionFailureProperties(t *testing.T) {
 		}
 	})
 }
+
+// TestGeneric_FixedVersionAfterFailedDeployment drives the service
+// scheduler through the user's story: version 0 fails its deployment (both
+// allocations failed, their reschedule 30 s away through a follow-up
+// evaluation); version 1, a fix, is registered: its evaluation places
+// inside a new deployment at once, max_parallel at a time, stopping the
+// failed allocations it replaces (the one held back keeps its reschedule
+// time); once that one is healthy the next follows, and no reschedule is
+// left to wait for.
+func TestGeneric_FixedVersionAfterFailedDeployment(t *testing.T) {
+	h := newHarness(t)
+	addNodes(h, 2)
+	v0 := withUpdate(serviceJob("web", 2))
+	h.state.upsertJob(v0)
+	first := h.process(v0)
+	require.NotEmpty(t, first.DeploymentID)
+	for _, a := range h.state.liveAllocs("web") {
+		c := a.Copy()
+		c.ClientStatus = structs.AllocClientStatusFailed
+		c.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(false)}
+		c.ModifyTime = h.now.UnixNano()
+		h.state.upsertAlloc(c)
+	}
+	setDeployment(h, "web", func(d *structs.Deployment) { d.Status = structs.DeploymentStatusFailed })
+	h.now = h.now.Add(time.Second)
+	failure := h.process(v0)
+	require.Empty(t, h.state.liveAllocs("web"), "the current version's failures wait out their delay")
+	require.NotEmpty(t, failure.NextEval, "a follow-up evaluation reschedules them")
+
+	v1 := nextVersion(v0, destructiveChange)
+	h.state.upsertJob(v1)
+	h.now = h.now.Add(time.Second)
+	eval := h.process(v1)
+	require.NotEmpty(t, eval.DeploymentID, "the fixed version's evaluation creates its deployment")
+	require.NotEqual(t, first.DeploymentID, eval.DeploymentID)
+	require.Equal(t, uint64(1), eval.PlanAnnotations.DesiredTGUpdates["web"].DestructiveUpdate)
+	require.NotEmpty(t, eval.NextEval, "the failure max_parallel holds back keeps its reschedule")
+	require.Equal(t, h.now.Add(28*time.Second), h.created[len(h.created)-1].WaitUntil, "30 s after it failed")
+	live := h.state.liveAllocs("web")
+	require.Len(t, live, 1, "max_parallel 1")
+	require.Equal(t, uint64(1), live[0].JobVersion)
+	require.Equal(t, eval.DeploymentID, live[0].DeploymentID)
+	require.Nil(t, live[0].RescheduleTracker, "a destructive update, not a reschedule")
+	prev := h.state.allocs[live[0].PreviousAllocation]
+	require.Equal(t, structs.AllocDesiredStatusStop, prev.DesiredStatus, "the failed allocation it replaces is stopped")
+	require.Equal(t, structs.AllocClientStatusFailed, prev.ClientStatus)
+	require.Equal(t, live[0].ID, prev.NextAllocation)
+
+	markHealthy(h, "web")
+	next := h.process(v1)
+	require.Equal(t, eval.DeploymentID, next.DeploymentID)
+	require.Equal(t, map[uint64]int{1: 2}, versions(h, "web"))
+	for _, a := range h.state.liveAllocs("web") {
+		require.Equal(t, eval.DeploymentID, a.DeploymentID)
+	}
+	d := h.state.deployments[eval.DeploymentID]
+	require.Equal(t, 2, d.TaskGroups["web"].PlacedAllocs)
+	require.Equal(t, 2, d.TaskGroups["web"].DesiredTotal)
+	require.Zero(t, next.NextEval, "nothing left to reschedule")
+}
