@@ -54,7 +54,9 @@ type GenericResult struct {
 // be the Previous of a placement without StopPrevious: its replacement
 // while its node is disconnected); Ignore also holds the terminal
 // allocations of an older job of a batch group (counted as ignored, as
-// Nomad does); at most Group.Count allocations of the group are
+// Nomad does) and the failed allocations of an older version whose
+// destructive update the deployment holds back; at most Group.Count
+// allocations of the group are
 // live once the decision is carried out, not counting the canaries of a
 // deployment awaiting promotion.
 type GenericGroup struct {
@@ -115,6 +117,7 @@ const (
 	unitRescheduleNow                   // failed, replacement due
 	unitUnknown                         // live on a node cut off, unknown (disconnect.go)
 	unitLost                            // live on a down or missing node
+	unitOldFailed                       // failed, older version: destructive update
 	unitRescheduleLater                 // failed, replacement due later
 	unitFailed                          // failed, policy exhausted
 )
@@ -184,6 +187,13 @@ const (
 //     reschedule policy (now, later through FollowupAt, or never, keeping
 //     its slot); a batch allocation that completed keeps its slot and is
 //     never run again;
+//   - service: a failed allocation of an older version that the job's
+//     version changes destructively, and whose reschedule is not due yet
+//     (or never will be), is not left to wait: the new version replaces it
+//     now by a destructive update, gated by the version's deployment like
+//     the live ones, as in Nomad (the reschedule delay applies to the
+//     current version's failures); while the deployment holds it back, its
+//     reschedule is still due at its time (FollowupAt);
 //   - batch: a terminal allocation of an older job (an older version, or a
 //     purged job of the same ID registered again, whose CreateIndex is
 //     older) is ignored before the rules above: it holds no slot and is
@@ -191,7 +201,8 @@ const (
 //     as in Nomad;
 //   - of the allocations holding slots, the first Count are kept in the
 //     order current version, in-place updatable, completed, older version,
-//     migrating, stopped by the operator, rescheduling, lost, rescheduling later, failed; then by
+//     migrating, stopped by the operator, rescheduling, lost, failed of an
+//     older version, rescheduling later, failed; then by
 //     name index. The others stop or are not replaced. Free name indexes
 //     get new placements;
 //   - older versions are updated in place when only non-destructive fields
@@ -377,7 +388,11 @@ func (r *genericReconciler) classifyTerminal(g *GenericGroup, a *structs.Allocat
 			return unit{kind: unitDone, alloc: a}, true
 		}
 	case structs.AllocClientStatusFailed:
-		switch decision, at := decideReschedule(g.Group.ReschedulePolicy, a, r.in.Now); decision {
+		decision, at := decideReschedule(g.Group.ReschedulePolicy, a, r.in.Now)
+		if decision != rescheduleNow && r.replacedByNewVersion(g, a) {
+			return unit{kind: unitOldFailed, alloc: a}, true
+		}
+		switch decision {
 		case rescheduleNow:
 			return unit{kind: unitRescheduleNow, alloc: a}, true
 		case rescheduleLater:
@@ -470,7 +485,7 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 		} else {
 			g.InplaceUpdate = append(g.InplaceUpdate, a)
 		}
-	case unitOld:
+	case unitOld, unitOldFailed:
 		*destructive = append(*destructive, a)
 	case unitMigrate:
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true, Migrate: true, Forced: r.deadlinePassed(a)})
@@ -494,6 +509,15 @@ func (r *genericReconciler) keep(g *GenericGroup, u unit, destructive *[]*struct
 	}
 }
 
+// replacedByNewVersion reports whether a, a failed allocation of g, is of
+// an older version of a service job that the job's version changes
+// destructively: the new version replaces it by a destructive update
+// instead of its reschedule (an in-place change leaves a failed
+// allocation to its reschedule policy, as in Nomad).
+func (r *genericReconciler) replacedByNewVersion(g *GenericGroup, a *structs.Allocation) bool {
+	return !r.batch && !r.isCurrent(a) && !r.inPlaceUpdatable(a, g.Group)
+}
+
 // drop carries out a unit beyond the group's count: live allocations stop
 // (lost ones are already stopped), failed ones are not replaced.
 func (r *genericReconciler) drop(g *GenericGroup, u unit) {
@@ -504,8 +528,10 @@ func (r *genericReconciler) drop(g *GenericGroup, u unit) {
 }
 
 // gateDestructive replaces the group's older allocations, as the version's
-// deployment allows: canaries first, then waves of max_parallel.
+// deployment allows: canaries first, then waves of max_parallel. Failed
+// ones go first: replacing them stops nothing that runs.
 func (r *genericReconciler) gateDestructive(g *GenericGroup, old []*structs.Allocation) {
+	old = failedFirst(old)
 	usesDeployment := r.d != nil && g.Group.UsesDeployment()
 	if !usesDeployment || r.gate == gateNone {
 		for _, a := range old {
@@ -514,7 +540,7 @@ func (r *genericReconciler) gateDestructive(g *GenericGroup, old []*structs.Allo
 		return
 	}
 	if r.gate != gateRunning {
-		g.holdDestructive(old)
+		r.holdDestructive(g, old)
 		return
 	}
 	st := r.groupState(g)
@@ -527,22 +553,50 @@ func (r *genericReconciler) gateDestructive(g *GenericGroup, old []*structs.Allo
 			}
 			g.Place = append(g.Place, GenericPlacement{Name: name, Canary: true})
 		}
-		g.holdDestructive(old)
+		r.holdDestructive(g, old)
 		return
 	}
 	limit := g.Group.Update.MaxParallel - r.inFlight(g) - len(g.Place)
 	for i, a := range old {
 		if i >= limit {
-			g.holdDestructive(old[i:])
+			r.holdDestructive(g, old[i:])
 			return
 		}
 		g.Place = append(g.Place, GenericPlacement{Name: a.Name, Previous: a, StopPrevious: true})
 	}
 }
 
-func (g *GenericGroup) holdDestructive(old []*structs.Allocation) {
+// holdDestructive leaves old to a later evaluation. A failed allocation
+// among them still has its reschedule at its time: the follow-up
+// evaluation then reschedules it, as Nomad's does.
+func (r *genericReconciler) holdDestructive(g *GenericGroup, old []*structs.Allocation) {
 	g.Ignore = append(g.Ignore, old...)
 	g.Deferred += len(old)
+	for _, a := range old {
+		if !a.Terminal() {
+			continue
+		}
+		if decision, at := decideReschedule(g.Group.ReschedulePolicy, a, r.in.Now); decision == rescheduleLater {
+			r.noteFollowup(at)
+		}
+	}
+}
+
+// failedFirst returns old with its terminal (failed) allocations first,
+// each part in its order.
+func failedFirst(old []*structs.Allocation) []*structs.Allocation {
+	out := make([]*structs.Allocation, 0, len(old))
+	for _, a := range old {
+		if a.Terminal() {
+			out = append(out, a)
+		}
+	}
+	for _, a := range old {
+		if !a.Terminal() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // canarying reports whether g places canaries this evaluation: it asks for
