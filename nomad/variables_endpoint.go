@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -121,7 +122,10 @@ func (s *Server) WriteVariable(a *acl.ACL, w *VariableWrite) (*structs.VariableD
 	if err := validateVariableWrite(w); err != nil {
 		return nil, 0, err
 	}
-	snap := s.State().Snapshot()
+	snap, err := s.snapshotWithActiveKey()
+	if err != nil {
+		return nil, 0, err
+	}
 	if n, err := snap.NamespaceByName(nil, ns); err != nil {
 		return nil, 0, err
 	} else if n == nil {
@@ -194,6 +198,35 @@ func (s *Server) WriteVariable(a *acl.ACL, w *VariableWrite) (*structs.VariableD
 	return &structs.VariableDecrypted{VariableMeta: metaOf(resp.Written), Items: items}, index, nil
 }
 
+// activeKeyWait bounds the wait for the cluster's first root key (the
+// leader creates it right after taking office).
+const activeKeyWait = 10 * time.Second
+
+// snapshotWithActiveKey returns a snapshot that has an active root key,
+// waiting up to activeKeyWait for the leader to create the first one.
+func (s *Server) snapshotWithActiveKey() (*state.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), activeKeyWait)
+	defer cancel()
+	var snap *state.Snapshot
+	_, _, err := s.State().BlockingQuery(ctx, 1, func(ws memdb.WatchSet, sn *state.Snapshot) (any, uint64, error) {
+		snap = sn
+		key, err := sn.ActiveRootKey(ws)
+		if err != nil || key != nil {
+			return nil, 2, err // answered: a key exists
+		}
+		return nil, 1, nil // wait for the keyring to change
+	})
+	if err != nil {
+		return nil, err
+	}
+	if key, err := snap.ActiveRootKey(nil); err != nil {
+		return nil, err
+	} else if key == nil {
+		return nil, errNoActiveKey
+	}
+	return snap, nil
+}
+
 // validateVariableWrite checks a write's path, items and lock ID with
 // Nomad's rules and wording.
 func validateVariableWrite(w *VariableWrite) error {
@@ -215,9 +248,6 @@ func validateVariableWrite(w *VariableWrite) error {
 		if len(w.Items) != 0 {
 			return structs.BadRequestf("lock release operation doesn't allow items")
 		}
-		if w.LockID == "" {
-			return structs.BadRequestf("lock release operation requires a lock ID")
-		}
 	case structs.VarOpLockAcquire:
 	default:
 		return structs.BadRequestf("unknown variable operation %q", w.Op)
@@ -238,9 +268,6 @@ func (s *Server) RenewVariableLock(a *acl.ACL, ns, path, lockID string) (*struct
 	}
 	if !a.AllowVariableOperation(ns, path, acl.VariablesCapabilityWrite) {
 		return nil, structs.ErrPermissionDenied
-	}
-	if lockID == "" {
-		return nil, structs.BadRequestf("lock renew operation requires a lock ID")
 	}
 	snap := s.State().Snapshot()
 	cur, err := snap.VariableByPath(nil, ns, path)

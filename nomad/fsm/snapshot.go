@@ -55,8 +55,8 @@ const (
 	schedulerConfigRecord recordType = 90
 	nodePoolRecord        recordType = 92
 	autopilotConfigRecord recordType = 94
-	// variableRecord: the variables range (130-139).
-	variableRecord recordType = 130
+	// variableRecord: the variables range (80-89).
+	variableRecord recordType = 80
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// Variables messages (range 130-139).
+// Variables messages (range 80-89; types from 128 up carry IgnoreUnknownTypeFlag).
 const (
 	// VariablesApplyRequestType carries a VariablesApplyRequest.
-	VariablesApplyRequestType MessageType = 130
+	VariablesApplyRequestType MessageType = 80
 )
 
 // MaxVariableSize is the largest sum of the lengths of a variable's item
