@@ -182,3 +182,51 @@ func TestContractVariableLocks(t *testing.T) {
 	_, _, err = vars.AcquireLock(&api.Variable{Path: "locks/short", Lock: &api.VariableLock{TTL: "1s"}}, nil)
 	require.ErrorContains(t, err, "lock TTL must be between 10s and 24h0m0s")
 }
+
+// TestContractVariablesACL: with ACLs on, the server checks each request's
+// token per path: anonymous gets 403 and an empty list, a token reads and
+// lists what its policy grants and nothing else; a writer without read
+// gets a conflict's metadata only.
+func TestContractVariablesACL(t *testing.T) {
+	ta := newACLTestAgent(t)
+	_, _, err := ta.client.Variables().Create(&api.Variable{Path: "team/a", Items: api.VariableItems{"k": "v"}}, nil)
+	require.NoError(t, err)
+	_, _, err = ta.client.Variables().Create(&api.Variable{Path: "ops/b", Items: api.VariableItems{"k": "v"}}, nil)
+	require.NoError(t, err)
+
+	anon := ta.clientWith(t, "").Variables()
+	_, _, err = anon.Read("team/a", nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+	list, _, err := anon.List(nil)
+	require.NoError(t, err)
+	require.Empty(t, list)
+
+	tok := ta.tokenFor(t, "team", `namespace "default" {
+  variables {
+    path "team/*" { capabilities = ["read", "write"] }
+  }
+}`)
+	team := ta.clientWith(t, tok.SecretID).Variables()
+	got, _, err := team.Read("team/a", nil)
+	require.NoError(t, err)
+	require.Equal(t, "v", got.Items["k"])
+	_, _, err = team.Read("ops/b", nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+	_, err = team.Delete("team/a", nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+	list, _, err = team.List(nil)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "team/a", list[0].Path)
+
+	writer := ta.tokenFor(t, "writer", `namespace "default" {
+  variables {
+    path "team/*" { capabilities = ["write"] }
+  }
+}`)
+	_, _, err = ta.clientWith(t, writer.SecretID).Variables().CheckedCreate(&api.Variable{Path: "team/a", Items: api.VariableItems{"x": "y"}}, nil)
+	var conflict api.ErrCASConflict
+	require.True(t, errors.As(err, &conflict), "%v", err)
+	require.Nil(t, conflict.Conflict.Items, "no read: metadata only")
+	require.Equal(t, got.ModifyIndex, conflict.Conflict.ModifyIndex)
+}
