@@ -234,3 +234,66 @@ func TestLockLeases(t *testing.T) {
 	require.False(t, l.live(lockKey{"default", "b"}, "any", t0))
 	require.True(t, l.live(lockKey{"default", "b"}, "z", t0.Add(time.Minute)), "a full TTL from the rebuild")
 }
+
+// TestVariableLockBetweenAllocations: two allocations of a job whose
+// workload identities may write nomad/jobs/web/lock (a policy attached to
+// the job) contend for one lock: the second is refused until the first
+// releases it.
+func TestVariableLockBetweenAllocations(t *testing.T) {
+	s := newVariablesServer(t, &fakeClock{t: time.Now()})
+	_, _, err := s.raftApply(structs.ACLPolicyUpsertRequestType, &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{
+		Name: "web-lock",
+		Rules: `namespace "default" {
+  variables {
+    path "nomad/jobs/web/lock" { capabilities = ["write", "read"] }
+  }
+}`,
+		JobACL: &structs.JobACL{Namespace: "default", JobID: "web"},
+	}}})
+	require.NoError(t, err)
+	_, _, err = s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: mock.Job("web")})
+	require.NoError(t, err)
+	job, err := s.State().JobByID(nil, "default", "web")
+	require.NoError(t, err)
+	first, second := mock.Alloc(job, "node-1"), mock.Alloc(job, "node-2")
+	_, _, err = s.raftApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
+		Job: job, AllocsUpdated: []*structs.Allocation{first, second},
+	})
+	require.NoError(t, err)
+	aclOf := func(alloc *structs.Allocation) *acl.ACL {
+		tok, err := s.SignIdentity(alloc, "server", nil, 0)
+		require.NoError(t, err)
+		a, _, err := s.ResolveToken(tok)
+		require.NoError(t, err)
+		return a
+	}
+	a1, a2 := aclOf(first), aclOf(second)
+	acquire := func(a *acl.ACL) (*structs.VariableDecrypted, error) {
+		v, _, err := s.WriteVariable(a, &VariableWrite{Op: structs.VarOpLockAcquire, Path: "nomad/jobs/web/lock",
+			Lock: &structs.VariableLock{TTL: 10 * time.Second, LockDelay: 10 * time.Second}})
+		return v, err
+	}
+	held, err := acquire(a1)
+	require.NoError(t, err)
+	var ce *VariableConflictError
+	_, err = acquire(a2)
+	require.True(t, errors.As(err, &ce), "held by the first allocation: %v", err)
+	require.Equal(t, held.Lock.ID, ce.Conflict.Lock.ID, "a reader of the path sees the holder's lock")
+	_, _, err = s.WriteVariable(a2, &VariableWrite{Op: structs.VarOpLockRelease, Path: "nomad/jobs/web/lock", LockID: "guess"})
+	require.True(t, errors.As(err, &ce), "only the holder releases: %v", err)
+	_, _, err = s.WriteVariable(a1, &VariableWrite{Op: structs.VarOpLockRelease, Path: "nomad/jobs/web/lock", LockID: held.Lock.ID})
+	require.NoError(t, err)
+	_, err = acquire(a2)
+	require.NoError(t, err, "free once released")
+
+	// Another job's workload gets nothing of it.
+	_, _, err = s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: mock.Job("db")})
+	require.NoError(t, err)
+	db, err := s.State().JobByID(nil, "default", "db")
+	require.NoError(t, err)
+	other := mock.Alloc(db, "node-3")
+	_, _, err = s.raftApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: db, AllocsUpdated: []*structs.Allocation{other}})
+	require.NoError(t, err)
+	_, err = acquire(aclOf(other))
+	require.ErrorIs(t, err, structs.ErrPermissionDenied)
+}
