@@ -297,3 +297,37 @@ func TestVariableLockBetweenAllocations(t *testing.T) {
 	_, err = acquire(aclOf(other))
 	require.ErrorIs(t, err, structs.ErrPermissionDenied)
 }
+
+// TestVariablesKeyRotation: after a rotation new writes use the new key,
+// older variables still decrypt with theirs, and a key that still
+// encrypts a variable cannot be removed.
+func TestVariablesKeyRotation(t *testing.T) {
+	s := newVariablesServer(t, &fakeClock{t: time.Now()})
+	mgmt := acl.ManagementACL()
+	_, err := set(s, mgmt, "old", map[string]string{"k": "1"})
+	require.NoError(t, err)
+	oldKey, err := s.State().ActiveRootKey(nil)
+	require.NoError(t, err)
+	newKey, _, err := s.RotateRootKey()
+	require.NoError(t, err)
+	_, err = set(s, mgmt, "new", map[string]string{"k": "2"})
+	require.NoError(t, err)
+	stored, err := s.State().VariableByPath(nil, "default", "new")
+	require.NoError(t, err)
+	require.Equal(t, newKey.KeyID, stored.KeyID)
+	v, _, err := s.ReadVariable(mgmt, nil, s.State().Snapshot(), "default", "old")
+	require.NoError(t, err)
+	require.Equal(t, "1", v.Items["k"])
+	_, err = s.DeleteRootKey(oldKey.KeyID)
+	require.ErrorContains(t, err, "root key in use, cannot delete")
+	_, _, err = s.WriteVariable(mgmt, &VariableWrite{Op: structs.VarOpDelete, Path: "old"})
+	require.NoError(t, err)
+	_, err = s.DeleteRootKey(oldKey.KeyID)
+	require.NoError(t, err, "free once no variable uses it")
+
+	// A ciphertext moved to another path does not decrypt there.
+	moved := stored.Copy()
+	moved.Path = "elsewhere"
+	_, err = s.varCipher.decrypt(s.State().Snapshot(), moved)
+	require.ErrorContains(t, err, "decrypt")
+}
