@@ -55,8 +55,8 @@ const (
 	schedulerConfigRecord recordType = 90
 	nodePoolRecord        recordType = 92
 	autopilotConfigRecord recordType = 94
-	// variableRecord: the variables range (80-89).
-	variableRecord recordType = 80
+	// variableRecord: the next number after the highest used.
+	variableRecord recordType = 115
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
