@@ -230,3 +230,29 @@ func TestContractVariablesACL(t *testing.T) {
 	require.Nil(t, conflict.Conflict.Items, "no read: metadata only")
 	require.Equal(t, got.ModifyIndex, conflict.Conflict.ModifyIndex)
 }
+
+// TestContractVariablesEvents: writes are Variables events with the
+// metadata only (never items or ciphertext), deletions VariableDeleted.
+func TestContractVariablesEvents(t *testing.T) {
+	ta := newTestAgent(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := ta.client.EventStream().Stream(ctx, map[api.Topic][]string{"Variables": {"*"}}, 0, nil)
+	require.NoError(t, err)
+	_, _, err = ta.client.Variables().Create(&api.Variable{Path: "ev/a", Items: api.VariableItems{"secret": "hush"}}, nil)
+	require.NoError(t, err)
+	ev := nextEvents(t, ch)
+	require.Len(t, ev.Events, 1)
+	e := ev.Events[0]
+	require.Equal(t, "VariableUpserted", e.Type)
+	require.Equal(t, "ev/a", e.Key)
+	raw, ok := e.Payload["Variable"].(map[string]any)
+	require.True(t, ok, "%v", e.Payload)
+	require.Equal(t, "ev/a", raw["Path"])
+	for _, field := range []string{"Items", "Data", "KeyID"} {
+		require.NotContains(t, raw, field, "neither items nor ciphertext travel")
+	}
+	_, err = ta.client.Variables().Delete("ev/a", nil)
+	require.NoError(t, err)
+	require.Equal(t, "VariableDeleted", nextEvents(t, ch).Events[0].Type)
+}
