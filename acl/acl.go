@@ -24,6 +24,10 @@ type ACL struct {
 	nodePools       map[string]string
 
 	node, agent, operator, quota, plugin string
+
+	// workload, when set, is the workload identity whose own variable
+	// paths are granted (WithWorkload).
+	workload *workload
 }
 
 type capSet map[string]struct{}
@@ -213,12 +217,39 @@ func (a *ACL) AllowNamespaceOperationAnywhere(cap string) bool {
 
 // AllowVariableOperation reports whether op (read, write, list, destroy) is
 // granted on variable path in namespace ns. The namespace rule that governs
-// ns is chosen as for AllowNamespaceOperation; within it the closest path
-// glob decides, and a deny there refuses.
+// ns is chosen as for AllowNamespaceOperation; within it a rule for the
+// exact path decides, else the workload's own paths (WithWorkload), else
+// the closest path glob. A deny there refuses; read and write both include
+// list.
 func (a *ACL) AllowVariableOperation(ns, path, op string) bool {
 	if a.IsManagement() {
 		return true
 	}
+	if caps := a.namespaceCaps(ns); caps != nil && !caps.anyGrant() && len(caps) > 0 {
+		return false // the namespace is denied
+	}
+	caps := a.variablePathCaps(ns, path)
+	if caps == nil {
+		return false
+	}
+	if _, deny := caps[VariablesCapabilityDeny]; deny {
+		return false
+	}
+	if _, ok := caps[op]; ok {
+		return true
+	}
+	if op == VariablesCapabilityList {
+		_, read := caps[VariablesCapabilityRead]
+		_, write := caps[VariablesCapabilityWrite]
+		return read || write
+	}
+	return false
+}
+
+// variablePathCaps returns the capabilities that govern path in ns: the
+// exact path rules of the namespace rule, else the workload's implicit
+// ones, else the closest glob (nil: none applies).
+func (a *ACL) variablePathCaps(ns, path string) capSet {
 	rule := ns
 	if _, ok := a.namespaces[ns]; !ok {
 		rule = ""
@@ -232,45 +263,65 @@ func (a *ACL) AllowVariableOperation(ns, path, op string) bool {
 			}
 		}
 	}
-	if caps := a.namespaceCaps(ns); caps != nil && !caps.anyGrant() && len(caps) > 0 {
-		return false // the namespace is denied
-	}
 	var paths []globRule
+	exact := capSet{}
 	for _, v := range a.variables[rule] {
 		c := capSet{}
 		for _, cp := range v.Capabilities {
 			c[cp] = struct{}{}
 		}
+		if v.PathSpec == path {
+			for cp := range c {
+				exact[cp] = struct{}{}
+			}
+			continue
+		}
 		paths = append(paths, globRule{pattern: v.PathSpec, caps: c})
 	}
-	caps := closestGlobOrExact(paths, path)
-	if caps == nil {
-		return false
-	}
-	if _, deny := caps[VariablesCapabilityDeny]; deny {
-		return false
-	}
-	_, ok := caps[op]
-	return ok
-}
-
-// closestGlobOrExact merges the rules of an exact pattern or picks the
-// closest glob, as for namespaces.
-func closestGlobOrExact(rules []globRule, name string) capSet {
-	exact := capSet{}
-	found := false
-	for _, r := range rules {
-		if r.pattern == name {
-			found = true
-			for c := range r.caps {
-				exact[c] = struct{}{}
-			}
-		}
-	}
-	if found {
+	if len(exact) > 0 {
 		return exact
 	}
-	return closestGlob(rules, name)
+	if a.workload != nil && a.workload.owns(ns, path) {
+		return capSet{VariablesCapabilityRead: {}, VariablesCapabilityList: {}}
+	}
+	return closestGlob(paths, path)
+}
+
+// workload is the identity whose implicit variable paths an ACL grants.
+type workload struct{ namespace, job, group, task string }
+
+// owns reports whether path in ns is one of the workload's own: nomad/jobs,
+// nomad/jobs/<job>, nomad/jobs/<job>/<group>, nomad/jobs/<job>/<group>/<task>.
+func (w *workload) owns(ns, path string) bool {
+	if ns != w.namespace {
+		return false
+	}
+	own := []string{"nomad", "jobs", w.job, w.group, w.task}
+	parts := strings.Split(path, "/")
+	if len(parts) < 2 || len(parts) > len(own) {
+		return false
+	}
+	for i, p := range parts {
+		if p != own[i] || p == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// WithWorkload returns a copy of a that also grants read and list on the
+// variables a workload owns in its namespace (Nomad's implicit workload
+// policy): nomad/jobs, nomad/jobs/<job>, nomad/jobs/<job>/<group> and
+// nomad/jobs/<job>/<group>/<task>. A rule for the exact path in a's own
+// policies overrides it; a glob does not. A nil or management ACL is
+// returned as is.
+func (a *ACL) WithWorkload(namespace, job, group, task string) *ACL {
+	if a.IsManagement() {
+		return a
+	}
+	out := *a
+	out.workload = &workload{namespace: namespace, job: job, group: group, task: task}
+	return &out
 }
 
 // AllowHostVolumeOperation reports whether cap is granted on host volume name.

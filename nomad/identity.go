@@ -216,7 +216,7 @@ func (s *Server) VerifyIdentity(snap *state.Snapshot, token string) (*IdentityCl
 
 // resolveWorkloadIdentity turns a verified workload identity into its ACL:
 // Nomad's implicit workload policy (read-job in the job's namespace, and
-// read and list on the job's own variables) plus every policy attached to
+// read and list on the workload's own variable paths) plus every policy attached to
 // the job, its group or its task through job_acl.
 func (s *Server) resolveWorkloadIdentity(snap *state.Snapshot, token string) (*acl.ACL, *Identity, error) {
 	claims, alloc, err := s.VerifyIdentity(snap, token)
@@ -226,10 +226,6 @@ func (s *Server) resolveWorkloadIdentity(snap *state.Snapshot, token string) (*a
 	implicit := &acl.Policy{Namespaces: []*acl.NamespaceRule{{
 		Name:         claims.Namespace,
 		Capabilities: []string{acl.NamespaceCapabilityReadJob},
-		Variables: []*acl.VariablesPathRule{{
-			PathSpec:     "nomad/jobs/" + claims.JobID + "*",
-			Capabilities: []string{acl.VariablesCapabilityRead, acl.VariablesCapabilityList},
-		}},
 	}}}
 	policies, err := snap.ACLPolicies(nil)
 	if err != nil {
@@ -242,7 +238,13 @@ func (s *Server) resolveWorkloadIdentity(snap *state.Snapshot, token string) (*a
 		}
 	}
 	a, err := s.compilePolicies(snap, names, []*acl.Policy{implicit})
-	return a, &Identity{Claims: claims}, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// The workload reads and lists its own variables (exact paths, not
+	// a glob: job "web" does not read "nomad/jobs/web2").
+	a = a.WithWorkload(claims.Namespace, claims.JobID, alloc.TaskGroup, claims.Task)
+	return a, &Identity{Claims: claims}, nil
 }
 
 // jobACLMatches reports whether a policy's job_acl covers the workload.

@@ -105,6 +105,12 @@ func (s *Server) DeleteRootKey(id string) (uint64, error) {
 	if key.State == structs.RootKeyStateActive {
 		return 0, state.ErrActiveRootKey
 	}
+	// Variables encrypted with the key would become unreadable.
+	if inUse, err := s.State().VariablesByKeyID(id); err != nil {
+		return 0, err
+	} else if inUse {
+		return 0, structs.BadRequestf("root key in use, cannot delete")
+	}
 	resp, index, err := s.raftApply(structs.KeyringDeleteRequestType, &structs.KeyringDeleteRequest{KeyID: id})
 	if err == nil {
 		err, _ = resp.(error)

@@ -99,6 +99,11 @@ func (s *Server) establishLeadership() {
 	s.leaderDone.Add(1)
 	go func() {
 		defer s.leaderDone.Done()
+		s.runVariableLocks(ctx)
+	}()
+	s.leaderDone.Add(1)
+	go func() {
+		defer s.leaderDone.Done()
 		s.runDrainer(ctx)
 	}()
 	s.workers.start(ctx)

@@ -100,6 +100,8 @@ type Server struct {
 	workers      *workerPool
 	stable       stableTracker // autopilot: since when servers are healthy
 	policies     policyCache   // parsed ACL policies
+	varCipher    variableCipher
+	varLocks     *lockLeases // the leader's variable lock leases
 	prefetch     *prefetch.Coordinator
 	allocUpdates *allocUpdateBatcher
 
@@ -144,7 +146,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: create data dir: %w", err)
 	}
-	s := &Server{config: cfg, logger: cfg.Logger.Named("server")}
+	s := &Server{config: cfg, logger: cfg.Logger.Named("server"), varLocks: newLockLeases()}
 	s.resolver = imageresolve.New(cfg.Registry)
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.NewRegistry()

@@ -26,12 +26,12 @@ var eventHeartbeat atomic.Int64
 func init() { eventHeartbeat.Store(int64(10 * time.Second)) }
 
 // eventTopics are the topics a subscription may name (Nomad's). Drover
-// publishes events of the first six; the others are accepted and match
+// publishes events of the first six and of Variables; the others are accepted and match
 // nothing until Drover has their objects.
 var eventTopics = map[string]bool{
 	"Job": true, "Evaluation": true, "Allocation": true, "Deployment": true, "Node": true,
 	"NodePool": true, "Service": true, "ACLToken": true, "ACLPolicy": true, "ACLRole": true,
-	"*": true,
+	"Variables": true, "*": true,
 }
 
 // parseEventTopics reads the topic parameters ("Topic" or "Topic:key");
@@ -52,7 +52,7 @@ func parseEventTopics(r *http.Request) (map[stream.Topic][]string, error) {
 			return nil, badRequest("Invalid key value pair for topic: %s", t)
 		}
 		if !eventTopics[parts[0]] {
-			return nil, badRequest("Invalid topic %q: want one of Job, Evaluation, Allocation, Deployment, Node, NodePool, Service, ACLToken, ACLPolicy, ACLRole or *", parts[0])
+			return nil, badRequest("Invalid topic %q: want one of Job, Evaluation, Allocation, Deployment, Node, NodePool, Service, ACLToken, ACLPolicy, ACLRole, Variables or *", parts[0])
 		}
 		if key == "" {
 			return nil, badRequest("Invalid key value pair for topic: %s: empty key", t)
@@ -131,13 +131,16 @@ func (h *HTTPServer) parseEventRequest(r *http.Request) (stream.SubscribeRequest
 // eventsVisibleTo returns the filter of the events a token may see (nil,
 // all of them, when ACLs are off or the token is a management token):
 // events of a namespaced object need read-job in its namespace, node and
-// node pool events node read, ACL objects a management token.
+// node pool events node read, variable events the variables list
+// capability on the path, ACL objects a management token.
 func eventsVisibleTo(a *acl.ACL) func(stream.Event) bool {
 	if a.IsManagement() {
 		return nil
 	}
 	return func(e stream.Event) bool {
 		switch {
+		case e.Topic == stream.TopicVariables:
+			return a.AllowVariableOperation(e.Namespace, e.Key, acl.VariablesCapabilityList)
 		case e.Namespace != "":
 			return a.AllowNamespaceOperation(e.Namespace, acl.NamespaceCapabilityReadJob)
 		case e.Topic == stream.TopicNode || e.Topic == stream.TopicNodePool:
@@ -204,6 +207,10 @@ func eventPayload(e stream.Event) map[string]any {
 		return map[string]any{"Node": nodeToWire(o)}
 	case *structs.NodePool:
 		return map[string]any{"NodePool": nodePoolToAPI(o)}
+	case structs.VariableMeta:
+		m := variableMetaToAPI(&o)
+		m.Lock = nil // lock IDs are for writers only
+		return map[string]any{"Variable": m}
 	}
 	return map[string]any{"Error": fmt.Sprintf("no wire form for %T", e.Payload)}
 }

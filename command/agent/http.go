@@ -145,6 +145,9 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 	w.Header().Set("Content-Type", "application/json")
 	if sc, ok := out.(statusCoder); ok {
 		w.WriteHeader(sc.StatusCode())
+		if sc.StatusCode() == http.StatusNoContent {
+			return
+		}
 	}
 	enc := json.NewEncoder(w)
 	if _, pretty := r.URL.Query()["pretty"]; pretty {

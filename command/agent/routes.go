@@ -187,6 +187,7 @@ func (h *HTTPServer) registerRoutes() {
 	getLocal("/.well-known/openid-configuration", public(), h.openIDConfiguration)
 
 	h.registerACLRoutes(get, put, del)
+	h.registerVariableRoutes(get, put, del)
 
 	// Client agents, authenticated by the node's secret ID.
 	put(wire.RouteNodeRegister, nodeSecret(), h.internalNodeRegister)

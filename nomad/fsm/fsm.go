@@ -152,6 +152,8 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applyNodePoolUpsert(index, buf)
 	case structs.NodePoolDeleteRequestType:
 		return f.applyNodePoolDelete(index, buf)
+	case structs.VariablesApplyRequestType:
+		return f.applyVariables(index, buf)
 	}
 	if resp, ok := f.applyACL(msgType, index, buf); ok {
 		return resp

@@ -55,6 +55,8 @@ const (
 	schedulerConfigRecord recordType = 90
 	nodePoolRecord        recordType = 92
 	autopilotConfigRecord recordType = 94
+	// variableRecord: the next number after the highest used.
+	variableRecord recordType = 115
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -113,6 +115,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	pools, err := snap.StoredNodePools()
 	enc.fail(err)
 	writeAll(enc, nodePoolRecord, pools)
+	vars, err := snap.Variables(nil, "*", "")
+	enc.fail(err)
+	writeAll(enc, variableRecord, vars)
 	apCfg, err := snap.AutopilotConfig(nil)
 	enc.fail(err)
 	if apCfg != nil {
@@ -216,6 +221,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.AutopilotConfigRestore)
 	case nodePoolRecord:
 		return restoreOne(dec, r.NodePoolRestore)
+	case variableRecord:
+		return restoreOne(dec, r.VariableRestore)
 	case schedulerConfigRecord:
 		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:

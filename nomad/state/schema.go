@@ -46,6 +46,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	namespacesTableSchema,
 	schedulerConfigTableSchema,
 	nodePoolsTableSchema,
+	variablesTableSchema,
 	indexTableSchema,
 }
 

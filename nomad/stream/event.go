@@ -17,6 +17,7 @@ const (
 	TopicDeployment Topic = "Deployment"
 	TopicNode       Topic = "Node"
 	TopicNodePool   Topic = "NodePool"
+	TopicVariables  Topic = "Variables"
 	TopicAll        Topic = "*"
 )
 
@@ -39,6 +40,8 @@ const (
 	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
 	TypeNodePoolUpserted              = "NodePoolUpserted"
 	TypeNodePoolDeleted               = "NodePoolDeleted"
+	TypeVariableUpserted              = "VariableUpserted"
+	TypeVariableDeleted               = "VariableDeleted"
 )
 
 // msgTypeEvents names the event type of each message type that produces
@@ -61,6 +64,7 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.DeploymentAllocHealthRequestType:   TypeDeploymentAllocHealth,
 	structs.NodePoolUpsertRequestType:          TypeNodePoolUpserted,
 	structs.NodePoolDeleteRequestType:          TypeNodePoolDeleted,
+	structs.VariablesApplyRequestType:          TypeVariableUpserted,
 }
 
 // RegisterEventType makes entries of message type t produce events of type
@@ -83,7 +87,7 @@ type Event struct {
 	// Payload is the object after the change (before it, for a deletion):
 	// a *structs.Job, *structs.Evaluation, *structs.Allocation,
 	// *structs.Deployment, *structs.Node or *structs.NodePool, shared with
-	// the state store.
+	// the state store, or a structs.VariableMeta (a copy).
 	Payload any
 	// Deleted is true when the change deleted the object.
 	Deleted bool
@@ -121,6 +125,9 @@ func EventsFromChanges(t structs.MessageType, index uint64, changes []state.Chan
 			continue
 		}
 		e.Type, e.Index, e.Deleted = typ, index, deleted
+		if e.Topic == TopicVariables && deleted {
+			e.Type = TypeVariableDeleted
+		}
 		k := objKey{e.Topic, e.Namespace, e.Key}
 		if i, seen := pos[k]; seen {
 			out[i] = e
@@ -143,6 +150,9 @@ func eventFor(obj any, deleted bool) (Event, bool) {
 		return Event{Topic: TopicNode, Key: o.ID, Payload: o}, true
 	case *structs.NodePool:
 		return Event{Topic: TopicNodePool, Key: o.Name, Payload: o}, true
+	case *structs.VariableEncrypted:
+		// Only the metadata travels: never the ciphertext.
+		return Event{Topic: TopicVariables, Key: o.Path, Namespace: o.Namespace, Payload: o.VariableMeta}, true
 	}
 	if deleted {
 		return Event{}, false
