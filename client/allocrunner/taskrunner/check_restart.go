@@ -17,20 +17,7 @@ var errUnhealthy = errors.New("task stopped: a health check is unhealthy")
 // the restart policy decides whether and when the task starts again
 // (Nomad's check_restart). It does not block.
 func (tr *TaskRunner) RestartUnhealthy(reason string) error {
-	tr.mu.Lock()
-	h := tr.handle
-	if h != nil {
-		tr.checkRestart = reason
-	}
-	tr.mu.Unlock()
-	if h == nil || tr.killed() {
-		return ErrTaskNotRunning
-	}
-	select {
-	case tr.restartCh <- struct{}{}:
-	default: // a restart is already pending
-	}
-	return nil
+	return tr.requestRestart(func() { tr.checkRestart = reason })
 }
 
 // takeCheckRestart returns and clears the reason of a pending

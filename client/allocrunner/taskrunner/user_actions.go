@@ -47,9 +47,18 @@ func (tr *TaskRunner) Signal(sig string) error {
 // Restart asks for the running task to be stopped (kill signal, kill
 // timeout) and started again at once; the restart does not count against
 // the restart policy. It does not block.
-func (tr *TaskRunner) Restart() error {
+func (tr *TaskRunner) Restart() error { return tr.requestRestart(nil) }
+
+// requestRestart asks the running task's wait loop to restart it; mark,
+// when not nil, runs under tr.mu first, only when a task runs. It gives
+// ErrTaskNotRunning when none does, and does not block (a pending restart
+// absorbs another).
+func (tr *TaskRunner) requestRestart(mark func()) error {
 	tr.mu.Lock()
 	h := tr.handle
+	if h != nil && mark != nil {
+		mark()
+	}
 	tr.mu.Unlock()
 	if h == nil || tr.killed() {
 		return ErrTaskNotRunning
