@@ -97,6 +97,7 @@ func newTask(t *testing.T, command string, args ...string) *drivers.TaskConfig {
 		},
 		AllocDir:   allocDir,
 		TaskDir:    taskDir,
+		PrivateDir: filepath.Join(root, ".private", "web"),
 		StdoutPath: filepath.Join(allocDir, "logs", "web.stdout.0"),
 		StderrPath: filepath.Join(allocDir, "logs", "web.stderr.0"),
 		MemoryMB:   64,
@@ -149,7 +150,7 @@ func TestIsolation(t *testing.T) {
 		`echo hi > /local/out && echo local=ok`,
 		`echo shared > /alloc/data/from-task && echo alloc=ok`,
 		`echo "hostname=$(cat /proc/sys/kernel/hostname)"`,
-		`echo "root=$(ls / | tr '\n' ' ')"`,
+		`echo "root=$(ls -A / | tr '\n' ' ')"`,
 		`echo "zero=$(head -c 4 /dev/zero | od -An -tx1 | tr -d ' ')"`,
 		`if echo x > /dev/null; then echo null=ok; fi`,
 	}, "; ")
@@ -182,6 +183,7 @@ func TestIsolation(t *testing.T) {
 	require.Contains(t, lines["root"], "local")
 	require.Contains(t, lines["root"], "usr")
 	require.NotContains(t, lines["root"], "work", "the host's / is not the task's")
+	require.NotContains(t, lines["root"], ".drover", "the executor's files are not in the task's root")
 	host, _ := os.Hostname()
 	require.Equal(t, host, lines["hostname"])
 

@@ -143,6 +143,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		User:       task.User,
 		AllocDir:   tr.allocDir.SharedDir(),
 		TaskDir:    td.Dir,
+		PrivateDir: td.PrivateDir,
 		StdoutPath: stdout,
 		StderrPath: stderr,
 		LogLimits:  limits,
