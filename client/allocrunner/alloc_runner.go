@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +50,11 @@ type AllocRunner struct {
 	destroyOnce   sync.Once
 
 	publishMu sync.Mutex // serializes StateUpdater calls
+
+	// maxRunUpdated (buffered 1) wakes enforceMaxRun after an update;
+	// maxRunHit is the max_run_duration that was exceeded (0: none was).
+	maxRunUpdated chan struct{}
+	maxRunHit     atomic.Int64
 
 	// network is the allocation's network status: tasks share the host's
 	// network (host mode, the only one this client runs), so it is known
@@ -98,6 +104,8 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		waitCh:       make(chan struct{}),
 		exitedCh:     make(chan struct{}),
 		alloc:        alloc,
+
+		maxRunUpdated: make(chan struct{}, 1),
 	}
 	if ar.logger == nil {
 		ar.logger = hclog.NewNullLogger()
@@ -214,6 +222,9 @@ func (ar *AllocRunner) Run() {
 	ar.publish()
 	if alloc.ServerTerminal() && !ar.maybeDeferStop() {
 		ar.requestKill()
+	}
+	if !ar.isKilled() {
+		go ar.enforceMaxRun(maxRunStart(ar.taskStates(), restored, ar.now()))
 	}
 	if !ar.isKilled() {
 		err := runHooks(ar, "prerun", true, func(h Prerunner) error {
@@ -377,6 +388,9 @@ func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if a.ClientStatus == structs.AllocClientStatusComplete && ar.maxRunHit.Load() != 0 {
+		a.ClientDescription = DescMaxRunExceeded
+	}
 	if ar.network != nil {
 		ns := *ar.network
 		a.NetworkStatus = &ns
@@ -454,6 +468,7 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	for _, tr := range ar.tasks {
 		tr.Update(next)
 	}
+	ar.noteMaxRunUpdate()
 	switch {
 	case !next.ServerTerminal():
 	case ar.maybeDeferStop():

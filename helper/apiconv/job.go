@@ -198,7 +198,6 @@ var refusalReasons = map[string]string{
 	"NetworkResource.CNI":                 "CNI networks are not set up by Drover yet",
 	"Port.IgnoreCollision":                "Drover always checks static ports for collisions",
 	"TaskGroup.Disconnect":                "allocations of a disconnected node are marked lost and replaced at the heartbeat deadline",
-	"TaskGroup.MaxRunDuration":            "Drover does not stop allocations after a run time yet",
 	"TaskGroup.PreventRescheduleOnLost":   "lost allocations are always replaced by Drover",
 	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
 	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",

@@ -242,6 +242,7 @@ func TestTaskGroupUpdateType(t *testing.T) {
 		{"log config", func(j *Job) { task(j).LogConfig.MaxFiles = 3 }, UpdateTypeInPlace},
 		{"task shutdown delay", func(j *Job) { task(j).ShutdownDelay = time.Second }, UpdateTypeInPlace},
 		{"group shutdown delay", func(j *Job) { tg(j).ShutdownDelay = nil }, UpdateTypeInPlace},
+		{"max_run_duration (the client applies it to the running allocation)", func(j *Job) { d := time.Hour; tg(j).MaxRunDuration = &d }, UpdateTypeInPlace},
 
 		{"group networks", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].To = 9090 }, UpdateTypeDestructive},
 		{"ephemeral disk", func(j *Job) { tg(j).EphemeralDisk.SizeMB = 500 }, UpdateTypeDestructive},

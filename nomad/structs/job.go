@@ -92,21 +92,25 @@ func (j *Job) NamespacedID() NamespacedID { return NamespacedID{Namespace: j.Nam
 
 // TaskGroup is a set of tasks placed together; system jobs place one per node.
 type TaskGroup struct {
-	Name                      string
-	Count                     int
-	Constraints               []*Constraint
-	Affinities                []*Affinity
-	Spreads                   []*Spread
-	Tasks                     []*Task
-	RestartPolicy             *RestartPolicy
-	ReschedulePolicy          *ReschedulePolicy
-	EphemeralDisk             *EphemeralDisk
-	Update                    *UpdateStrategy // nil: no deployment for this group
-	Migrate                   *MigrateStrategy
-	Networks                  []*NetworkResource
-	Meta                      map[string]string
-	Services                  []*Service
-	ShutdownDelay             *time.Duration
+	Name             string
+	Count            int
+	Constraints      []*Constraint
+	Affinities       []*Affinity
+	Spreads          []*Spread
+	Tasks            []*Task
+	RestartPolicy    *RestartPolicy
+	ReschedulePolicy *ReschedulePolicy
+	EphemeralDisk    *EphemeralDisk
+	Update           *UpdateStrategy // nil: no deployment for this group
+	Migrate          *MigrateStrategy
+	Networks         []*NetworkResource
+	Meta             map[string]string
+	Services         []*Service
+	ShutdownDelay    *time.Duration
+	// MaxRunDuration (batch and sysbatch jobs) bounds how long an
+	// allocation of the group runs: the client kills its tasks when it is
+	// up and the allocation completes. nil or 0: no bound.
+	MaxRunDuration            *time.Duration
 	StopAfterClientDisconnect *time.Duration
 	MaxClientDisconnect       *time.Duration
 	// Scaling bounds the count changes of `job scale`.
