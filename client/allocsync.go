@@ -286,6 +286,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		StateUpdater: c.runnerUpdated,
 		Now:          c.cfg.Now,
 		HostEnv:      c.cfg.HostEnv,
+		TaskAPI:      c.listenTaskAPI,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

@@ -33,6 +33,7 @@ type AllocRunner struct {
 	hooks          []RunnerHook
 	healthHook     *healthHook
 	migrateHook    *diskMigrateHook // or nil (nothing to inherit)
+	taskAPI        *taskAPIHook     // or nil (no task API)
 	prepareTimeout time.Duration
 	lc             *lifecycleState // lifecycle ordering: gates, phase, stop
 
@@ -121,7 +122,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
-	ar.initHooks(cfg.Node, cfg.PrevData)
+	ar.initHooks(cfg.Node, cfg.PrevData, cfg.TaskAPI)
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}
@@ -145,6 +146,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			PrepareTimeout: ar.prepareTimeout,
 			OnStateChange:  ar.taskStateChanged,
 			HostEnv:        cfg.HostEnv,
+			TaskAPIAddr:    taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)
@@ -433,6 +435,22 @@ func (ar *AllocRunner) setHealth(r *health.Record) {
 	ar.mu.Unlock()
 }
 
+// HoldsIdentity reports whether token is one of the workload identities
+// the servers signed for the allocation's tasks.
+func (ar *AllocRunner) HoldsIdentity(token string) bool {
+	if token == "" {
+		return false
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for _, t := range ar.alloc.SignedIdentities {
+		if t == token {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckResults returns the latest results of the allocation's
 // Nomad-native service checks, sorted by check ID; nil when it has none.
 func (ar *AllocRunner) CheckResults() []health.CheckResult { return ar.healthHook.checkResults() }
@@ -504,6 +522,7 @@ func (ar *AllocRunner) Shutdown() {
 		close(ar.shutdownCh)
 		ar.runCancel()
 	})
+	defer ar.taskAPI.closeAll() // after Run returned: the sockets die with the client process
 	ar.mu.Lock()
 	started := ar.runStarted
 	ar.mu.Unlock()

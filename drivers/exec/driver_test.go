@@ -424,6 +424,14 @@ func TestRootView(t *testing.T) {
 	require.Equal(t, "/", v.taskPath(cfg.TaskDir))
 	require.Equal(t, "/elsewhere", v.taskPath("/elsewhere"))
 	require.Equal(t, filepath.Join(cfg.TaskDir+"x"), v.taskPath(cfg.TaskDir+"x"))
+
+	// The task API's address names the socket by the task's path.
+	env := v.taskEnv(map[string]string{
+		"NOMAD_UNIX_ADDR": "unix://" + filepath.Join(cfg.TaskDir, "secrets", "api.sock"),
+		"OTHER":           "unix://relative/sock",
+	})
+	require.Equal(t, "unix:///secrets/api.sock", env["NOMAD_UNIX_ADDR"])
+	require.Equal(t, "unix://relative/sock", env["OTHER"])
 }
 
 func TestCPUWeight(t *testing.T) {
