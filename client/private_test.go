@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,7 +39,7 @@ func fsNames(t *testing.T, h http.Handler, id, path string) []string {
 // restarted client recovers the task (its executor's files are in the
 // private dir), and an exit record a task plants where older clients kept
 // theirs changes nothing: the task keeps running and its exit is the real
-// one.
+// one. The restarted client serves the task's task API socket again.
 func TestRawExecDriverFilesOutOfTheTaskDir(t *testing.T) {
 	srv := newFakeServer(t)
 	dataDir := t.TempDir()
@@ -85,6 +87,19 @@ func TestRawExecDriverFilesOutOfTheTaskDir(t *testing.T) {
 	after := srv.taskState(a.ID, "t")
 	require.Equal(t, "running", after.State)
 	require.True(t, before.StartedAt.Equal(after.StartedAt), "the task was recovered, not restarted")
+
+	// The restarted client listens on the recovered task's task API
+	// socket again (through a short link: the test's data dir is deep).
+	link := filepath.Join(t.TempDir(), "s")
+	require.NoError(t, os.Symlink(filepath.Join(cfg.AllocDir(), a.ID, "t", "secrets"), link))
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(link, "api.sock"))
+	}}}
+	resp, err := hc.Get("http://task-api/v1/jobs")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "served again, and wants credentials")
 
 	srv.stopAlloc(a.ID)
 	require.Eventually(t, func() bool {
