@@ -34,9 +34,10 @@ type taskAPIHook struct {
 	ar     *AllocRunner
 	listen func(taskDir, secretsDir string) (io.Closer, error)
 
-	mu     sync.Mutex
-	open   map[string]io.Closer // by task name
-	closed bool                 // closeAll ran: nothing opens any more
+	mu      sync.Mutex
+	open    map[string]io.Closer // by task name
+	closed  bool                 // closeAll ran: nothing opens any more
+	closing sync.WaitGroup       // sockets of dead tasks being closed
 }
 
 var (
@@ -80,13 +81,20 @@ func (h *taskAPIHook) Prerun(context.Context, *PrerunRequest) error {
 	return nil
 }
 
-// TaskStateChanged closes the sockets of dead tasks.
+// TaskStateChanged closes the sockets of dead tasks, in the background:
+// it must not block (closing waits for the socket's server to stop).
 func (h *taskAPIHook) TaskStateChanged() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, tr := range h.ar.tasks {
-		if l := h.open[tr.Name()]; l != nil && tr.State().State == taskrunner.StateDead {
-			h.closeLocked(tr.Name(), l)
+		name := tr.Name()
+		if l := h.open[name]; l != nil && tr.State().State == taskrunner.StateDead {
+			delete(h.open, name)
+			h.closing.Add(1)
+			go func() {
+				defer h.closing.Done()
+				h.closeOne(name, l)
+			}()
 		}
 	}
 }
@@ -97,22 +105,25 @@ func (h *taskAPIHook) Postrun() error { h.closeAll(); return nil }
 // Destroy closes every socket.
 func (h *taskAPIHook) Destroy() error { h.closeAll(); return nil }
 
-// closeAll closes every socket; nothing opens after it. Safe on nil.
+// closeAll closes every socket, and waits for those being closed; nothing
+// opens after it. Safe on nil.
 func (h *taskAPIHook) closeAll() {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.closed = true
-	for name, l := range h.open {
-		h.closeLocked(name, l)
+	open := h.open
+	h.open = map[string]io.Closer{}
+	h.mu.Unlock()
+	for name, l := range open {
+		h.closeOne(name, l)
 	}
+	h.closing.Wait()
 }
 
-func (h *taskAPIHook) closeLocked(name string, l io.Closer) {
+func (h *taskAPIHook) closeOne(name string, l io.Closer) {
 	if err := l.Close(); err != nil {
 		h.ar.logger.Warn("closing the task API socket", "task", name, "error", err)
 	}
-	delete(h.open, name)
 }
