@@ -3,13 +3,12 @@ package client
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
 )
@@ -222,7 +221,11 @@ func (c *Client) forgetAlloc(id string) {
 	if err := c.db.DeleteAlloc(id); err != nil {
 		c.logger.Warn("failed to delete allocation state", "alloc_id", id, "error", err)
 	}
-	if err := os.RemoveAll(filepath.Join(c.cfg.AllocDir(), id)); err != nil {
+	dir, err := allocdir.New(c.cfg.AllocDir(), id)
+	if err == nil {
+		err = dir.Destroy() // the tree and its tasks' private dirs
+	}
+	if err != nil {
 		c.logger.Warn("failed to delete allocation directory", "alloc_id", id, "error", err)
 	}
 }
@@ -283,6 +286,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		StateUpdater: c.runnerUpdated,
 		Now:          c.cfg.Now,
 		HostEnv:      c.cfg.HostEnv,
+		TaskAPI:      c.listenTaskAPI,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

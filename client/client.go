@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +20,7 @@ import (
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/client/state"
+	"github.com/drover-project/drover/client/taskapi"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/builtin"
 	"github.com/drover-project/drover/nomad/structs"
@@ -42,6 +45,9 @@ type Client struct {
 	// dynamicMeta is the node metadata set through the API (node_meta.go);
 	// guarded by nodeMu.
 	dynamicMeta map[string]*string
+
+	// taskAPI serves the tasks' task API sockets; immutable after New.
+	taskAPI *taskapi.Server
 
 	allocsMu sync.Mutex
 	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
@@ -144,6 +150,9 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		registered: make(chan struct{}),
 		reregister: make(chan struct{}, 1),
 	}
+	c.taskAPI = taskapi.New(taskapi.Config{
+		ACLEnabled: cfg.ACLEnabled, KnownIdentity: c.knownIdentity, Logger: logger.Named("task_api"),
+	})
 	host, err := fingerprint.Host(fingerprint.HostConfig{Root: cfg.procRoot, DataDir: cfg.DataDir, Servers: cfg.Servers})
 	if err != nil {
 		logger.Warn("some host fingerprints are missing", "error", err)
@@ -382,4 +391,32 @@ func (c *Client) SetServers(addrs []string) error {
 	}
 	c.rpc.setAddrs(addrs)
 	return nil
+}
+
+// SetTaskAPIHandler sets the agent's HTTP API that the tasks' task API
+// sockets serve (NOMAD_UNIX_ADDR); until it is set they answer 503.
+func (c *Client) SetTaskAPIHandler(h http.Handler) { c.taskAPI.SetHandler(h) }
+
+// knownIdentity reports whether token is a workload identity the servers
+// signed for one of the client's allocations.
+func (c *Client) knownIdentity(token string) bool {
+	c.allocsMu.Lock()
+	runners := make([]*allocrunner.AllocRunner, 0, len(c.allocs))
+	for _, e := range c.allocs {
+		if e.runner != nil {
+			runners = append(runners, e.runner)
+		}
+	}
+	c.allocsMu.Unlock()
+	for _, r := range runners {
+		if r.HoldsIdentity(token) {
+			return true
+		}
+	}
+	return false
+}
+
+// listenTaskAPI opens a task's task API socket (allocrunner.Config.TaskAPI).
+func (c *Client) listenTaskAPI(taskDir, secretsDir string) (io.Closer, error) {
+	return c.taskAPI.Listen(taskDir, secretsDir)
 }

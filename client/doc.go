@@ -65,8 +65,15 @@
 // itself, task handles, task states and the deployment health record, so
 // a restarted client can restore its runners without a server.
 //
+// The task API (package client/taskapi): every raw_exec and exec task gets
+// a unix socket at secrets/api.sock (NOMAD_UNIX_ADDR) serving the agent's
+// HTTP API, which the agent hands over with SetTaskAPIHandler. It always
+// wants credentials; with ACLs off it accepts the workload identities the
+// servers signed for this client's allocations.
+//
 // Importers: the agent (command/agent) and tests. It imports
 // client/allocrunner (and its health and taskrunner), client/state,
+// client/taskapi,
 // client/fingerprint, client/imagegc, drivers (with the built-in drivers
 // linked through drivers/builtin), acl (the rights of a caller's token),
 // nomad/structs, helper/apiconv, gorilla/websocket and the nomad/api wire

@@ -29,6 +29,12 @@ type TaskConfig struct {
 	// TaskDir is the task dir (<alloc>/<task>), with local/ and secrets/
 	// inside; it is the task's working directory.
 	TaskDir string
+	// PrivateDir is the task's private dir: the driver's own files about
+	// the task (an executor's spec and exit record) go there, never in
+	// TaskDir, which the task can read and write (and `alloc fs` lists).
+	// It exists (mode 0700, the agent's) before StartTask, outside the
+	// allocation's tree, and outlives client restarts.
+	PrivateDir string
 	// StdoutPath and StderrPath are the first files of the task's stdout
 	// and stderr (<alloc>/alloc/logs/<task>.stdout.0): a driver writes each
 	// stream through a logrotate.Writer opened on it with LogLimits. Empty

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,6 +33,7 @@ type AllocRunner struct {
 	hooks          []RunnerHook
 	healthHook     *healthHook
 	migrateHook    *diskMigrateHook // or nil (nothing to inherit)
+	taskAPI        *taskAPIHook     // or nil (no task API)
 	prepareTimeout time.Duration
 	lc             *lifecycleState // lifecycle ordering: gates, phase, stop
 
@@ -49,6 +51,11 @@ type AllocRunner struct {
 	destroyOnce   sync.Once
 
 	publishMu sync.Mutex // serializes StateUpdater calls
+
+	// maxRunUpdated (buffered 1) wakes enforceMaxRun after an update;
+	// maxRunHit is the max_run_duration that was exceeded (0: none was).
+	maxRunUpdated chan struct{}
+	maxRunHit     atomic.Int64
 
 	// network is the allocation's network status: tasks share the host's
 	// network (host mode, the only one this client runs), so it is known
@@ -98,6 +105,8 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		waitCh:       make(chan struct{}),
 		exitedCh:     make(chan struct{}),
 		alloc:        alloc,
+
+		maxRunUpdated: make(chan struct{}, 1),
 	}
 	if ar.logger == nil {
 		ar.logger = hclog.NewNullLogger()
@@ -113,7 +122,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 	if err := ar.newTaskRunners(cfg, tg); err != nil {
 		return nil, err
 	}
-	ar.initHooks(cfg.Node, cfg.PrevData)
+	ar.initHooks(cfg.Node, cfg.PrevData, cfg.TaskAPI)
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}
@@ -137,6 +146,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			PrepareTimeout: ar.prepareTimeout,
 			OnStateChange:  ar.taskStateChanged,
 			HostEnv:        cfg.HostEnv,
+			TaskAPIAddr:    taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)
@@ -214,6 +224,9 @@ func (ar *AllocRunner) Run() {
 	ar.publish()
 	if alloc.ServerTerminal() && !ar.maybeDeferStop() {
 		ar.requestKill()
+	}
+	if !ar.isKilled() {
+		go ar.enforceMaxRun(maxRunStart(ar.taskStates(), restored, ar.now()))
 	}
 	if !ar.isKilled() {
 		err := runHooks(ar, "prerun", true, func(h Prerunner) error {
@@ -377,6 +390,9 @@ func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 	ar.mu.Unlock()
 	a.TaskStates = ar.taskStates()
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	if a.ClientStatus == structs.AllocClientStatusComplete && ar.maxRunHit.Load() != 0 {
+		a.ClientDescription = DescMaxRunExceeded
+	}
 	if ar.network != nil {
 		ns := *ar.network
 		a.NetworkStatus = &ns
@@ -417,6 +433,22 @@ func (ar *AllocRunner) setHealth(r *health.Record) {
 	ar.mu.Lock()
 	ar.health = r
 	ar.mu.Unlock()
+}
+
+// HoldsIdentity reports whether token is one of the workload identities
+// the servers signed for the allocation's tasks.
+func (ar *AllocRunner) HoldsIdentity(token string) bool {
+	if token == "" {
+		return false
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for _, t := range ar.alloc.SignedIdentities {
+		if t == token {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckResults returns the latest results of the allocation's
@@ -461,6 +493,7 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	if markedUnknown {
 		ar.publish()
 	}
+	ar.noteMaxRunUpdate()
 	switch {
 	case !next.ServerTerminal():
 	case ar.maybeDeferStop():
@@ -496,6 +529,7 @@ func (ar *AllocRunner) Shutdown() {
 		close(ar.shutdownCh)
 		ar.runCancel()
 	})
+	defer ar.taskAPI.closeAll() // after Run returned: the sockets die with the client process
 	ar.mu.Lock()
 	started := ar.runStarted
 	ar.mu.Unlock()

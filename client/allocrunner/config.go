@@ -49,6 +49,9 @@ type Config struct {
 	// HostEnv is the client's environment less env.denylist, handed to the
 	// tasks of drivers that inherit it (raw_exec, exec).
 	HostEnv map[string]string
+	// TaskAPI, when set, opens a task's task API socket in its secrets
+	// dir (which must stay inside its task dir); nil: tasks get none.
+	TaskAPI func(taskDir, secretsDir string) (io.Closer, error)
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

@@ -73,6 +73,15 @@
 // every task is dead. Poststop tasks do not count for deployment health.
 // A client restart resumes from lifecycle.ResumePhase.
 //
+// max_run_duration (maxrun.go, pure maxRunBound/maxRunStart/maxRunLeft):
+// a batch or sysbatch allocation whose group sets it is stopped when it is
+// up, counted from Run (a restored allocation: from the earliest time its
+// task states record), whatever the tasks' states. The tasks are killed
+// with a "Max Run Duration Exceeded" event (their shutdown_delay and
+// kill_timeout come after the bound), poststop tasks never run, and the
+// allocation completes with "allocation exceeded max_run_duration". An
+// in-place update's new bound applies at once.
+//
 // Client status (ClientStatus, pure): failed if a task failed, else running
 // if a task runs, else pending if a task has not started (or waits to
 // restart), else complete.

@@ -3,6 +3,7 @@ package allocrunner
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
@@ -107,14 +108,20 @@ func runHooks[H RunnerHook](ar *AllocRunner, phase string, stopOnErr bool, fn fu
 // initHooks builds the runner's hooks, in the order they run. The health
 // hook runs before prepare, so healthy_deadline counts the prepare step
 // (and a data migration).
-func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher) {
+func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher, taskAPI func(string, string) (io.Closer, error)) {
 	ar.healthHook = newHealthHook(ar, node)
 	ar.hooks = []RunnerHook{
 		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
 		&dispatchPayloadHook{dir: ar.allocDir, alloc: ar.alloc},
+	}
+	if taskAPI != nil {
+		ar.taskAPI = newTaskAPIHook(ar, taskAPI)
+		ar.hooks = append(ar.hooks, ar.taskAPI)
+	}
+	ar.hooks = append(ar.hooks,
 		ar.healthHook,
 		newPrepareHook(ar),
-	}
+	)
 	// After prepare: the previous allocation has stopped by then.
 	if h := newDiskMigrateHook(ar, prevData); h != nil {
 		ar.migrateHook = h

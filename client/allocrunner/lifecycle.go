@@ -90,7 +90,7 @@ func (ar *AllocRunner) killEvent(k lifecycle.Kill) *structs.TaskEvent {
 	case lifecycle.KillMainDead:
 		return taskrunner.NewMainDead(ar.now())
 	}
-	return nil
+	return ar.maxRunKillEvent() // a stop: nil unless max_run_duration was exceeded
 }
 
 // stopLifecycle marks the allocation stopping (noPoststop: poststop tasks

@@ -11,6 +11,9 @@ const (
 	DescRunning  = "Tasks are running"
 	DescPending  = "No tasks have started"
 	DescComplete = "All tasks have completed"
+	// DescMaxRunExceeded describes a complete allocation whose tasks were
+	// killed when its group's max_run_duration was up.
+	DescMaxRunExceeded = "allocation exceeded max_run_duration"
 )
 
 // ClientStatus derives an allocation's client status from its task states:

@@ -81,8 +81,13 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	baseCtx, stopRequests := context.WithCancel(context.Background())
 	a.stopRequests = stopRequests
+	handler := a.handler()
+	if a.client != nil {
+		// The tasks' task API sockets (NOMAD_UNIX_ADDR) serve the same API.
+		a.client.SetTaskAPIHandler(handler)
+	}
 	a.http = &http.Server{
-		Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second,
+		Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
 		TLSConfig:   a.tls.listenerConfig(),
 		ErrorLog:    logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),

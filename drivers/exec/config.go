@@ -403,6 +403,10 @@ func (v *rootView) taskPath(s string) string {
 func (v *rootView) taskEnv(env map[string]string) map[string]string {
 	out := make(map[string]string, len(env))
 	for k, val := range env {
+		if rest, ok := strings.CutPrefix(val, "unix://"); ok && filepath.IsAbs(rest) {
+			out[k] = "unix://" + v.taskPath(rest) // NOMAD_UNIX_ADDR, the task API's socket
+			continue
+		}
 		out[k] = v.taskPath(val)
 	}
 	if _, ok := out["PATH"]; !ok {

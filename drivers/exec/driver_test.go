@@ -97,6 +97,7 @@ func newTask(t *testing.T, command string, args ...string) *drivers.TaskConfig {
 		},
 		AllocDir:   allocDir,
 		TaskDir:    taskDir,
+		PrivateDir: filepath.Join(root, ".private", "web"),
 		StdoutPath: filepath.Join(allocDir, "logs", "web.stdout.0"),
 		StderrPath: filepath.Join(allocDir, "logs", "web.stderr.0"),
 		MemoryMB:   64,
@@ -149,7 +150,7 @@ func TestIsolation(t *testing.T) {
 		`echo hi > /local/out && echo local=ok`,
 		`echo shared > /alloc/data/from-task && echo alloc=ok`,
 		`echo "hostname=$(cat /proc/sys/kernel/hostname)"`,
-		`echo "root=$(ls / | tr '\n' ' ')"`,
+		`echo "root=$(ls -A / | tr '\n' ' ')"`,
 		`echo "zero=$(head -c 4 /dev/zero | od -An -tx1 | tr -d ' ')"`,
 		`if echo x > /dev/null; then echo null=ok; fi`,
 	}, "; ")
@@ -182,6 +183,7 @@ func TestIsolation(t *testing.T) {
 	require.Contains(t, lines["root"], "local")
 	require.Contains(t, lines["root"], "usr")
 	require.NotContains(t, lines["root"], "work", "the host's / is not the task's")
+	require.NotContains(t, lines["root"], ".drover", "the executor's files are not in the task's root")
 	host, _ := os.Hostname()
 	require.Equal(t, host, lines["hostname"])
 
@@ -422,6 +424,14 @@ func TestRootView(t *testing.T) {
 	require.Equal(t, "/", v.taskPath(cfg.TaskDir))
 	require.Equal(t, "/elsewhere", v.taskPath("/elsewhere"))
 	require.Equal(t, filepath.Join(cfg.TaskDir+"x"), v.taskPath(cfg.TaskDir+"x"))
+
+	// The task API's address names the socket by the task's path.
+	env := v.taskEnv(map[string]string{
+		"NOMAD_UNIX_ADDR": "unix://" + filepath.Join(cfg.TaskDir, "secrets", "api.sock"),
+		"OTHER":           "unix://relative/sock",
+	})
+	require.Equal(t, "unix:///secrets/api.sock", env["NOMAD_UNIX_ADDR"])
+	require.Equal(t, "unix://relative/sock", env["OTHER"])
 }
 
 func TestCPUWeight(t *testing.T) {

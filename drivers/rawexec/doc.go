@@ -10,8 +10,10 @@
 // rotated log files (drivers/logrotate, with the task config's LogLimits;
 // the executor outlives the client, so rotation goes on while the client
 // is down), waits for it and for its output to drain, writes its exit
-// (code, signal) atomically to
-// <TaskDir>/.drover-exit.json and exits. A restarted client therefore finds
+// (code, signal) atomically to exit.json in the task's private dir
+// (TaskConfig.PrivateDir, outside the task's reach; State.ExitFile names
+// it, and a handle without it, from an older client, is read at
+// <TaskDir>/.drover-exit.json) and exits. A restarted client therefore finds
 // the task still running with RecoverTask, and still learns its exit code,
 // even if the task ended while the client was down. The binary's main (and
 // TestMain of tests that start tasks) must call MaybeRunExecutor first.
@@ -27,9 +29,10 @@
 // A raw_exec task is not isolated: its command and work_dir are host paths
 // by design. The files the driver itself writes are not the task's to
 // redirect: the log files must stay inside the allocation's shared dir
-// after symlinks (a sibling task may have planted one there), the
-// executor's spec is created afresh (a symlink in its place is replaced),
-// and the exit record is read without following a symlink.
+// after symlinks (a sibling task may have planted one there); the
+// executor's spec and exit record live in the private dir, the spec is
+// created afresh (a symlink in its place is replaced) and the exit record
+// is read without following a symlink.
 //
 // Exec (drivers.Execer): a command runs as a child of the client, in the
 // task dir, with the task's environment and user, in a session of its own

@@ -42,6 +42,10 @@ type State struct {
 	TaskPGID      int
 	StartTime     uint64 // executor start time, /proc/<pid>/stat field 22
 	TaskStartTime uint64 // task leader start time, same unit
+	// ExitFile is where the executor records the task's exit, in the
+	// task's private dir. Empty in the handles of clients that kept it in
+	// the task dir: <TaskDir>/.drover-exit.json is read then.
+	ExitFile string `json:",omitempty"`
 }
 
 // Driver is the raw_exec driver. Create it with New.
@@ -200,7 +204,16 @@ func (d *Driver) start(cfg *drivers.TaskConfig, spec execSpec) (*drivers.TaskHan
 
 func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	cfg := t.cfg
-	exitFile := filepath.Join(cfg.TaskDir, exitFileName)
+	// The spec (the task's environment) and the exit record are the
+	// driver's: they go in the private dir, which the task cannot reach.
+	private := cfg.PrivateDir
+	if private == "" {
+		return nil, fmt.Errorf("%s: the task's private dir is required", d.name)
+	}
+	if err := os.MkdirAll(private, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: creating private dir: %w", d.name, err)
+	}
+	exitFile := filepath.Join(private, exitFileName)
 	if err := os.Remove(exitFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: removing stale exit file: %w", d.name, err)
 	}
@@ -210,8 +223,8 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	specFile := filepath.Join(cfg.TaskDir, specFileName)
-	if err := writeNew(cfg.TaskDir, specFile, specBytes, 0o600); err != nil {
+	specFile := filepath.Join(private, specFileName)
+	if err := writeNew(private, specFile, specBytes, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: writing executor spec: %w", d.name, err)
 	}
 	self, err := os.Executable()
@@ -256,6 +269,7 @@ func (d *Driver) startExecutor(t *task, spec execSpec) (*exec.Cmd, error) {
 		TaskPGID:      msg.TaskPID,
 		StartTime:     execStart,
 		TaskStartTime: msg.TaskStartTime,
+		ExitFile:      exitFile,
 	}
 	t.startedAt = time.Now()
 	return cmd, nil

@@ -100,6 +100,7 @@ func newTask(t *testing.T, command string, args ...string) *drivers.TaskConfig {
 		Env:        map[string]string{"PATH": os.Getenv("PATH")},
 		AllocDir:   filepath.Join(root, "alloc"),
 		TaskDir:    taskDir,
+		PrivateDir: filepath.Join(root, ".private", "web"),
 		StdoutPath: filepath.Join(root, "alloc", "logs", "web.stdout.0"),
 		StderrPath: filepath.Join(root, "alloc", "logs", "web.stderr.0"),
 	}
@@ -155,11 +156,11 @@ func TestExitCodeAndOutput(t *testing.T) {
 	require.Equal(t, 3, st.ExitResult.ExitCode)
 	require.False(t, st.CompletedAt.IsZero())
 
-	rec, ok, err := readExitFile(filepath.Join(cfg.TaskDir, exitFileName))
+	rec, ok, err := readExitFile(filepath.Join(cfg.PrivateDir, exitFileName))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 3, rec.ExitCode)
-	_, err = os.Stat(filepath.Join(cfg.TaskDir, specFileName))
+	_, err = os.Stat(filepath.Join(cfg.PrivateDir, specFileName))
 	require.ErrorIs(t, err, os.ErrNotExist, "the executor removes its spec file")
 
 	// A second WaitTask after the exit still gets the result.
@@ -371,8 +372,9 @@ func TestRecoverGoneTask(t *testing.T) {
 	d := newDriver(t)
 	require.ErrorIs(t, d.RecoverTask(h), drivers.ErrTaskNotFound)
 
-	// An exit file left by another executor does not count.
-	require.NoError(t, writeFileAtomic(filepath.Join(cfg.TaskDir, exitFileName), exitRecord{ExitCode: 9, ExecutorPID: dead + 1}))
+	// An exit file left by another executor does not count (the handle
+	// has no ExitFile: an older client's, whose record is in the task dir).
+	require.NoError(t, writeFileAtomic(filepath.Join(cfg.TaskDir, legacyExitFileName), exitRecord{ExitCode: 9, ExecutorPID: dead + 1}))
 	require.ErrorIs(t, d.RecoverTask(h), drivers.ErrTaskNotFound)
 
 	// A live process with another start time is a reused PID, not ours.

@@ -19,11 +19,19 @@ import (
 // ExecutorArg is os.Args[1] of an executor process.
 const ExecutorArg = "__drover_executor"
 
-// exitFileName is written in the task dir by the executor when the task exits.
-const exitFileName = ".drover-exit.json"
+// The executor's files, in the task's private dir (TaskConfig.PrivateDir),
+// which the task cannot see or write.
+const (
+	// exitFileName is written by the executor when the task exits.
+	exitFileName = "exit.json"
+	// specFileName holds the executor's spec until the executor has read it.
+	specFileName = "executor.json"
+)
 
-// specFileName holds the executor's spec until the executor has read it.
-const specFileName = ".drover-executor.json"
+// legacyExitFileName is where executors of older clients wrote the exit
+// record: in the task dir. A handle without State.ExitFile is one of
+// theirs, and its exit is read there.
+const legacyExitFileName = ".drover-exit.json"
 
 // statusFD is the executor's end of the start handshake pipe.
 const statusFD = 3
@@ -407,9 +415,10 @@ func readExitFile(path string) (rec exitRecord, ok bool, err error) {
 	return rec, true, nil
 }
 
-// readNoFollow reads the file at path, refusing a symlink there: the task
-// dir's bookkeeping files are the driver's, and a task that replaced one
-// with a symlink gets no read of the file it points to.
+// readNoFollow reads the file at path, refusing a symlink there: the
+// driver's files are its own, and a task that replaced one with a symlink
+// (in the task dir of an older client's handle) gets no read of the file
+// it points to.
 func readNoFollow(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {

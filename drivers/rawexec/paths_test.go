@@ -37,7 +37,7 @@ func TestLogSymlinkInAllocDirRefused(t *testing.T) {
 	require.Equal(t, "written\n", string(b))
 }
 
-// TestSpecFileSymlinkNotFollowed: a symlink in the task dir where the
+// TestSpecFileSymlinkNotFollowed: a symlink in the private dir where the
 // executor's spec (the task's environment) is written is replaced, not
 // written through.
 func TestSpecFileSymlinkNotFollowed(t *testing.T) {
@@ -45,8 +45,8 @@ func TestSpecFileSymlinkNotFollowed(t *testing.T) {
 	cfg := newTask(t, "/bin/true")
 	victim := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("host"), 0o600))
-	require.NoError(t, os.MkdirAll(cfg.TaskDir, 0o755))
-	require.NoError(t, os.Symlink(victim, filepath.Join(cfg.TaskDir, specFileName)))
+	require.NoError(t, os.MkdirAll(cfg.PrivateDir, 0o700))
+	require.NoError(t, os.Symlink(victim, filepath.Join(cfg.PrivateDir, specFileName)))
 
 	start(t, d, cfg)
 	require.Equal(t, 0, wait(t, d, cfg.ID, 10*time.Second).ExitCode)

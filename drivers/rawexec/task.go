@@ -27,7 +27,14 @@ type task struct {
 	completedAt time.Time
 }
 
-func (t *task) exitFile() string { return filepath.Join(t.cfg.TaskDir, exitFileName) }
+// exitFile is where the task's executor records its exit: the handle's
+// ExitFile, or the task dir's legacy file for handles of older clients.
+func (t *task) exitFile() string {
+	if t.state.ExitFile != "" {
+		return t.state.ExitFile
+	}
+	return filepath.Join(t.cfg.TaskDir, legacyExitFileName)
+}
 
 func (t *task) exited() bool {
 	select {

@@ -197,7 +197,6 @@ var refusalReasons = map[string]string{
 	"NetworkResource.DNS":                 "DNS settings need bridge networking, which Drover does not have yet",
 	"NetworkResource.CNI":                 "CNI networks are not set up by Drover yet",
 	"Port.IgnoreCollision":                "Drover always checks static ports for collisions",
-	"TaskGroup.MaxRunDuration":            "Drover does not stop allocations after a run time yet",
 	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
 	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",
 	"Service.Identity":                    "service identities are for Consul: this cluster has no Consul integration",

@@ -201,6 +201,29 @@ func TestJobFromAPI_SystemDefaultUpdate(t *testing.T) {
 	require.NoError(t, job.Validate())
 }
 
+// TestJobFromAPI_MaxRunDuration: a batch group's max_run_duration is
+// carried (the client enforces it) and comes back as submitted; on a
+// service job it is refused by validation, naming the field.
+func TestJobFromAPI_MaxRunDuration(t *testing.T) {
+	j := &api.Job{
+		ID: new("report"), Type: new("batch"),
+		TaskGroups: []*api.TaskGroup{{Name: new("g"), MaxRunDuration: new(90 * time.Second),
+			Tasks: []*api.Task{{Name: "t", Driver: "mock"}}}},
+	}
+	job, warnings, err := JobFromAPI(j)
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+	require.NotNil(t, job.TaskGroups[0].MaxRunDuration)
+	assert.Equal(t, 90*time.Second, *job.TaskGroups[0].MaxRunDuration)
+	require.NoError(t, job.Validate())
+	assert.Equal(t, new(90*time.Second), JobToAPI(job).TaskGroups[0].MaxRunDuration)
+
+	j.Type = new("service")
+	job, _, err = JobFromAPI(j)
+	require.NoError(t, err)
+	require.ErrorContains(t, job.Validate(), "max_run_duration is only valid for batch and sysbatch jobs, not service jobs")
+}
+
 func TestJobFromAPI_ServiceJobDefaults(t *testing.T) {
 	j := &api.Job{ID: new("svc"), TaskGroups: []*api.TaskGroup{{Name: new("g"), Tasks: []*api.Task{{Name: "t", Driver: "mock"}}}}}
 	job, _, err := JobFromAPI(j)

@@ -246,6 +246,7 @@ func TestTaskGroupUpdateType(t *testing.T) {
 			d := time.Minute
 			tg(j).Disconnect = &DisconnectStrategy{LostAfter: &d}
 		}, UpdateTypeInPlace},
+		{"max_run_duration (the client applies it to the running allocation)", func(j *Job) { d := time.Hour; tg(j).MaxRunDuration = &d }, UpdateTypeInPlace},
 
 		{"group networks", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].To = 9090 }, UpdateTypeDestructive},
 		{"ephemeral disk", func(j *Job) { tg(j).EphemeralDisk.SizeMB = 500 }, UpdateTypeDestructive},

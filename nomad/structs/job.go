@@ -107,6 +107,10 @@ type TaskGroup struct {
 	Meta             map[string]string
 	Services         []*Service
 	ShutdownDelay    *time.Duration
+	// MaxRunDuration (batch and sysbatch jobs) bounds how long an
+	// allocation of the group runs: the client kills its tasks when it is
+	// up and the allocation completes. nil or 0: no bound.
+	MaxRunDuration *time.Duration
 	// Disconnect says what happens to the group's allocations when their
 	// node stops heartbeating (see DisconnectStrategy); nil: they are lost
 	// and replaced at the heartbeat deadline.

@@ -212,6 +212,14 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
 		p.addf("shutdown_delay must not be negative, got %s", *tg.ShutdownDelay)
 	}
+	if d := tg.MaxRunDuration; d != nil {
+		switch {
+		case *d < 0:
+			p.addf("max_run_duration must not be negative, got %s", *d)
+		case *d > 0 && jobType != JobTypeBatch && jobType != JobTypeSysBatch:
+			p.addf("max_run_duration is only valid for batch and sysbatch jobs, not %s jobs", jobType)
+		}
+	}
 	for _, c := range tg.Constraints {
 		p.addAllWith("constraint: ", describeTarget(c), c.Validate())
 	}

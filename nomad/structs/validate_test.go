@@ -83,6 +83,15 @@ func TestValidate_ValidJobs(t *testing.T) {
 		}},
 		{"sysbatch with max_parallel 0", func(j *Job) { j.Type = JobTypeSysBatch; j.TaskGroups[0].Update.MaxParallel = 0 }},
 		{"count 0", func(j *Job) { j.TaskGroups[0].Count = 0 }},
+		{"sysbatch max_run_duration", func(j *Job) {
+			d := time.Minute
+			j.Type, j.Update, j.TaskGroups[0].Update, j.TaskGroups[0].MaxRunDuration = JobTypeSysBatch, UpdateStrategy{}, nil, &d
+		}},
+		{"batch max_run_duration", func(j *Job) {
+			d := time.Minute
+			j.Type, j.Update, j.TaskGroups[0].Update, j.TaskGroups[0].MaxRunDuration = JobTypeBatch, UpdateStrategy{}, nil, &d
+		}},
+		{"max_run_duration 0 (no bound) on a system job", func(j *Job) { d := time.Duration(0); j.TaskGroups[0].MaxRunDuration = &d }},
 		{"auto_promote without canaries", func(j *Job) {
 			j.TaskGroups[0].Update.Canary = 0
 			j.TaskGroups[0].Update.AutoPromote = true
@@ -260,6 +269,14 @@ func TestValidate_Problems(t *testing.T) {
 			"resources: memory_max (64 MB) must not be less than memory (128 MB)"},
 		{"kill_timeout negative", func(j *Job) { task(j).KillTimeout = -time.Second },
 			`task "server": kill_timeout must not be negative, got -1s`},
+		{"max_run_duration on a system job", func(j *Job) { d := time.Hour; tg(j).MaxRunDuration = &d },
+			`Task group "web" validation failed: max_run_duration is only valid for batch and sysbatch jobs, not system jobs`},
+		{"max_run_duration on a service job", func(j *Job) { d := time.Hour; j.Type = JobTypeService; tg(j).MaxRunDuration = &d },
+			"max_run_duration is only valid for batch and sysbatch jobs, not service jobs"},
+		{"max_run_duration negative", func(j *Job) {
+			d := -time.Second
+			j.Type, j.Update, tg(j).Update, tg(j).MaxRunDuration = JobTypeBatch, UpdateStrategy{}, nil, &d
+		}, "max_run_duration must not be negative, got -1s"},
 		// Kept in the model but not carried out yet: refused, naming why.
 		// Disconnect settings.
 		{"max_client_disconnect negative", func(j *Job) { d := -time.Second; tg(j).MaxClientDisconnect = &d },

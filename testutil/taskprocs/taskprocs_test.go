@@ -42,7 +42,7 @@ func TestSelectTrees(t *testing.T) {
 		want  []int
 	}{
 		{"executor under dir with task and its child", []procInfo{
-			exe(10, "/tmp/run/data/alloc/a/t/.drover-executor.json"),
+			exe(10, "/tmp/run/data/alloc/.private/a/t/executor.json"),
 			{pid: 11, ppid: 10, pgid: 11, sid: 10, argv: []string{"sleep", "600"}},
 			{pid: 12, ppid: 11, pgid: 11, sid: 10, argv: []string{"sleep", "1"}},
 		}, "/tmp/run", []int{10, 11, 12}},
@@ -104,7 +104,7 @@ func TestFindAndKill(t *testing.T) {
 	dir := t.TempDir()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(self, rawexec.ExecutorArg, filepath.Join(dir, "alloc", "t", ".drover-executor.json"))
+	cmd := exec.Command(self, rawexec.ExecutorArg, filepath.Join(dir, "alloc", ".private", "a", "t", "executor.json"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	require.NoError(t, cmd.Start())
 	reaped := make(chan struct{})
@@ -139,7 +139,7 @@ func startStandIn(t *testing.T, dir, run string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(self, rawexec.ExecutorArg, filepath.Join(dir, run, ".drover-executor.json"))
+	cmd := exec.Command(self, rawexec.ExecutorArg, filepath.Join(dir, run, "executor.json"))
 	cmd.Env = append(os.Environ(), "DROVER_TEST_RUN="+run)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	require.NoError(t, cmd.Start())

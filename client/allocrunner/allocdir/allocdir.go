@@ -17,7 +17,16 @@ const (
 	TmpDirName     = "tmp"
 	LocalDirName   = "local"
 	SecretsDirName = "secrets"
+	// PrivateRootName is the directory under the allocations' root that
+	// holds the tasks' private dirs: <root>/.private/<allocID>/<task>.
+	// No allocation's tree contains it, so neither a task (not even one
+	// chrooted in its task dir) nor `alloc fs` sees it.
+	PrivateRootName = ".private"
 )
+
+// privateDirMode keeps a private dir to the agent's user: a task running
+// as another user can neither list nor write it.
+const privateDirMode = 0o700
 
 // Log streams.
 const (
@@ -31,7 +40,8 @@ var ErrBadName = errors.New("allocdir: invalid name")
 
 // AllocDir is one allocation's directory tree. It is immutable.
 type AllocDir struct {
-	dir string // <root>/<allocID>
+	dir     string // <root>/<allocID>
+	private string // <root>/.private/<allocID>
 }
 
 // TaskDir holds the paths of one task's directories.
@@ -40,6 +50,10 @@ type TaskDir struct {
 	LocalDir   string // <alloc>/<task>/local
 	SecretsDir string // <alloc>/<task>/secrets
 	TmpDir     string // <alloc>/<task>/tmp
+	// PrivateDir is <root>/.private/<allocID>/<task>: the files the
+	// client and the task's driver keep about the task (an executor's
+	// spec and exit record), mode 0700, outside every allocation's tree.
+	PrivateDir string
 }
 
 // New returns the tree of allocation allocID under root. Nothing is created.
@@ -47,10 +61,13 @@ func New(root, allocID string) (*AllocDir, error) {
 	if err := checkName(allocID); err != nil {
 		return nil, fmt.Errorf("alloc ID: %w", err)
 	}
+	if allocID == PrivateRootName {
+		return nil, fmt.Errorf("alloc ID: %w: %q is the private dirs' root", ErrBadName, allocID)
+	}
 	if root == "" {
 		return nil, errors.New("allocdir: root directory is required")
 	}
-	return &AllocDir{dir: filepath.Join(root, allocID)}, nil
+	return &AllocDir{dir: filepath.Join(root, allocID), private: filepath.Join(root, PrivateRootName, allocID)}, nil
 }
 
 // Dir returns <root>/<allocID>.
@@ -71,6 +88,7 @@ func (d *AllocDir) TaskDir(task string) TaskDir {
 		LocalDir:   filepath.Join(td, LocalDirName),
 		SecretsDir: filepath.Join(td, SecretsDirName),
 		TmpDir:     filepath.Join(td, TmpDirName),
+		PrivateDir: filepath.Join(d.private, task),
 	}
 }
 
@@ -111,6 +129,9 @@ func (d *AllocDir) Build(tasks []string) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("allocdir: creating %s: %w", d.dir, err)
 	}
+	if err := d.buildPrivate(tasks); err != nil {
+		return err
+	}
 	for _, dir := range dirs {
 		// A task of the allocation may have replaced one of these with a
 		// symlink (alloc/data through /alloc, or its own local/): nothing
@@ -130,10 +151,33 @@ func (d *AllocDir) Build(tasks []string) error {
 	return nil
 }
 
-// Destroy removes the allocation's tree; a missing tree is not an error.
+// buildPrivate creates the private dirs of tasks, 0700. No task can
+// write under <root>/.private, so there is no symlink of a task's to
+// guard against; the modes are set again in case an older agent or an
+// operator loosened them.
+func (d *AllocDir) buildPrivate(tasks []string) error {
+	paths := []string{filepath.Dir(d.private), d.private}
+	for _, t := range tasks {
+		paths = append(paths, d.TaskDir(t).PrivateDir)
+	}
+	for _, p := range paths {
+		if err := os.MkdirAll(p, privateDirMode); err != nil {
+			return fmt.Errorf("allocdir: creating %s: %w", p, err)
+		}
+		if err := os.Chmod(p, privateDirMode); err != nil {
+			return fmt.Errorf("allocdir: chmod %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Destroy removes the allocation's tree and its tasks' private dirs; a
+// missing tree is not an error.
 func (d *AllocDir) Destroy() error {
-	if err := os.RemoveAll(d.dir); err != nil {
-		return fmt.Errorf("allocdir: removing %s: %w", d.dir, err)
+	for _, dir := range []string{d.dir, d.private} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("allocdir: removing %s: %w", dir, err)
+		}
 	}
 	return nil
 }

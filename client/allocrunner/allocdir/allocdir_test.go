@@ -39,7 +39,32 @@ func TestBuildLayoutAndDestroy(t *testing.T) {
 	require.NoError(t, d.Destroy())
 	_, err = os.Stat(filepath.Join(root, "a1"))
 	require.True(t, os.IsNotExist(err))
+	_, err = os.Stat(d.TaskDir("web").PrivateDir)
+	require.True(t, os.IsNotExist(err), "the private dirs go with the tree")
 	require.NoError(t, d.Destroy(), "idempotent")
+}
+
+// TestPrivateDirOutsideTheTree: a task's private dir is 0700, outside the
+// allocation's tree (so outside every task's dir and alloc fs), and an
+// allocation cannot be named after the private root.
+func TestPrivateDirOutsideTheTree(t *testing.T) {
+	root := t.TempDir()
+	d, err := New(root, "a1")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, PrivateRootName, "a1", "web"), 0o777))
+	require.NoError(t, d.Build([]string{"web"}))
+	td := d.TaskDir("web")
+	require.Equal(t, filepath.Join(root, PrivateRootName, "a1", "web"), td.PrivateDir)
+	rel, err := filepath.Rel(d.Dir(), td.PrivateDir)
+	require.NoError(t, err)
+	require.True(t, rel == ".." || len(rel) > 3 && rel[:3] == "../", "outside %s: %s", d.Dir(), rel)
+	for _, p := range []string{filepath.Join(root, PrivateRootName), filepath.Join(root, PrivateRootName, "a1"), td.PrivateDir} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "%s (a loosened mode is set again)", p)
+	}
+	_, err = New(root, PrivateRootName)
+	require.ErrorIs(t, err, ErrBadName)
 }
 
 func TestBadNames(t *testing.T) {

@@ -9,14 +9,20 @@
 //	    ├── local/        NOMAD_TASK_DIR
 //	    ├── secrets/      NOMAD_SECRETS_DIR
 //	    └── tmp/
+//	<root>/.private/<allocID>/<task>/   mode 0700: the task's private dir
+//
+// The private dir holds what the client and the driver keep about a task
+// (raw_exec's executor spec and exit record): it lies outside the
+// allocation's tree, so no task sees or changes it (an exec task is
+// chrooted in its task dir; a task of another user cannot enter a 0700
+// dir of root's) and `alloc fs`, which serves <root>/<allocID>, does not
+// list it.
 //
 // Build is idempotent (a restored allocation builds again over what is
-// there); Destroy removes the whole tree.
+// there); Destroy removes the whole tree and the private dirs.
 //
-// Logs: drivers append a task's stdout and stderr to the ".0" files given
-// to them (raw_exec's executor holds them open across client restarts).
-// Known limit: the files are not rotated, so a task's log_config
-// (max_files, max_file_size) is not enforced yet.
+// Logs: drivers write a task's stdout and stderr through rotated files
+// starting at the ".0" files given to them (drivers/logrotate).
 //
 // Ephemeral data (migrate.go): what ephemeral_disk sticky and migrate hand
 // to a replacement, alloc/data and each task's local/. MoveEphemeral

@@ -26,6 +26,9 @@ type Input struct {
 	// tasks of drivers that run on the host's filesystem (raw_exec, exec);
 	// nil for the others. Every other variable overrides it.
 	HostEnv map[string]string
+	// UnixAddr is the task API's address, unix://<secrets dir>/api.sock,
+	// set as NOMAD_UNIX_ADDR; "" when the task has no task API socket.
+	UnixAddr string
 }
 
 // Env is a built task environment. It is immutable.
@@ -92,6 +95,9 @@ func (e *Env) addAlloc(in Input) {
 	set("NOMAD_ALLOC_DIR", in.AllocDir)
 	set("NOMAD_TASK_DIR", in.LocalDir)
 	set("NOMAD_SECRETS_DIR", in.SecretsDir)
+	if in.UnixAddr != "" {
+		set("NOMAD_UNIX_ADDR", in.UnixAddr)
+	}
 	set("NOMAD_GROUP_NAME", a.TaskGroup)
 	set("NOMAD_NAMESPACE", a.Namespace)
 	if in.Task != nil {

@@ -196,3 +196,15 @@ func TestAllocIndexAndCleanKey(t *testing.T) {
 	}
 	require.Equal(t, "a_b_c_D9_", CleanKey("a-b.c_D9/"))
 }
+
+// TestBuildUnixAddr: NOMAD_UNIX_ADDR is set when the task has a task API
+// socket, and only then.
+func TestBuildUnixAddr(t *testing.T) {
+	_, ok := Build(testInput()).Get("NOMAD_UNIX_ADDR")
+	require.False(t, ok)
+	in := testInput()
+	in.UnixAddr = "unix:///data/a/web/secrets/api.sock"
+	addr, ok := Build(in).Get("NOMAD_UNIX_ADDR")
+	require.True(t, ok)
+	require.Equal(t, "unix:///data/a/web/secrets/api.sock", addr)
+}

@@ -36,6 +36,7 @@ const (
 	EventShutdownDelay    = "Waiting for shutdown delay"
 	EventRestoreFailed    = "Failed Restoring Task"
 	EventAllocUnhealthy   = "Alloc Unhealthy"
+	EventMaxRunExceeded   = "Max Run Duration Exceeded"
 )
 
 // Keys of TaskEvent.Details.
@@ -231,6 +232,15 @@ func NewLeaderDead(now time.Time) *structs.TaskEvent {
 // task of its group died.
 func NewMainDead(now time.Time) *structs.TaskEvent {
 	return newEvent(EventMainDead, now, "Main tasks in the group died")
+}
+
+// NewMaxRunExceeded is the kill reason of the tasks of an allocation that
+// exceeded its group's max_run_duration (bound); a poststop task records
+// it as why it never ran.
+func NewMaxRunExceeded(now time.Time, bound time.Duration) *structs.TaskEvent {
+	e := newEvent(EventMaxRunExceeded, now, fmt.Sprintf("Allocation exceeded its max_run_duration of %v", bound))
+	e.Details[DetailKillReason] = "allocation exceeded max_run_duration"
+	return e
 }
 
 // NewAllocUnhealthy records why the client marked the allocation unhealthy

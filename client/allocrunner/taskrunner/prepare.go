@@ -112,7 +112,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	env := taskenv.Build(taskenv.Input{
 		Alloc: alloc, Task: task, Node: tr.node,
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
-		HostEnv: tr.hostEnv,
+		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr,
 	})
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
@@ -143,6 +143,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		User:       task.User,
 		AllocDir:   tr.allocDir.SharedDir(),
 		TaskDir:    td.Dir,
+		PrivateDir: td.PrivateDir,
 		StdoutPath: stdout,
 		StderrPath: stderr,
 		LogLimits:  limits,

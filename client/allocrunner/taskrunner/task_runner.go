@@ -66,6 +66,11 @@ type Config struct {
 	// driver that inherits the host environment (drivers.HostEnvInheritor)
 	// start from it; others never see it.
 	HostEnv map[string]string
+	// TaskAPIAddr is the task API's address (unix://<secrets>/api.sock)
+	// when the alloc runner serves one; the task gets it as
+	// NOMAD_UNIX_ADDR if its driver runs it on the host's filesystem
+	// (drivers.HostEnvInheritor), where that path is the task's too.
+	TaskAPIAddr string
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -86,6 +91,7 @@ type TaskRunner struct {
 	prepareTimeout time.Duration
 	onStateChange  func()
 	hostEnv        map[string]string // nil unless the driver inherits it
+	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -156,6 +162,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		prepareTimeout: cfg.PrepareTimeout,
 		onStateChange:  cfg.OnStateChange,
 		hostEnv:        hostEnvFor(cfg.Driver, cfg.HostEnv),
+		unixAddr:       unixAddrFor(cfg.Driver, cfg.TaskAPIAddr),
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),
@@ -494,6 +501,16 @@ func (tr *TaskRunner) shuttingDown() bool {
 }
 
 // hostEnvFor is env when d's tasks inherit the host environment, else nil.
+// unixAddrFor keeps the task API's address for drivers whose tasks see
+// the host's paths of their task dir (raw_exec; exec, which rewrites it to
+// its chroot's path).
+func unixAddrFor(d drivers.Driver, addr string) string {
+	if h, ok := d.(drivers.HostEnvInheritor); ok && h.InheritsHostEnv() {
+		return addr
+	}
+	return ""
+}
+
 func hostEnvFor(d drivers.Driver, env map[string]string) map[string]string {
 	if h, ok := d.(drivers.HostEnvInheritor); ok && h.InheritsHostEnv() {
 		return env
