@@ -18,10 +18,10 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// Blocking-query limits, as Nomad has them.
+// Blocking-query limits, as Nomad has them (the server's).
 const (
-	defaultQueryWait = 300 * time.Second
-	maxQueryWait     = 300 * time.Second
+	defaultQueryWait = nomad.DefaultQueryWait
+	maxQueryWait     = nomad.MaxQueryWait
 	maxRequestBody   = 16 << 20
 )
 
@@ -213,16 +213,16 @@ func badRequest(format string, args ...any) error {
 
 func notFound(msg string) error { return &httpError{code: http.StatusNotFound, msg: msg} }
 
-// queryOptions are the blocking-query parameters of a read.
-type queryOptions struct {
+// queryParams are the blocking-query parameters of a read.
+type queryParams struct {
 	minIndex uint64
 	wait     time.Duration
 }
 
 // parseQuery validates index, wait and stale as Nomad does.
-func parseQuery(r *http.Request) (queryOptions, error) {
+func parseQuery(r *http.Request) (queryParams, error) {
 	q := r.URL.Query()
-	var opts queryOptions
+	var opts queryParams
 	if v := q.Get("index"); v != "" {
 		idx, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -246,6 +246,29 @@ func parseQuery(r *http.Request) (queryOptions, error) {
 		}
 	}
 	return opts, nil
+}
+
+// queryOptions parses the request's read options for the server: index,
+// wait and stale (see parseQuery), the namespace, and the ACL the request
+// was authorized with. Prefix, filter and paging are the handler's to add.
+func queryOptions(r *http.Request) (nomad.QueryOptions, error) {
+	q, err := parseQuery(r)
+	if err != nil {
+		return nomad.QueryOptions{}, err
+	}
+	return nomad.QueryOptions{
+		Namespace: namespace(r), MinIndex: q.minIndex, MaxWait: q.wait,
+		AllowStale: staleAllowed(r), ACL: aclOf(r),
+	}, nil
+}
+
+// metaIndex is the index a handler returns for the server's meta (its
+// index 0 is reported as 0, not as the store's latest).
+func metaIndex(m nomad.QueryMeta) uint64 {
+	if m.Index == 0 {
+		return reportZeroIndex
+	}
+	return m.Index
 }
 
 // blockingQuery runs fn as a blocking query with the request's index and wait

@@ -94,3 +94,20 @@ func (h *HTTPServer) jobImageClearBad(w http.ResponseWriter, r *http.Request) (a
 	}
 	return h.imageUpdates(nil, snap, job)
 }
+
+// jobQuery runs a blocking query on the job named in the path; fn receives
+// the job (404 "job not found" when missing). It serves the job reads not
+// yet moved into the server (image updates, rollout, scale status).
+func (h *HTTPServer) jobQuery(r *http.Request, fn func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error)) (any, uint64, error) {
+	ns, id := namespace(r), r.PathValue("id")
+	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
+		job, err := snap.JobByID(ws, ns, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if job == nil {
+			return nil, tableIndex(snap, state.TableJobs), notFound("job not found")
+		}
+		return fn(ws, snap, job)
+	})
+}
