@@ -58,10 +58,10 @@ func (s *Server) JobList(ctx context.Context, opts QueryOptions) ([]JobListEntry
 func jobNamespace(j *structs.Job) string { return j.Namespace }
 
 // jobQuery runs fn as a blocking query on job id of opts.Namespace, after
-// the read-job check; a missing job is a 404 "job not found".
-func (s *Server) jobQuery(ctx context.Context, opts *QueryOptions, id string, fn func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error)) (QueryMeta, error) {
+// the check of cap there; a missing job is a 404 "job not found".
+func (s *Server) jobQuery(ctx context.Context, opts *QueryOptions, id, cap string, fn func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error)) (QueryMeta, error) {
 	ns := opts.namespace()
-	if err := requireNamespace(opts.ACL, ns, acl.NamespaceCapabilityReadJob); err != nil {
+	if err := requireNamespace(opts.ACL, ns, cap); err != nil {
 		return s.refusedMeta(), err
 	}
 	return s.blockingQuery(ctx, opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
@@ -91,7 +91,7 @@ func (s *Server) jobRead(ctx context.Context, opts *QueryOptions, fn func(ws mem
 // JobGet returns job id.
 func (s *Server) JobGet(ctx context.Context, opts QueryOptions, id string) (*structs.Job, QueryMeta, error) {
 	var out *structs.Job
-	meta, err := s.jobQuery(ctx, &opts, id, func(_ memdb.WatchSet, _ *state.Snapshot, job *structs.Job) (uint64, error) {
+	meta, err := s.jobQuery(ctx, &opts, id, acl.NamespaceCapabilityReadJob, func(_ memdb.WatchSet, _ *state.Snapshot, job *structs.Job) (uint64, error) {
 		out = job
 		return job.ModifyIndex, nil
 	})
@@ -101,7 +101,7 @@ func (s *Server) JobGet(ctx context.Context, opts QueryOptions, id string) (*str
 // JobSummary returns the summary of job id.
 func (s *Server) JobSummary(ctx context.Context, opts QueryOptions, id string) (*structs.JobSummary, QueryMeta, error) {
 	var out *structs.JobSummary
-	meta, err := s.jobQuery(ctx, &opts, id, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error) {
+	meta, err := s.jobQuery(ctx, &opts, id, acl.NamespaceCapabilityReadJob, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error) {
 		sum, err := snap.JobSummaryByID(ws, job.Namespace, job.ID)
 		out = sum
 		return tableIndex(snap, state.TableJobs, state.TableAllocs), err
@@ -152,7 +152,7 @@ func (s *Server) JobLatestDeployment(ctx context.Context, opts QueryOptions, id 
 // earlier jobs of the same ID too); a missing job is a 404.
 func (s *Server) JobDeployments(ctx context.Context, opts QueryOptions, id string, all bool) ([]*structs.Deployment, QueryMeta, error) {
 	var out []*structs.Deployment
-	meta, err := s.jobQuery(ctx, &opts, id, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error) {
+	meta, err := s.jobQuery(ctx, &opts, id, acl.NamespaceCapabilityReadJob, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error) {
 		ds, err := snap.DeploymentsByJobID(ws, job.Namespace, job.ID, all)
 		out = ds
 		return tableIndex(snap, state.TableDeployments), err

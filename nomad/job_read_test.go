@@ -220,3 +220,17 @@ func TestJobGet_BlocksUntilTheJobChanges(t *testing.T) {
 		t.Fatal("the write did not answer the blocking query")
 	}
 }
+
+func TestJobScaleStatus_NeedsReadJobScalingNotReadJob(t *testing.T) {
+	srv := queryTestServer(t)
+	seedJobs(t, srv)
+	scaling := policyACL(t, `namespace "team-a" { capabilities = ["read-job-scaling"] }`)
+	sc, _, err := srv.JobScaleStatus(t.Context(), QueryOptions{Namespace: "team-a", ACL: scaling}, "web")
+	require.NoError(t, err)
+	require.Equal(t, "team-a", sc.Job.Namespace)
+	_, _, err = srv.JobGet(t.Context(), QueryOptions{Namespace: "team-a", ACL: scaling}, "web")
+	require.ErrorIs(t, err, structs.ErrForbidden, "read-job-scaling is not read-job")
+	readOnly := policyACL(t, `namespace "team-a" { capabilities = ["read-job"] }`)
+	_, _, err = srv.JobScaleStatus(t.Context(), QueryOptions{Namespace: "team-a", ACL: readOnly}, "web")
+	require.ErrorIs(t, err, structs.ErrForbidden)
+}

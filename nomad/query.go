@@ -54,6 +54,10 @@ type QueryOptions struct {
 	// capability against it and filters lists by it. nil means ACLs are
 	// disabled (or an internal caller), which allows everything.
 	ACL *acl.ACL
+	// Identity is who the caller is (its token, or its workload
+	// identity's claims), for the reads that answer the caller about
+	// itself (its own token, policies, roles); nil is anonymous.
+	Identity *Identity
 }
 
 // namespace returns the namespace the options name, "default" when none.
@@ -196,4 +200,30 @@ func applyFilter[T any](opts *QueryOptions, objs []T, toFilter func(T) any) ([]T
 		}
 	}
 	return out, nil
+}
+
+// The state store's sentinels, for the adapters' error mapping.
+var (
+	ErrStateNotFound = state.ErrNotFound
+	ErrStateConflict = state.ErrConflict
+)
+
+// LatestIndex is the raft index of the newest write the store holds.
+func (s *Server) LatestIndex() uint64 { return s.State().LatestIndex() }
+
+// paginate returns the page of items (sorted by key) that starts at
+// opts.NextToken and holds at most opts.PerPage items (0: all), and the
+// token of the next page ("" when none).
+func paginate[T any](opts *QueryOptions, items []T, key func(T) string) ([]T, string) {
+	start := 0
+	if tok := opts.NextToken; tok != "" {
+		for start < len(items) && key(items[start]) < tok {
+			start++
+		}
+	}
+	items = items[start:]
+	if opts.PerPage <= 0 || len(items) <= opts.PerPage {
+		return items, ""
+	}
+	return items[:opts.PerPage], key(items[opts.PerPage])
 }

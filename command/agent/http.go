@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -167,7 +164,7 @@ func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
 	case reportZeroIndex:
 		index = 0
 	case 0:
-		index = max(h.srv.State().LatestIndex(), 1)
+		index = max(h.srv.LatestIndex(), 1)
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
 	known := h.srv.Leader() != ""
@@ -188,9 +185,9 @@ func errorResponse(err error) (int, string) {
 		return http.StatusNotFound, re.Msg
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.Msg
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, nomad.ErrStateNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, state.ErrConflict):
+	case errors.Is(err, nomad.ErrStateConflict):
 		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
@@ -258,7 +255,7 @@ func queryOptions(r *http.Request) (nomad.QueryOptions, error) {
 	}
 	return nomad.QueryOptions{
 		Namespace: namespace(r), MinIndex: q.minIndex, MaxWait: q.wait,
-		AllowStale: staleAllowed(r), ACL: aclOf(r),
+		AllowStale: staleAllowed(r), ACL: aclOf(r), Identity: identityOf(r),
 	}, nil
 }
 
@@ -269,46 +266,6 @@ func metaIndex(m nomad.QueryMeta) uint64 {
 		return reportZeroIndex
 	}
 	return m.Index
-}
-
-// blockingQuery runs fn as a blocking query with the request's index and wait
-// (plus up to wait/16 of jitter, as Nomad does).
-func (h *HTTPServer) blockingQuery(r *http.Request, fn state.QueryFn) (any, uint64, error) {
-	opts, err := parseQuery(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	wait := opts.wait
-	if opts.minIndex > 0 {
-		wait += rand.N(wait/16 + 1)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	out, index, err := h.srv.State().BlockingQuery(ctx, opts.minIndex, fn)
-	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
-		err = nil // a timeout answers with the current data
-	}
-	return out, max(index, 1), err
-}
-
-// listIndex is the index of a list read from tables at index: Nomad
-// answers 0 while none of the tables was ever written.
-func (h *HTTPServer) listIndex(index uint64, tables ...string) uint64 {
-	for _, t := range tables {
-		if h.srv.State().Index(t) != 0 {
-			return index
-		}
-	}
-	return reportZeroIndex
-}
-
-// tableIndex returns the newest index among tables, at least 1.
-func tableIndex(st interface{ Index(string) uint64 }, tables ...string) uint64 {
-	var idx uint64 = 1
-	for _, t := range tables {
-		idx = max(idx, st.Index(t))
-	}
-	return idx
 }
 
 // namespace returns the request's namespace: ?namespace=, else the
