@@ -22,7 +22,13 @@ const allocStopDescription = "alloc was stopped by the operator"
 // that names the stopped allocation as its previous one (with Reschedule,
 // extending its reschedule history), preferring another node. It returns
 // the evaluation's ID ("" when the job is gone) and the raft index.
-func (s *Server) AllocStop(allocID string, tr structs.DesiredTransition) (string, uint64, error) {
+// caller needs alloc-lifecycle in the allocation's namespace (nil: ACLs
+// disabled, or an internal caller).
+func (s *Server) AllocStop(caller *acl.ACL, allocID string, tr structs.DesiredTransition) (string, uint64, error) {
+	ns, found := s.AllocNamespace(allocID)
+	if err := requireObjectNamespace(caller, ns, found, acl.NamespaceCapabilityAllocLifecycle); err != nil {
+		return "", 0, err
+	}
 	alloc, err := s.State().AllocByID(nil, allocID)
 	if err != nil {
 		return "", 0, err

@@ -68,7 +68,10 @@ func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *struct
 // DeploymentPromote promotes the canaries of all groups (all) or of groups.
 // Every promoted group must have all its desired canaries healthy; the
 // deployment's description goes back to "Deployment is running".
-func (s *Server) DeploymentPromote(id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentPromote(caller *acl.ACL, id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "promote")
 	if err != nil {
 		return nil, err
@@ -120,7 +123,10 @@ func checkPromotable(d *structs.Deployment, all bool, groups []string) error {
 }
 
 // DeploymentPause pauses (pause=true) or resumes a deployment.
-func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentPause(caller *acl.ACL, id string, pause bool) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	action := "resume"
 	if pause {
 		action = "pause"
@@ -152,7 +158,10 @@ func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply,
 // DeploymentFail marks a deployment failed and, when a group has
 // auto_revert, registers the newest stable version of the job again. The
 // revert decision is the deployment watcher's (deploymentwatcher.Failure).
-func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentFail(caller *acl.ACL, id string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "fail")
 	if err != nil {
 		return nil, err
@@ -185,7 +194,10 @@ func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
 
 // DeploymentAllocHealth sets the health of allocations of a deployment (the
 // `manual` health check mode).
-func (s *Server) DeploymentAllocHealth(id string, healthy, unhealthy []string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentAllocHealth(caller *acl.ACL, id string, healthy, unhealthy []string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "set health of allocations for")
 	if err != nil {
 		return nil, err
@@ -241,6 +253,14 @@ func (s *Server) DeploymentList(ctx context.Context, opts QueryOptions) ([]*stru
 		return tableIndex(snap, state.TableDeployments), err
 	})
 	return out, meta, err
+}
+
+// requireDeploymentSubmit checks that caller may act on deployment id:
+// submit-job in its namespace (for a missing one, in some namespace: the
+// action answers its 404). nil is ACLs disabled, or an internal caller.
+func (s *Server) requireDeploymentSubmit(caller *acl.ACL, id string) error {
+	ns, found := s.DeploymentNamespace(id)
+	return requireObjectNamespace(caller, ns, found, acl.NamespaceCapabilitySubmitJob)
 }
 
 // DeploymentNamespace returns the namespace of deployment id, and whether

@@ -195,3 +195,34 @@ func TestNodeReads_NeedNodeRead(t *testing.T) {
 	_, _, err = srv.NodeGet(t.Context(), QueryOptions{ACL: reader}, "nope")
 	require.ErrorIs(t, err, structs.ErrNotFound)
 }
+
+func TestDeploymentAndAllocActions_CheckTheObjectsNamespace(t *testing.T) {
+	srv := queryTestServer(t)
+	seedEvals(t, srv)
+	job := mock.Job("web")
+	job.Namespace = "other"
+	d := mock.Deployment(job)
+	require.NoError(t, srv.State().UpsertDeployment(210, d))
+	teams := policyACL(t, `namespace "team-*" { policy = "write" }`)
+
+	_, err := srv.DeploymentPromote(teams, d.ID, true, nil)
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, err = srv.DeploymentFail(teams, d.ID)
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, err = srv.DeploymentPause(teams, d.ID, true)
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, err = srv.DeploymentAllocHealth(teams, d.ID, nil, nil)
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	// A missing deployment is the action's 404 for a caller who may
+	// submit somewhere.
+	_, err = srv.DeploymentFail(teams, "nope")
+	require.ErrorIs(t, err, structs.ErrNotFound)
+
+	all, _, err := srv.AllocList(t.Context(), QueryOptions{Namespace: "other"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	_, _, err = srv.AllocStop(teams, all[0].ID, structs.DesiredTransition{})
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, _, err = srv.AllocStop(policyACL(t, `namespace "*" { policy = "read" }`), all[0].ID, structs.DesiredTransition{})
+	require.ErrorIs(t, err, structs.ErrForbidden, "read is not alloc-lifecycle")
+}

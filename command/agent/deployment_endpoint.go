@@ -81,7 +81,7 @@ func (h *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) (
 	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, 0, err
 	}
-	reply, err := h.srv.DeploymentPromote(r.PathValue("id"), req.All, req.Groups)
+	reply, err := h.srv.DeploymentPromote(aclOf(r), r.PathValue("id"), req.All, req.Groups)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -89,7 +89,7 @@ func (h *HTTPServer) deploymentPromote(w http.ResponseWriter, r *http.Request) (
 }
 
 func (h *HTTPServer) deploymentFail(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	reply, err := h.srv.DeploymentFail(r.PathValue("id"))
+	reply, err := h.srv.DeploymentFail(aclOf(r), r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -104,7 +104,7 @@ func (h *HTTPServer) deploymentPause(w http.ResponseWriter, r *http.Request) (an
 	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, 0, err
 	}
-	reply, err := h.srv.DeploymentPause(r.PathValue("id"), req.Pause)
+	reply, err := h.srv.DeploymentPause(aclOf(r), r.PathValue("id"), req.Pause)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -119,7 +119,7 @@ func (h *HTTPServer) deploymentAllocHealth(w http.ResponseWriter, r *http.Reques
 	if err := checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, 0, err
 	}
-	reply, err := h.srv.DeploymentAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
+	reply, err := h.srv.DeploymentAllocHealth(aclOf(r), r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
 	if err != nil {
 		return nil, 0, err
 	}
