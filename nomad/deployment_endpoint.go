@@ -1,8 +1,12 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/deploymentwatcher"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -64,7 +68,10 @@ func (s *Server) deploymentEval(d *structs.Deployment, job *structs.Job) *struct
 // DeploymentPromote promotes the canaries of all groups (all) or of groups.
 // Every promoted group must have all its desired canaries healthy; the
 // deployment's description goes back to "Deployment is running".
-func (s *Server) DeploymentPromote(id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentPromote(caller *acl.ACL, id string, all bool, groups []string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "promote")
 	if err != nil {
 		return nil, err
@@ -116,7 +123,10 @@ func checkPromotable(d *structs.Deployment, all bool, groups []string) error {
 }
 
 // DeploymentPause pauses (pause=true) or resumes a deployment.
-func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentPause(caller *acl.ACL, id string, pause bool) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	action := "resume"
 	if pause {
 		action = "pause"
@@ -148,7 +158,10 @@ func (s *Server) DeploymentPause(id string, pause bool) (*DeploymentUpdateReply,
 // DeploymentFail marks a deployment failed and, when a group has
 // auto_revert, registers the newest stable version of the job again. The
 // revert decision is the deployment watcher's (deploymentwatcher.Failure).
-func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentFail(caller *acl.ACL, id string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "fail")
 	if err != nil {
 		return nil, err
@@ -181,7 +194,10 @@ func (s *Server) DeploymentFail(id string) (*DeploymentUpdateReply, error) {
 
 // DeploymentAllocHealth sets the health of allocations of a deployment (the
 // `manual` health check mode).
-func (s *Server) DeploymentAllocHealth(id string, healthy, unhealthy []string) (*DeploymentUpdateReply, error) {
+func (s *Server) DeploymentAllocHealth(caller *acl.ACL, id string, healthy, unhealthy []string) (*DeploymentUpdateReply, error) {
+	if err := s.requireDeploymentSubmit(caller, id); err != nil {
+		return nil, err
+	}
 	d, job, err := s.activeDeployment(id, "set health of allocations for")
 	if err != nil {
 		return nil, err
@@ -205,4 +221,104 @@ func (s *Server) DeploymentAllocHealth(id string, healthy, unhealthy []string) (
 		return nil, s.endedMeanwhile(err, id, "set health of allocations for")
 	}
 	return &DeploymentUpdateReply{EvalID: eval.ID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+}
+
+// The reads of deployments. A single deployment is found by ID whatever
+// opts.Namespace says; read-job is checked in its own namespace.
+
+// DeploymentList lists the deployments of opts.Namespace (AllNamespaces: of
+// every namespace the caller may read) whose ID starts with opts.Prefix and
+// that opts.Filter accepts (it receives each *structs.Deployment).
+func (s *Server) DeploymentList(ctx context.Context, opts QueryOptions) ([]*structs.Deployment, QueryMeta, error) {
+	ns := opts.namespace()
+	if err := requireNamespace(opts.ACL, ns, acl.NamespaceCapabilityReadJob); err != nil {
+		return nil, s.refusedMeta(), err
+	}
+	var out []*structs.Deployment
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out = nil
+		var ds []*structs.Deployment
+		var err error
+		if opts.Prefix != "" {
+			ds, err = snap.DeploymentsByIDPrefix(ws, ns, opts.Prefix)
+		} else {
+			ds, err = snap.Deployments(ws, ns)
+		}
+		if err != nil {
+			return 0, err
+		}
+		ds = filterByNamespace(opts.ACL, acl.NamespaceCapabilityReadJob, ds, func(d *structs.Deployment) string { return d.Namespace })
+		ds, err = applyFilter(&opts, ds, func(d *structs.Deployment) any { return d })
+		out = ds
+		return tableIndex(snap, state.TableDeployments), err
+	})
+	return out, meta, err
+}
+
+// requireDeploymentSubmit checks that caller may act on deployment id:
+// submit-job in its namespace (for a missing one, in some namespace: the
+// action answers its 404). nil is ACLs disabled, or an internal caller.
+func (s *Server) requireDeploymentSubmit(caller *acl.ACL, id string) error {
+	ns, found := s.DeploymentNamespace(id)
+	return requireObjectNamespace(caller, ns, found, acl.NamespaceCapabilitySubmitJob)
+}
+
+// DeploymentNamespace returns the namespace of deployment id, and whether
+// it exists (for the authorization of the routes that name it).
+func (s *Server) DeploymentNamespace(id string) (string, bool) {
+	d, err := s.State().DeploymentByID(nil, id)
+	if err != nil || d == nil {
+		return "", false
+	}
+	return d.Namespace, true
+}
+
+// deploymentCheck checks read-job for deployment id (not watched).
+func deploymentCheck(a *acl.ACL, snap *state.Snapshot, id string) error {
+	d, err := snap.DeploymentByID(nil, id)
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if d != nil {
+		ns = d.Namespace
+	}
+	return requireObjectNamespace(a, ns, d != nil, acl.NamespaceCapabilityReadJob)
+}
+
+// DeploymentGet returns deployment id (404 "deployment not found").
+func (s *Server) DeploymentGet(ctx context.Context, opts QueryOptions, id string) (*structs.Deployment, QueryMeta, error) {
+	var out *structs.Deployment
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out = nil
+		if err := deploymentCheck(opts.ACL, snap, id); err != nil {
+			return 0, err
+		}
+		d, err := snap.DeploymentByID(ws, id)
+		if err != nil {
+			return 0, err
+		}
+		if d == nil {
+			return tableIndex(snap, state.TableDeployments), structs.NotFoundf("deployment not found")
+		}
+		out = d
+		return d.ModifyIndex, nil
+	})
+	return out, meta, err
+}
+
+// DeploymentAllocations lists the allocations of deployment id (none for
+// an unknown deployment).
+func (s *Server) DeploymentAllocations(ctx context.Context, opts QueryOptions, id string) ([]*structs.Allocation, QueryMeta, error) {
+	var out []*structs.Allocation
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out = nil
+		if err := deploymentCheck(opts.ACL, snap, id); err != nil {
+			return 0, err
+		}
+		allocs, err := snap.AllocsByDeployment(ws, id)
+		out = allocs
+		return tableIndex(snap, state.TableAllocs), err
+	})
+	return out, meta, err
 }

@@ -3,6 +3,7 @@ package nomad
 import (
 	"github.com/google/uuid"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/fsm"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -28,6 +29,9 @@ type JobRegisterArgs struct {
 	// KeepImages registers the images as given, resolving no tag (the
 	// image watcher, which sets the pins itself).
 	KeepImages bool
+	// ACL is the submitter's: submit-job in the job's namespace is
+	// required (nil: ACLs disabled, or an internal caller).
+	ACL *acl.ACL
 }
 
 // JobRegisterReply reports a registration.
@@ -49,6 +53,9 @@ type JobRegisterReply struct {
 // leaves the image unpinned (or with the current version's pin of the same
 // tag) with a warning.
 func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
+	if err := s.CheckJobSubmit(args.ACL, args.Job); err != nil {
+		return nil, err
+	}
 	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
 		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")
 	}
@@ -171,6 +178,9 @@ type JobDeregisterReply struct {
 // JobDeregister stops a job (its allocations are stopped by the evaluation it
 // creates) or, with purge, also deletes it.
 func (s *Server) JobDeregister(namespace, jobID string, opts JobDeregisterOptions) (*JobDeregisterReply, error) {
+	if err := requireNamespace(opts.ACL, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, err
+	}
 	if opts.EvalPriority != 0 && (opts.EvalPriority < structs.JobMinPriority || opts.EvalPriority > structs.JobMaxPriority) {
 		return nil, structs.BadRequestf("eval_priority must be between %d and %d, got %d", structs.JobMinPriority, structs.JobMaxPriority, opts.EvalPriority)
 	}
@@ -215,11 +225,18 @@ type JobDeregisterOptions struct {
 	// NoShutdownDelay kills the job's allocations without waiting for
 	// their shutdown_delay.
 	NoShutdownDelay bool
+	// ACL is the caller's: submit-job in namespace is required (nil:
+	// ACLs disabled, or an internal caller).
+	ACL *acl.ACL
 }
 
 // JobRevert registers a copy of version of the job as its newest version.
-// enforcePrior, when non-nil, must equal the current version.
-func (s *Server) JobRevert(namespace, jobID string, version uint64, enforcePrior *uint64) (*JobRegisterReply, error) {
+// enforcePrior, when non-nil, must equal the current version. caller needs
+// submit-job in namespace (nil: ACLs disabled, or an internal caller).
+func (s *Server) JobRevert(caller *acl.ACL, namespace, jobID string, version uint64, enforcePrior *uint64) (*JobRegisterReply, error) {
+	if err := requireNamespace(caller, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, err
+	}
 	current, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {
 		return nil, err
@@ -248,8 +265,12 @@ func (s *Server) JobRevert(namespace, jobID string, version uint64, enforcePrior
 	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister))
 }
 
-// JobStability marks a job version stable or unstable.
-func (s *Server) JobStability(namespace, jobID string, version uint64, stable bool) (uint64, error) {
+// JobStability marks a job version stable or unstable; caller needs
+// submit-job in namespace.
+func (s *Server) JobStability(caller *acl.ACL, namespace, jobID string, version uint64, stable bool) (uint64, error) {
+	if err := requireNamespace(caller, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return 0, err
+	}
 	job, err := s.State().JobByIDAndVersion(nil, namespace, jobID, version)
 	if err != nil {
 		return 0, err
@@ -262,8 +283,12 @@ func (s *Server) JobStability(namespace, jobID string, version uint64, stable bo
 	return index, err
 }
 
-// JobEvaluate creates a new evaluation of a job (forcing a reschedule check).
-func (s *Server) JobEvaluate(namespace, jobID string) (string, uint64, error) {
+// JobEvaluate creates a new evaluation of a job (forcing a reschedule
+// check); caller needs submit-job in namespace.
+func (s *Server) JobEvaluate(caller *acl.ACL, namespace, jobID string) (string, uint64, error) {
+	if err := requireNamespace(caller, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return "", 0, err
+	}
 	job, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {
 		return "", 0, err
@@ -275,4 +300,14 @@ func (s *Server) JobEvaluate(namespace, jobID string) (string, uint64, error) {
 	eval.JobModifyIndex = job.JobModifyIndex
 	_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
 	return eval.ID, index, err
+}
+
+// CheckJobSubmit refuses a job caller may not submit (submit-job in the
+// job's namespace, which the body may name) and a job in a namespace that
+// does not exist, in that order.
+func (s *Server) CheckJobSubmit(caller *acl.ACL, job *structs.Job) error {
+	if !caller.AllowNamespaceOperation(job.Namespace, acl.NamespaceCapabilitySubmitJob) {
+		return structs.ErrPermissionDenied
+	}
+	return s.CheckNamespaceExists(job)
 }

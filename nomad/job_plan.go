@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/scheduler"
 )
@@ -32,8 +33,12 @@ type JobPlanReply struct {
 // the digest a registration would store (or the tag, with the same warning,
 // when the registry cannot be reached). The resolutions of tags the image
 // watcher records are recorded as checks (on the leader; a failure to
-// record does not fail the plan).
-func (s *Server) JobPlan(job *structs.Job, withDiff bool) (*JobPlanReply, error) {
+// record does not fail the plan). caller must be allowed to submit job
+// (see CheckJobSubmit).
+func (s *Server) JobPlan(caller *acl.ACL, job *structs.Job, withDiff bool) (*JobPlanReply, error) {
+	if err := s.CheckJobSubmit(caller, job); err != nil {
+		return nil, err
+	}
 	if err := validateSubmitted(job); err != nil {
 		return nil, err
 	}

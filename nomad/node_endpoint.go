@@ -1,8 +1,13 @@
 package nomad
 
 import (
+	"context"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -249,4 +254,179 @@ func (s *Server) applyAllocClientUpdates(allocs []*structs.Allocation) (uint64, 
 	}
 	_, err = s.createEvals(evals)
 	return index, err
+}
+
+// The reads of nodes: each needs node read.
+
+// NodeList lists the nodes whose ID starts with opts.Prefix and that
+// opts.Filter accepts (it receives each *structs.Node).
+func (s *Server) NodeList(ctx context.Context, opts QueryOptions) ([]*structs.Node, QueryMeta, error) {
+	if !opts.ACL.AllowNodeRead() {
+		return nil, s.refusedMeta(), structs.ErrPermissionDenied
+	}
+	var out []*structs.Node
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out = nil
+		var nodes []*structs.Node
+		var err error
+		if opts.Prefix != "" {
+			nodes, err = snap.NodesByIDPrefix(ws, opts.Prefix)
+		} else {
+			nodes, err = snap.Nodes(ws)
+		}
+		if err != nil {
+			return 0, err
+		}
+		nodes, err = applyFilter(&opts, nodes, func(n *structs.Node) any { return n })
+		out = nodes
+		return tableIndex(snap, state.TableNodes), err
+	})
+	return out, meta, err
+}
+
+// NodeGet returns node id (404 "node not found").
+func (s *Server) NodeGet(ctx context.Context, opts QueryOptions, id string) (*structs.Node, QueryMeta, error) {
+	if !opts.ACL.AllowNodeRead() {
+		return nil, s.refusedMeta(), structs.ErrPermissionDenied
+	}
+	var out *structs.Node
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		n, err := snap.NodeByID(ws, id)
+		if err != nil {
+			return 0, err
+		}
+		out = n
+		if n == nil {
+			return tableIndex(snap, state.TableNodes), structs.NotFoundf("node not found")
+		}
+		return n.ModifyIndex, nil
+	})
+	return out, meta, err
+}
+
+// NodeAllocations lists the allocations of node id in the namespaces where
+// the caller may read jobs.
+func (s *Server) NodeAllocations(ctx context.Context, opts QueryOptions, id string) ([]*structs.Allocation, QueryMeta, error) {
+	if !opts.ACL.AllowNodeRead() {
+		return nil, s.refusedMeta(), structs.ErrPermissionDenied
+	}
+	var out []*structs.Allocation
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		allocs, err := snap.AllocsByNode(ws, id)
+		if err != nil {
+			return 0, err
+		}
+		out = filterByNamespace(opts.ACL, acl.NamespaceCapabilityReadJob, allocs, allocNamespace)
+		return tableIndex(snap, state.TableAllocs), nil
+	})
+	return out, meta, err
+}
+
+// The client protocol's reads and checks.
+
+// CheckNodeSecret authenticates a client agent by its node's secret ID
+// (404 "node not found", 403 "Permission denied").
+func (s *Server) CheckNodeSecret(nodeID, secret string) error {
+	node, err := s.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return structs.NotFoundf("node not found")
+	}
+	if node.SecretID != secret {
+		return structs.ErrPermissionDenied
+	}
+	return nil
+}
+
+// CheckAllocOfNode refuses an allocation update a client sends for an
+// allocation that is not its node's.
+func (s *Server) CheckAllocOfNode(nodeID, allocID string) error {
+	existing, err := s.State().AllocByID(nil, allocID)
+	if err != nil {
+		return err
+	}
+	if existing == nil || existing.NodeID != nodeID {
+		return structs.BadRequestf("allocation %q does not belong to node %q", allocID, nodeID)
+	}
+	return nil
+}
+
+// NodeClientAlloc is an allocation a client runs, with where its
+// replacement fetches the previous allocation's ephemeral data
+// (ephemeral_disk migrate; empty when there is nothing to fetch).
+type NodeClientAlloc struct {
+	Alloc            *structs.Allocation
+	PreviousNodeAddr string
+	MigrateToken     string
+}
+
+// NodeClientAllocs answers a client's blocking query for the allocations of
+// its node, with their jobs. Its index is state.NodeAllocsIndex: the
+// client's own status reports wake the query but do not answer it, so a
+// fleet's reports do not send every node its list again. The caller has
+// checked the node's secret (CheckNodeSecret).
+func (s *Server) NodeClientAllocs(ctx context.Context, opts QueryOptions, nodeID string) ([]NodeClientAlloc, QueryMeta, error) {
+	var out []NodeClientAlloc
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out = nil
+		allocs, err := snap.AllocsByNode(ws, nodeID)
+		if err != nil {
+			return 0, err
+		}
+		peers, err := migrationPeers(snap, nodeID, allocs)
+		if err != nil {
+			return 0, err
+		}
+		out = make([]NodeClientAlloc, 0, len(allocs))
+		for _, a := range allocs {
+			p := peers[a.ID]
+			out = append(out, NodeClientAlloc{Alloc: a, PreviousNodeAddr: p.addr, MigrateToken: p.token})
+		}
+		return snap.NodeAllocsIndex(allocs), nil
+	})
+	return out, meta, err
+}
+
+// migrationPeer is where a replacement's client fetches its previous
+// allocation's ephemeral data: the HTTP address of the node that ran it
+// and the token that node accepts for it.
+type migrationPeer struct{ addr, token string }
+
+// migrationPeers returns the peers of node's live allocations whose group's
+// ephemeral disk migrates and whose previous allocation ran on another node
+// that is still known and not down (a lost allocation's data cannot be
+// had: its replacement starts at once without it, as in Nomad). The
+// previous allocation is read without a watch: its changes do not answer
+// the node's query.
+func migrationPeers(snap *state.Snapshot, node string, allocs []*structs.Allocation) (map[string]migrationPeer, error) {
+	var peers map[string]migrationPeer
+	for _, a := range allocs {
+		if a.PreviousAllocation == "" || a.ServerTerminal() || a.Job == nil {
+			continue
+		}
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg == nil || tg.EphemeralDisk == nil || !tg.EphemeralDisk.Migrate {
+			continue
+		}
+		prev, err := snap.AllocByID(nil, a.PreviousAllocation)
+		if err != nil {
+			return nil, err
+		}
+		if prev == nil || prev.NodeID == node || prev.ClientStatus == structs.AllocClientStatusLost {
+			continue
+		}
+		n, err := snap.NodeByID(nil, prev.NodeID)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil || n.HTTPAddr == "" || n.Status == structs.NodeStatusDown {
+			continue
+		}
+		if peers == nil {
+			peers = map[string]migrationPeer{}
+		}
+		peers[a.ID] = migrationPeer{addr: n.HTTPAddr, token: structs.MigrateToken(prev.ID, n.SecretID)}
+	}
+	return peers, nil
 }

@@ -55,8 +55,7 @@ var layerRules = []layerRule{
 	},
 	{
 		from: "command/agent", forbidden: []string{"nomad/state", "github.com/hashicorp/go-memdb"}, direct: true,
-		reason:  "the HTTP adapter decodes, resolves the token, calls the server and encodes; reads go through the server",
-		pending: "the one-road refactor: command/agent still reads the state store in 17 files (docs/architecture.md)",
+		reason: "the HTTP adapter decodes, resolves the token, calls the server and encodes; reads go through the server",
 	},
 	{
 		from: "command", forbidden: []string{"nomad"}, allowed: []string{"nomad/structs"}, direct: true,

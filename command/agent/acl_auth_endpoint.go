@@ -3,12 +3,9 @@ package agent
 import (
 	"net/http"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/helper/apiconv"
-	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -33,38 +30,32 @@ func (h *HTTPServer) registerACLAuthRoutes(get, put, del routeFn) {
 }
 
 func (h *HTTPServer) aclAuthMethodsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		methods, err := snap.ACLAuthMethods(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.ACLAuthMethodListStub{}
-		for _, m := range methods {
-			out = append(out, &api.ACLAuthMethodListStub{Name: m.Name, Type: m.Type, Default: m.Default,
-				CreateIndex: m.CreateIndex, ModifyIndex: m.ModifyIndex})
-		}
-		return out, tableIndex(snap, state.TableACLAuthMethods), nil
-	})
+	methods, meta, err := h.srv.ACLAuthMethodList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.ACLAuthMethodListStub{}
+	for _, m := range methods {
+		out = append(out, &api.ACLAuthMethodListStub{Name: m.Name, Type: m.Type, Default: m.Default,
+			CreateIndex: m.CreateIndex, ModifyIndex: m.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclAuthMethodGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	name := r.PathValue("name")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		m, err := snap.ACLAuthMethodByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if m == nil {
-			return nil, tableIndex(snap, state.TableACLAuthMethods), notFound("ACL auth-method not found")
-		}
-		return authMethodToAPI(m), m.ModifyIndex, nil
-	})
+	m, meta, err := h.srv.ACLAuthMethodGet(r.Context(), opts, r.PathValue("name"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return authMethodToAPI(m), metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclAuthMethodCreate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -105,41 +96,32 @@ func (h *HTTPServer) aclAuthMethodDelete(w http.ResponseWriter, r *http.Request)
 }
 
 func (h *HTTPServer) aclBindingRulesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	prefix := prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		rules, err := snap.ACLBindingRules(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.ACLBindingRuleListStub{}
-		for _, x := range rules {
-			if hasPrefix(x.ID, prefix) {
-				out = append(out, &api.ACLBindingRuleListStub{ID: x.ID, Description: x.Description,
-					AuthMethod: x.AuthMethod, CreateIndex: x.CreateIndex, ModifyIndex: x.ModifyIndex})
-			}
-		}
-		return out, tableIndex(snap, state.TableACLBindingRules), nil
-	})
+	rules, meta, err := h.srv.ACLBindingRuleList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.ACLBindingRuleListStub{}
+	for _, x := range rules {
+		out = append(out, &api.ACLBindingRuleListStub{ID: x.ID, Description: x.Description,
+			AuthMethod: x.AuthMethod, CreateIndex: x.CreateIndex, ModifyIndex: x.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclBindingRuleGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	id := r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		x, err := snap.ACLBindingRuleByID(ws, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if x == nil {
-			return nil, tableIndex(snap, state.TableACLBindingRules), notFound("ACL binding rule not found")
-		}
-		return bindingRuleToAPI(x), x.ModifyIndex, nil
-	})
+	x, meta, err := h.srv.ACLBindingRuleGet(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return bindingRuleToAPI(x), metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclBindingRuleCreate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -192,7 +174,7 @@ func (h *HTTPServer) aclClientIntroductionToken(w http.ResponseWriter, r *http.R
 	if err != nil {
 		return nil, 0, err
 	}
-	return &api.ACLIdentityClientIntroductionTokenResponse{JWT: tok}, max(h.srv.State().LatestIndex(), 1), nil
+	return &api.ACLIdentityClientIntroductionTokenResponse{JWT: tok}, max(h.srv.LatestIndex(), 1), nil
 }
 
 func authMethodToAPI(m *structs.ACLAuthMethod) *api.ACLAuthMethod {

@@ -4,11 +4,9 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -67,35 +65,6 @@ func (h *HTTPServer) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, 
 	return tokenToAPI(tok), index, nil
 }
 
-// callerPolicies returns the names of the policies the request's token
-// holds directly or through its roles; all is true for management (and
-// ACLs off).
-func (h *HTTPServer) callerPolicies(r *http.Request, snap *state.Snapshot) (names []string, all bool, err error) {
-	if aclOf(r).IsManagement() {
-		return nil, true, nil
-	}
-	id := identityOf(r)
-	if id.Token == nil {
-		if id.Claims != nil {
-			return nil, false, nil
-		}
-		return []string{structs.AnonymousPolicyName}, false, nil
-	}
-	names = append(names, id.Token.Policies...)
-	for _, l := range id.Token.Roles {
-		role, err := snap.ACLRoleByID(nil, l.ID)
-		if err != nil {
-			return nil, false, err
-		}
-		if role != nil {
-			for _, p := range role.Policies {
-				names = append(names, p.Name)
-			}
-		}
-	}
-	return names, false, nil
-}
-
 func (h *HTTPServer) aclPoliciesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	return h.aclPolicyStubs(r, false)
 }
@@ -107,58 +76,45 @@ func (h *HTTPServer) aclPolicySelf(w http.ResponseWriter, r *http.Request) (any,
 // aclPolicyStubs lists the policies the caller may see: every policy for
 // management, else the caller's own (self: only its own, always).
 func (h *HTTPServer) aclPolicyStubs(r *http.Request, self bool) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	prefix := prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		mine, all, err := h.callerPolicies(r, snap)
-		if err != nil {
-			return nil, 0, err
-		}
-		if self && all && identityOf(r).Token != nil {
-			all = false // a management token holds no policies
-		}
-		ps, err := snap.ACLPolicies(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.ACLPolicyListStub{}
-		for _, p := range ps {
-			if (all || slices.Contains(mine, p.Name)) && hasPrefix(p.Name, prefix) {
-				out = append(out, &api.ACLPolicyListStub{Name: p.Name, Description: p.Description,
-					JobACL: jobACLToAPI(p.JobACL), CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
-			}
-		}
-		return out, tableIndex(snap, state.TableACLPolicies), nil
-	})
+	ps, meta, err := h.srv.ACLPolicyList(r.Context(), opts, self)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.ACLPolicyListStub{}
+	for _, p := range ps {
+		out = append(out, &api.ACLPolicyListStub{Name: p.Name, Description: p.Description,
+			JobACL: jobACLToAPI(p.JobACL), CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+// aclQueryOptions are the request's read options with its prefix, for the
+// ACL objects: ACLs disabled refuse the read before the options are parsed
+// (the server checks again).
+func (h *HTTPServer) aclQueryOptions(r *http.Request) (nomad.QueryOptions, error) {
+	if !h.srv.ACLEnabled() {
+		return nomad.QueryOptions{}, nomad.ErrACLDisabled
+	}
+	opts, err := queryOptions(r)
+	opts.Prefix = prefixParam(r)
+	return opts, err
+}
 
 func (h *HTTPServer) aclPolicyGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	name := r.PathValue("name")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		mine, all, err := h.callerPolicies(r, snap)
-		if err != nil {
-			return nil, 0, err
-		}
-		if !all && !slices.Contains(mine, name) {
-			return nil, 0, structs.ErrPermissionDenied
-		}
-		p, err := snap.ACLPolicyByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if p == nil {
-			return nil, tableIndex(snap, state.TableACLPolicies), notFound("ACL policy not found")
-		}
-		return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules, JobACL: jobACLToAPI(p.JobACL),
-			CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}, p.ModifyIndex, nil
-	})
+	p, meta, err := h.srv.ACLPolicyGet(r.Context(), opts, r.PathValue("name"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules, JobACL: jobACLToAPI(p.JobACL),
+		CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclPolicyPut(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -224,27 +180,22 @@ func tokenFromAPI(t *api.ACLToken) *structs.ACLToken {
 }
 
 func (h *HTTPServer) aclTokensList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	prefix := prefixParam(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		ts, err := snap.ACLTokens(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.ACLTokenListStub{}
-		for _, t := range ts {
-			if !hasPrefix(t.AccessorID, prefix) {
-				continue
-			}
-			a := tokenToAPI(t)
-			out = append(out, &api.ACLTokenListStub{AccessorID: a.AccessorID, Name: a.Name, Type: a.Type,
-				Policies: a.Policies, Roles: a.Roles, Global: a.Global, CreateTime: a.CreateTime,
-				ExpirationTime: a.ExpirationTime, CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex})
-		}
-		return out, tableIndex(snap, state.TableACLTokens), nil
-	})
+	ts, meta, err := h.srv.ACLTokenList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.ACLTokenListStub{}
+	for _, t := range ts {
+		a := tokenToAPI(t)
+		out = append(out, &api.ACLTokenListStub{AccessorID: a.AccessorID, Name: a.Name, Type: a.Type,
+			Policies: a.Policies, Roles: a.Roles, Global: a.Global, CreateTime: a.CreateTime,
+			ExpirationTime: a.ExpirationTime, CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclTokenCreate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -293,40 +244,37 @@ func (h *HTTPServer) aclTokenGet(w http.ResponseWriter, r *http.Request) (any, u
 		return nil, 0, nomad.ErrACLDisabled
 	}
 	id := r.PathValue("id")
-	self := identityOf(r).Token
-	if !aclOf(r).IsManagement() && (self == nil || self.AccessorID != id) {
+	// Checked before the query parameters, as ever; the server checks again.
+	if self := identityOf(r).Token; !aclOf(r).IsManagement() && (self == nil || self.AccessorID != id) {
 		return nil, 0, structs.ErrPermissionDenied
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		t, err := snap.ACLTokenByAccessorID(ws, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if t == nil {
-			return nil, tableIndex(snap, state.TableACLTokens), notFound("ACL token not found")
-		}
-		return tokenToAPI(t), t.ModifyIndex, nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	t, meta, err := h.srv.ACLTokenGet(r.Context(), opts, id)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return tokenToAPI(t), metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclTokenSelf(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	if !h.srv.ACLEnabled() {
 		return nil, 0, nomad.ErrACLDisabled
 	}
-	self := identityOf(r).Token
-	if self == nil {
+	if identityOf(r).Token == nil { // before the query parameters, as ever
 		return nil, 0, structs.ErrTokenNotFound
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		t, err := snap.ACLTokenByAccessorID(ws, self.AccessorID)
-		if err != nil {
-			return nil, 0, err
-		}
-		if t == nil {
-			return nil, 0, structs.ErrTokenNotFound
-		}
-		return tokenToAPI(t), t.ModifyIndex, nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	t, meta, err := h.srv.ACLTokenSelf(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return tokenToAPI(t), metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclOneTimeCreate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {

@@ -2,13 +2,9 @@ package agent
 
 import (
 	"net/http"
-	"slices"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -21,78 +17,44 @@ func roleToAPI(x *structs.ACLRole) *api.ACLRole {
 	return out
 }
 
-// callerRoles returns the IDs of the roles the request's token links to;
-// all is true for management.
-func callerRoles(r *http.Request) (ids []string, all bool) {
-	if aclOf(r).IsManagement() {
-		return nil, true
-	}
-	if t := identityOf(r).Token; t != nil {
-		for _, l := range t.Roles {
-			ids = append(ids, l.ID)
-		}
-	}
-	return ids, false
-}
-
 func (h *HTTPServer) aclRolesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	prefix := prefixParam(r)
-	mine, all := callerRoles(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		roles, err := snap.ACLRoles(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.ACLRoleListStub{}
-		for _, x := range roles {
-			if (all || slices.Contains(mine, x.ID)) && hasPrefix(x.ID, prefix) {
-				a := roleToAPI(x)
-				out = append(out, &api.ACLRoleListStub{ID: a.ID, Name: a.Name, Description: a.Description,
-					Policies: a.Policies, CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex})
-			}
-		}
-		return out, tableIndex(snap, state.TableACLRoles), nil
-	})
+	roles, meta, err := h.srv.ACLRoleList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.ACLRoleListStub{}
+	for _, x := range roles {
+		a := roleToAPI(x)
+		out = append(out, &api.ACLRoleListStub{ID: a.ID, Name: a.Name, Description: a.Description,
+			Policies: a.Policies, CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) aclRoleGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.aclRoleRead(r, func(snap *state.Snapshot, ws memdb.WatchSet) (*structs.ACLRole, error) {
-		return snap.ACLRoleByID(ws, r.PathValue("id"))
-	})
+	return h.aclRoleRead(r, r.PathValue("id"), false)
 }
 
 func (h *HTTPServer) aclRoleGetByName(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.aclRoleRead(r, func(snap *state.Snapshot, ws memdb.WatchSet) (*structs.ACLRole, error) {
-		return snap.ACLRoleByName(ws, r.PathValue("name"))
-	})
+	return h.aclRoleRead(r, r.PathValue("name"), true)
 }
 
 // aclRoleRead reads one role: management reads any, a token the roles it
 // links to.
-func (h *HTTPServer) aclRoleRead(r *http.Request, find func(*state.Snapshot, memdb.WatchSet) (*structs.ACLRole, error)) (any, uint64, error) {
-	if !h.srv.ACLEnabled() {
-		return nil, 0, nomad.ErrACLDisabled
+func (h *HTTPServer) aclRoleRead(r *http.Request, key string, byName bool) (any, uint64, error) {
+	opts, err := h.aclQueryOptions(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	mine, all := callerRoles(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		x, err := find(snap, ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		if x != nil && !all && !slices.Contains(mine, x.ID) {
-			return nil, 0, structs.ErrPermissionDenied
-		}
-		if x == nil {
-			if !all {
-				return nil, 0, structs.ErrPermissionDenied
-			}
-			return nil, tableIndex(snap, state.TableACLRoles), notFound("ACL role not found")
-		}
-		return roleToAPI(x), x.ModifyIndex, nil
-	})
+	x, meta, err := h.srv.ACLRoleGet(r.Context(), opts, key, byName)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return roleToAPI(x), metaIndex(meta), nil
 }
 
 func roleFromAPI(in *api.ACLRole) *structs.ACLRole {
@@ -149,38 +111,36 @@ func namespaceToAPI(ns *structs.Namespace) *api.Namespace {
 
 // namespacesList lists the namespaces the caller holds any capability in.
 func (h *HTTPServer) namespacesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	prefix := prefixParam(r)
-	a := aclOf(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		nss, err := snap.Namespaces(ws, prefix)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := []*api.Namespace{}
-		for _, ns := range nss {
-			if a.AllowNamespace(ns.Name) {
-				out = append(out, namespaceToAPI(ns))
-			}
-		}
-		return out, tableIndex(snap, state.TableNamespaces), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts.Prefix = prefixParam(r)
+	nss, meta, err := h.srv.NamespaceList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := []*api.Namespace{}
+	for _, ns := range nss {
+		out = append(out, namespaceToAPI(ns))
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) namespaceGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	name := r.PathValue("name")
-	if !aclOf(r).AllowNamespace(name) {
+	if !aclOf(r).AllowNamespace(name) { // before the query parameters, as ever; the server checks again
 		return nil, 0, structs.ErrPermissionDenied
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		ns, err := snap.NamespaceByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if ns == nil {
-			return nil, tableIndex(snap, state.TableNamespaces), notFound("namespace not found")
-		}
-		return namespaceToAPI(ns), ns.ModifyIndex, nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ns, meta, err := h.srv.NamespaceGet(r.Context(), opts, name)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return namespaceToAPI(ns), metaIndex(meta), nil
 }
 
 func (h *HTTPServer) namespacePut(w http.ResponseWriter, r *http.Request) (any, uint64, error) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -59,7 +58,7 @@ type authRule struct {
 	cap  string
 	// nsOf returns the namespace of the object a request names, and
 	// whether it exists (authObject only).
-	nsOf func(snap *state.Snapshot, r *http.Request) (string, bool)
+	nsOf func(srv *nomad.Server, r *http.Request) (string, bool)
 }
 
 func public() authRule              { return authRule{kind: authPublic} }
@@ -76,36 +75,22 @@ func operatorWrite() authRule       { return authRule{kind: authOperatorWrite} }
 func management() authRule          { return authRule{kind: authManagement} }
 func pluginRead() authRule          { return authRule{kind: authPluginRead} }
 func pluginList() authRule          { return authRule{kind: authPluginList} }
-func objectCap(cap string, nsOf func(*state.Snapshot, *http.Request) (string, bool)) authRule {
+func objectCap(cap string, nsOf func(*nomad.Server, *http.Request) (string, bool)) authRule {
 	return authRule{kind: authObject, cap: cap, nsOf: nsOf}
 }
 
-// Namespace finders for authObject rules.
+// Namespace finders for authObject rules: the server looks the object up.
 
-func allocNS(param string) func(*state.Snapshot, *http.Request) (string, bool) {
-	return func(snap *state.Snapshot, r *http.Request) (string, bool) {
-		a, err := snap.AllocByID(nil, r.PathValue(param))
-		if err != nil || a == nil {
-			return "", false
-		}
-		return a.Namespace, true
-	}
+func allocNS(param string) func(*nomad.Server, *http.Request) (string, bool) {
+	return func(srv *nomad.Server, r *http.Request) (string, bool) { return srv.AllocNamespace(r.PathValue(param)) }
 }
 
-func evalNS(snap *state.Snapshot, r *http.Request) (string, bool) {
-	e, err := snap.EvalByID(nil, r.PathValue("id"))
-	if err != nil || e == nil {
-		return "", false
-	}
-	return e.Namespace, true
+func evalNS(srv *nomad.Server, r *http.Request) (string, bool) {
+	return srv.EvalNamespace(r.PathValue("id"))
 }
 
-func deploymentNS(snap *state.Snapshot, r *http.Request) (string, bool) {
-	d, err := snap.DeploymentByID(nil, r.PathValue("id"))
-	if err != nil || d == nil {
-		return "", false
-	}
-	return d.Namespace, true
+func deploymentNS(srv *nomad.Server, r *http.Request) (string, bool) {
+	return srv.DeploymentNamespace(r.PathValue("id"))
 }
 
 type ctxKey int
@@ -192,7 +177,7 @@ func (h *HTTPServer) check(rule authRule, a *acl.ACL, r *http.Request) error {
 			ok = a.AllowNamespaceOperation(ns, rule.cap)
 		}
 	case authObject:
-		if ns, found := rule.nsOf(h.srv.State().Snapshot(), r); found {
+		if ns, found := rule.nsOf(h.srv, r); found {
 			ok = a.AllowNamespaceOperation(ns, rule.cap)
 		} else {
 			ok = a.AllowNamespaceOperationAnywhere(rule.cap) // the handler answers 404

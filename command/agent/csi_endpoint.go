@@ -3,11 +3,9 @@ package agent
 import (
 	"net/http"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/acl"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -34,12 +32,11 @@ func (h *HTTPServer) volumesList(w http.ResponseWriter, r *http.Request) (any, u
 	if err := requireNSOrAnywhere(r, capability); err != nil {
 		return nil, 0, err
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		if r.URL.Query().Get("type") == "host" {
-			return []*api.HostVolumeStub{}, snap.LatestIndex(), nil
-		}
-		return []*api.CSIVolumeListStub{}, snap.LatestIndex(), nil
-	})
+	var out any = []*api.CSIVolumeListStub{}
+	if r.URL.Query().Get("type") == "host" {
+		out = []*api.HostVolumeStub{}
+	}
+	return h.emptyList(r, out)
 }
 
 // csiVolumeGet serves GET /v1/volume/csi/:id: no volume exists.
@@ -97,9 +94,7 @@ func (h *HTTPServer) csiPluginsList(w http.ResponseWriter, r *http.Request) (any
 	if t := r.URL.Query().Get("type"); t != "csi" {
 		return nil, 0, badRequest("Invalid plugin type %q: type must be \"csi\"", t)
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		return []*api.CSIPluginListStub{}, snap.LatestIndex(), nil
-	})
+	return h.emptyList(r, []*api.CSIPluginListStub{})
 }
 
 // csiPluginGet serves GET /v1/plugin/csi/:id: no plugin exists.
@@ -122,4 +117,18 @@ func requireNSOrAnywhere(r *http.Request, capability string) error {
 		return structs.ErrPermissionDenied
 	}
 	return nil
+}
+
+// emptyList answers out, an empty list, as a blocking query at the store's
+// latest index (see the server's CSIEmptyList).
+func (h *HTTPServer) emptyList(r *http.Request, out any) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	meta, err := h.srv.CSIEmptyList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return out, metaIndex(meta), nil
 }

@@ -2,11 +2,16 @@
 // or both in -dev mode, behind one HTTP listener, and serves the
 // Nomad-compatible /v1 API.
 //
-// Handlers return (value, index, error); one wrapper encodes JSON, sets the
-// X-Nomad-Index / KnownLeader / LastContact headers on every response, maps
-// typed errors to status codes (400 for bad input and conflicts, 404 for
-// missing objects) and runs blocking queries (index, wait). Writes reaching a
-// follower are forwarded to the leader before the handler runs. Requests
+// Handlers decode the request, call the server's endpoint for the resource
+// (a read with nomad.QueryOptions: namespace, prefix, index, wait, stale,
+// filter, paging and the caller's resolved ACL; the server authorizes,
+// filters, pages and runs the blocking query) and return (value, index,
+// error); one wrapper encodes JSON, sets the X-Nomad-Index / KnownLeader /
+// LastContact headers on every response and maps typed errors to status
+// codes (400 for bad input and conflicts, 404 for missing objects). It
+// never reads the state store itself. Writes and default (consistent)
+// reads reaching a follower are forwarded to the leader before the handler
+// runs. Requests
 // under /v1/client/ are served by the agent whose client runs the node, or
 // proxied there. Conversions between nomad/api wire types and nomad/structs
 // happen at the edges only: here and in helper/apiconv (the client agent,

@@ -44,3 +44,19 @@ func applyFilter[T any](f *listFilter, items []T) ([]T, error) {
 	}
 	return out, nil
 }
+
+// filterOf is f as the server's QueryOptions.Filter for a list whose
+// objects are of type T: toAPI gives the API form the expression reads (nil
+// when there is no expression).
+func filterOf[T any](f *listFilter, toAPI func(T) any) func(any) (bool, error) {
+	if f == nil || f.eval == nil {
+		return nil
+	}
+	return func(obj any) (bool, error) {
+		ok, err := f.eval.Evaluate(toAPI(obj.(T)))
+		if err != nil {
+			return false, badRequest("error evaluating filter expression: %v", err)
+		}
+		return ok, nil
+	}
+}

@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,14 +12,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// Blocking-query limits, as Nomad has them.
+// Blocking-query limits, as Nomad has them (the server's).
 const (
-	defaultQueryWait = 300 * time.Second
-	maxQueryWait     = 300 * time.Second
+	defaultQueryWait = nomad.DefaultQueryWait
+	maxQueryWait     = nomad.MaxQueryWait
 	maxRequestBody   = 16 << 20
 )
 
@@ -170,7 +167,7 @@ func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
 	case reportZeroIndex:
 		index = 0
 	case 0:
-		index = max(h.srv.State().LatestIndex(), 1)
+		index = max(h.srv.LatestIndex(), 1)
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
 	known := h.srv.Leader() != ""
@@ -191,9 +188,9 @@ func errorResponse(err error) (int, string) {
 		return http.StatusNotFound, re.Msg
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.Msg
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, nomad.ErrStateNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, state.ErrConflict):
+	case errors.Is(err, nomad.ErrStateConflict):
 		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
@@ -216,16 +213,16 @@ func badRequest(format string, args ...any) error {
 
 func notFound(msg string) error { return &httpError{code: http.StatusNotFound, msg: msg} }
 
-// queryOptions are the blocking-query parameters of a read.
-type queryOptions struct {
+// queryParams are the blocking-query parameters of a read.
+type queryParams struct {
 	minIndex uint64
 	wait     time.Duration
 }
 
 // parseQuery validates index, wait and stale as Nomad does.
-func parseQuery(r *http.Request) (queryOptions, error) {
+func parseQuery(r *http.Request) (queryParams, error) {
 	q := r.URL.Query()
-	var opts queryOptions
+	var opts queryParams
 	if v := q.Get("index"); v != "" {
 		idx, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -251,44 +248,27 @@ func parseQuery(r *http.Request) (queryOptions, error) {
 	return opts, nil
 }
 
-// blockingQuery runs fn as a blocking query with the request's index and wait
-// (plus up to wait/16 of jitter, as Nomad does).
-func (h *HTTPServer) blockingQuery(r *http.Request, fn state.QueryFn) (any, uint64, error) {
-	opts, err := parseQuery(r)
+// queryOptions parses the request's read options for the server: index,
+// wait and stale (see parseQuery), the namespace, and the ACL the request
+// was authorized with. Prefix, filter and paging are the handler's to add.
+func queryOptions(r *http.Request) (nomad.QueryOptions, error) {
+	q, err := parseQuery(r)
 	if err != nil {
-		return nil, 0, err
+		return nomad.QueryOptions{}, err
 	}
-	wait := opts.wait
-	if opts.minIndex > 0 {
-		wait += rand.N(wait/16 + 1)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	out, index, err := h.srv.State().BlockingQuery(ctx, opts.minIndex, fn)
-	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
-		err = nil // a timeout answers with the current data
-	}
-	return out, max(index, 1), err
+	return nomad.QueryOptions{
+		Namespace: namespace(r), MinIndex: q.minIndex, MaxWait: q.wait,
+		AllowStale: staleAllowed(r), ACL: aclOf(r), Identity: identityOf(r),
+	}, nil
 }
 
-// listIndex is the index of a list read from tables at index: Nomad
-// answers 0 while none of the tables was ever written.
-func (h *HTTPServer) listIndex(index uint64, tables ...string) uint64 {
-	for _, t := range tables {
-		if h.srv.State().Index(t) != 0 {
-			return index
-		}
+// metaIndex is the index a handler returns for the server's meta (its
+// index 0 is reported as 0, not as the store's latest).
+func metaIndex(m nomad.QueryMeta) uint64 {
+	if m.Index == 0 {
+		return reportZeroIndex
 	}
-	return reportZeroIndex
-}
-
-// tableIndex returns the newest index among tables, at least 1.
-func tableIndex(st interface{ Index(string) uint64 }, tables ...string) uint64 {
-	var idx uint64 = 1
-	for _, t := range tables {
-		idx = max(idx, st.Index(t))
-	}
-	return idx
+	return m.Index
 }
 
 // namespace returns the request's namespace: ?namespace=, else the

@@ -6,10 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hashicorp/go-memdb"
-
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
 )
@@ -18,55 +15,36 @@ import (
 const checkNowTimeout = time.Minute
 
 func (h *HTTPServer) jobImageUpdates(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		return h.imageUpdates(ws, snap, job)
-	})
+	imgs, index, err := readJob(r, h.srv.JobImageUpdates)
+	if err != nil {
+		return nil, index, err
+	}
+	return imageUpdates(imgs), index, nil
 }
 
-func (h *HTTPServer) imageUpdates(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-	tasks, err := h.srv.ImageStatus(ws, snap, job)
-	if err != nil {
-		return nil, 0, err
-	}
+// imageUpdates is the body of the image-updates endpoints.
+func imageUpdates(imgs *nomad.JobImages) *wire.ImageUpdates {
+	tasks := imgs.Tasks
 	if tasks == nil {
 		tasks = []structs.ImageTaskStatus{}
 	}
-	return &wire.ImageUpdates{Namespace: job.Namespace, JobID: job.ID, Version: job.Version, Tasks: tasks},
-		tableIndex(snap, state.TableJobs, state.TableImageChecks, state.TableImageWatches, state.TableImageBadDigests), nil
+	return &wire.ImageUpdates{Namespace: imgs.Job.Namespace, JobID: imgs.Job.ID, Version: imgs.Job.Version, Tasks: tasks}
 }
 
 // jobImageCheck has the leader's image watcher check the job's
 // auto-updated images at once (a pipeline that just pushed), waits for it,
 // and answers the state after the check.
 func (h *HTTPServer) jobImageCheck(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, id := namespace(r), r.PathValue("id")
-	job, err := h.srv.State().JobByID(nil, ns, id)
-	if err != nil {
-		return nil, 0, err
-	}
-	if job == nil {
-		return nil, 0, notFound("job not found")
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), checkNowTimeout)
 	defer cancel()
-	ok, err := h.srv.ImageCheckNow(ctx, ns, id)
+	imgs, index, err := h.srv.JobImageCheck(ctx, aclOf(r), namespace(r), r.PathValue("id"))
 	switch {
 	case errors.Is(err, nomad.ErrNotLeader):
 		return nil, 0, &httpError{code: http.StatusServiceUnavailable, msg: err.Error()}
 	case err != nil:
 		return nil, 0, err
-	case !ok:
-		return nil, 0, badRequest("job %q has no docker task with auto_update = true", id)
 	}
-	snap := h.srv.State().Snapshot()
-	job, err = snap.JobByID(nil, ns, id)
-	if err != nil {
-		return nil, 0, err
-	}
-	if job == nil {
-		return nil, 0, notFound("job not found")
-	}
-	return h.imageUpdates(nil, snap, job)
+	return imageUpdates(imgs), index, nil
 }
 
 // jobImageClearBad clears a bad digest of the job's images (the image
@@ -80,17 +58,9 @@ func (h *HTTPServer) jobImageClearBad(w http.ResponseWriter, r *http.Request) (a
 	if req.Digest == "" {
 		return nil, 0, badRequest("Digest: the bad digest to clear is required")
 	}
-	ns, id := namespace(r), r.PathValue("id")
-	if err := h.srv.ImageClearBad(ns, id, req.Digest); err != nil {
-		return nil, 0, err
-	}
-	snap := h.srv.State().Snapshot()
-	job, err := snap.JobByID(nil, ns, id)
+	imgs, index, err := h.srv.JobImageClearBad(aclOf(r), namespace(r), r.PathValue("id"), req.Digest)
 	if err != nil {
 		return nil, 0, err
 	}
-	if job == nil {
-		return nil, 0, notFound("job not found")
-	}
-	return h.imageUpdates(nil, snap, job)
+	return imageUpdates(imgs), index, nil
 }

@@ -1,16 +1,14 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -45,11 +43,8 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkJobSubmit(r, job); err != nil {
-		return nil, 0, err
-	}
 	args := &nomad.JobRegisterArgs{
-		Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
+		ACL: aclOf(r), Job: job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
 		PreserveCounts: req.PreserveCounts, PreserveResources: req.PreserveResources,
 	}
 	if req.Submission != nil {
@@ -68,16 +63,6 @@ func (h *HTTPServer) jobsRegister(w http.ResponseWriter, r *http.Request) (any, 
 	}, reply.Index, nil
 }
 
-// checkJobSubmit refuses a job the request may not submit (submit-job in
-// the job's namespace, which the body may name) and a job in a namespace
-// that does not exist.
-func (h *HTTPServer) checkJobSubmit(r *http.Request, job *structs.Job) error {
-	if err := requireNS(r, job.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
-		return err
-	}
-	return h.srv.CheckNamespaceExists(job)
-}
-
 func joinWarnings(ws []string) string {
 	out := ""
 	for i, w := range ws {
@@ -90,66 +75,52 @@ func joinWarnings(ws []string) string {
 }
 
 func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, prefix := namespace(r), prefixParam(r)
 	f, err := parseFilter(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		var jobs []*structs.Job
-		var err error
-		if prefix != "" {
-			jobs, err = snap.JobsByIDPrefix(ws, ns, prefix)
-		} else {
-			jobs, err = snap.Jobs(ws, ns)
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		jobs = filterByNS(r, acl.NamespaceCapabilityListJobs, jobs, func(j *structs.Job) string { return j.Namespace })
-		out := make([]*api.JobListStub, 0, len(jobs))
-		for _, j := range jobs {
-			sum, err := snap.JobSummaryByID(ws, j.Namespace, j.ID)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, apiconv.JobStubToAPI(j, sum))
-		}
-		out, err = applyFilter(f, out)
-		return out, tableIndex(snap, state.TableJobs, state.TableAllocs), err
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts.Prefix = prefixParam(r)
+	opts.Filter = filterOf(f, func(e nomad.JobListEntry) any { return apiconv.JobStubToAPI(e.Job, e.Summary) })
+	jobs, meta, err := h.srv.JobList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := make([]*api.JobListStub, 0, len(jobs))
+	for _, e := range jobs {
+		out = append(out, apiconv.JobStubToAPI(e.Job, e.Summary))
+	}
+	return out, metaIndex(meta), nil
 }
 
-// jobQuery runs a blocking query on the job named in the path; fn receives the
-// job (404 "job not found" when missing).
-func (h *HTTPServer) jobQuery(r *http.Request, fn func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error)) (any, uint64, error) {
-	ns, id := namespace(r), r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		job, err := snap.JobByID(ws, ns, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if job == nil {
-			return nil, tableIndex(snap, state.TableJobs), notFound("job not found")
-		}
-		return fn(ws, snap, job)
-	})
+// readJob is a read of the job in the path with the request's options.
+func readJob[T any](r *http.Request, read func(context.Context, nomad.QueryOptions, string) (T, nomad.QueryMeta, error)) (T, uint64, error) {
+	var zero T
+	opts, err := queryOptions(r)
+	if err != nil {
+		return zero, 0, err
+	}
+	out, meta, err := read(r.Context(), opts, r.PathValue("id"))
+	return out, metaIndex(meta), err
 }
 
 func (h *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.jobQuery(r, func(_ memdb.WatchSet, _ *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		return apiconv.JobToAPI(job), job.ModifyIndex, nil
-	})
+	job, index, err := readJob(r, h.srv.JobGet)
+	if err != nil {
+		return nil, index, err
+	}
+	return apiconv.JobToAPI(job), index, nil
 }
 
 func (h *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		sum, err := snap.JobSummaryByID(ws, job.Namespace, job.ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		return apiconv.JobSummaryToAPI(sum), tableIndex(snap, state.TableJobs, state.TableAllocs), nil
-	})
+	sum, index, err := readJob(r, h.srv.JobSummary)
+	if err != nil {
+		return nil, index, err
+	}
+	return apiconv.JobSummaryToAPI(sum), index, nil
 }
 
 // jobAllocations lists the allocations of the job in the path; an unknown
@@ -159,15 +130,13 @@ func (h *HTTPServer) jobAllocations(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, 0, err
 	}
-	ns, id := namespace(r), r.PathValue("id")
-	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		allocs, err := snap.AllocsByJob(ws, ns, id, all)
-		if err != nil {
-			return nil, 0, err
-		}
-		return allocStubs(allocs), tableIndex(snap, state.TableAllocs), nil
+	allocs, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Allocation, nomad.QueryMeta, error) {
+		return h.srv.JobAllocations(ctx, opts, id, all)
 	})
-	return out, h.listIndex(index, state.TableAllocs), err
+	if err != nil {
+		return nil, index, err
+	}
+	return allocStubs(allocs), index, nil
 }
 
 func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
@@ -181,35 +150,25 @@ func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
 // jobEvaluations lists the evaluations of the job in the path; an unknown
 // job has none.
 func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, id := namespace(r), r.PathValue("id")
-	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		evals, err := snap.EvalsByJob(ws, ns, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := make([]*api.Evaluation, 0, len(evals))
-		for _, e := range evals {
-			out = append(out, apiconv.EvalToAPI(e))
-		}
-		return out, tableIndex(snap, state.TableEvals), nil
-	})
-	return out, h.listIndex(index, state.TableEvals), err
+	evals, index, err := readJob(r, h.srv.JobEvaluations)
+	if err != nil {
+		return nil, index, err
+	}
+	out := make([]*api.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		out = append(out, apiconv.EvalToAPI(e))
+	}
+	return out, index, nil
 }
 
 // jobLatestDeployment answers the newest deployment, or JSON null with 200
 // when there is none (the CLI treats any error as fatal here).
 func (h *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, id := namespace(r), r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		d, err := snap.LatestDeploymentByJobID(ws, ns, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if d == nil {
-			return nil, tableIndex(snap, state.TableDeployments), nil
-		}
-		return apiconv.DeploymentToAPI(d), d.ModifyIndex, nil
-	})
+	d, index, err := readJob(r, h.srv.JobLatestDeployment)
+	if err != nil || d == nil {
+		return nil, index, err
+	}
+	return apiconv.DeploymentToAPI(d), index, nil
 }
 
 func (h *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -217,13 +176,13 @@ func (h *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, 0, err
 	}
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		ds, err := snap.DeploymentsByJobID(ws, job.Namespace, job.ID, all)
-		if err != nil {
-			return nil, 0, err
-		}
-		return deploymentsToAPI(ds), tableIndex(snap, state.TableDeployments), nil
+	ds, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Deployment, nomad.QueryMeta, error) {
+		return h.srv.JobDeployments(ctx, opts, id, all)
 	})
+	if err != nil {
+		return nil, index, err
+	}
+	return deploymentsToAPI(ds), index, nil
 }
 
 func deploymentsToAPI(ds []*structs.Deployment) []*api.Deployment {
@@ -258,65 +217,34 @@ func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, u
 		}
 		base = &v
 	}
-	ns, id := namespace(r), r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		versions, err := snap.JobVersionsByID(ws, ns, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(versions) == 0 {
-			return nil, tableIndex(snap, state.TableJobVersions), notFound("job versions not found")
-		}
-		var against *structs.Job
-		if base != nil {
-			for _, v := range versions {
-				if v.Version == *base {
-					against = v
-				}
-			}
-			if against == nil {
-				return nil, 0, badRequest("diff_version %d: no such version of job %q", *base, id)
-			}
-		}
-		resp := &jobVersionsResponse{KnownLeader: true}
-		for i, v := range versions {
-			resp.Versions = append(resp.Versions, apiconv.JobToAPI(v))
-			if diffs && against != nil {
-				d, err := against.Diff(v, false)
-				if err != nil {
-					return nil, 0, err
-				}
-				resp.Diffs = append(resp.Diffs, apiconv.JobDiffToAPI(d))
-			} else if diffs && i+1 < len(versions) {
-				d, err := versions[i+1].Diff(v, false)
-				if err != nil {
-					return nil, 0, err
-				}
-				resp.Diffs = append(resp.Diffs, apiconv.JobDiffToAPI(d))
-			}
-		}
-		resp.Index = tableIndex(snap, state.TableJobVersions)
-		return resp, resp.Index, nil
+	reply, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobVersionsReply, nomad.QueryMeta, error) {
+		return h.srv.JobVersions(ctx, opts, id, diffs, base)
 	})
+	if err != nil {
+		return nil, index, err
+	}
+	resp := &jobVersionsResponse{KnownLeader: true, Index: index}
+	for _, v := range reply.Versions {
+		resp.Versions = append(resp.Versions, apiconv.JobToAPI(v))
+	}
+	for _, d := range reply.Diffs {
+		resp.Diffs = append(resp.Diffs, apiconv.JobDiffToAPI(d))
+	}
+	return resp, index, nil
 }
 
 func (h *HTTPServer) jobSubmission(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, id := namespace(r), r.PathValue("id")
 	version, err := strconv.ParseUint(r.URL.Query().Get("version"), 10, 64)
 	if err != nil {
 		return nil, 0, badRequest("Unable to parse job version: %v", err)
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		sub, err := snap.SubmissionByVersion(ws, ns, id, version)
-		if err != nil {
-			return nil, 0, err
-		}
-		if sub == nil {
-			return nil, tableIndex(snap, state.TableSubmissions), notFound("job source not found")
-		}
-		return &api.JobSubmission{Source: sub.Source, Format: sub.Format, VariableFlags: sub.VariableFlags, Variables: sub.Variables},
-			tableIndex(snap, state.TableSubmissions), nil
+	sub, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*structs.JobSubmission, nomad.QueryMeta, error) {
+		return h.srv.JobSubmission(ctx, opts, id, version)
 	})
+	if err != nil {
+		return nil, index, err
+	}
+	return &api.JobSubmission{Source: sub.Source, Format: sub.Format, VariableFlags: sub.VariableFlags, Variables: sub.Variables}, index, nil
 }
 
 func (h *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -340,6 +268,7 @@ func (h *HTTPServer) jobDeregister(w http.ResponseWriter, r *http.Request) (any,
 		}
 		opts.EvalPriority = n
 	}
+	opts.ACL = aclOf(r)
 	reply, err := h.srv.JobDeregister(namespace(r), r.PathValue("id"), opts)
 	if err != nil {
 		return nil, 0, err
@@ -360,10 +289,7 @@ func (h *HTTPServer) jobPlan(w http.ResponseWriter, r *http.Request) (any, uint6
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkJobSubmit(r, job); err != nil {
-		return nil, 0, err
-	}
-	reply, err := h.srv.JobPlan(job, req.Diff)
+	reply, err := h.srv.JobPlan(aclOf(r), job, req.Diff)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -407,7 +333,7 @@ func (h *HTTPServer) jobRevert(w http.ResponseWriter, r *http.Request) (any, uin
 	if req.JobID != r.PathValue("id") {
 		return nil, 0, badRequest("Job ID does not match")
 	}
-	reply, err := h.srv.JobRevert(namespace(r), req.JobID, req.JobVersion, req.EnforcePriorVersion)
+	reply, err := h.srv.JobRevert(aclOf(r), namespace(r), req.JobID, req.JobVersion, req.EnforcePriorVersion)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -423,7 +349,7 @@ func (h *HTTPServer) jobStable(w http.ResponseWriter, r *http.Request) (any, uin
 	if req.JobID != r.PathValue("id") {
 		return nil, 0, badRequest("Job ID does not match")
 	}
-	index, err := h.srv.JobStability(namespace(r), req.JobID, req.JobVersion, req.Stable)
+	index, err := h.srv.JobStability(aclOf(r), namespace(r), req.JobID, req.JobVersion, req.Stable)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -431,7 +357,7 @@ func (h *HTTPServer) jobStable(w http.ResponseWriter, r *http.Request) (any, uin
 }
 
 func (h *HTTPServer) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	evalID, index, err := h.srv.JobEvaluate(namespace(r), r.PathValue("id"))
+	evalID, index, err := h.srv.JobEvaluate(aclOf(r), namespace(r), r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -5,11 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -25,17 +23,19 @@ func rootKeyMeta(k *structs.RootKey) *api.RootKeyMeta {
 
 // keyringList serves GET /v1/operator/keyring/keys (blocking).
 func (h *HTTPServer) keyringList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		keys, err := snap.RootKeys(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := make([]*api.RootKeyMeta, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, rootKeyMeta(k))
-		}
-		return out, tableIndex(snap, state.TableRootKeys), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	keys, meta, err := h.srv.KeyringList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := make([]*api.RootKeyMeta, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, rootKeyMeta(k))
+	}
+	return out, metaIndex(meta), nil
 }
 
 // keyringRotate serves PUT /v1/operator/keyring/rotate: a new active key.
@@ -72,7 +72,7 @@ func (h *HTTPServer) keyringDelete(w http.ResponseWriter, r *http.Request) (any,
 	switch {
 	case errors.Is(err, nomad.ErrRootKeyNotFound):
 		return nil, 0, notFound("root key not found")
-	case errors.Is(err, state.ErrActiveRootKey):
+	case errors.Is(err, nomad.ErrActiveRootKey):
 		return nil, 0, badRequest("%v", err)
 	case err != nil:
 		return nil, 0, err
@@ -82,16 +82,15 @@ func (h *HTTPServer) keyringDelete(w http.ResponseWriter, r *http.Request) (any,
 
 // jwks serves /.well-known/jwks.json: the public halves of every root key.
 func (h *HTTPServer) jwks(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	keys, err := h.srv.State().RootKeys(nil)
+	set, index, unpublished, err := h.srv.PublicKeys()
 	if err != nil {
 		return nil, 0, err
 	}
-	set, err := nomad.PublicKeySet(keys)
-	if err != nil {
-		h.logger.Error("some root keys are not published", "error", err)
+	if unpublished != nil {
+		h.logger.Error("some root keys are not published", "error", unpublished)
 	}
 	w.Header().Set("Cache-Control", "max-age=3600")
-	return set, tableIndex(h.srv.State(), state.TableRootKeys), nil
+	return set, index, nil
 }
 
 // openIDConfiguration serves /.well-known/openid-configuration, the OIDC

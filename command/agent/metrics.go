@@ -6,7 +6,6 @@ import (
 
 	"github.com/drover-project/drover/helper/metrics"
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 )
 
 // agentMetrics are the agent's metrics; gauges of state are refreshed when
@@ -47,9 +46,9 @@ func (m *agentMetrics) observeRequest(method string, d time.Duration) {
 
 // refresh sets the state gauges from srv.
 func (m *agentMetrics) refresh(srv *nomad.Server) {
-	st := srv.State()
-	for _, t := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableDeployments} {
-		m.tableIndex.WithLabels(t).Set(float64(st.Index(t)))
+	g := srv.StateGauges()
+	for t, idx := range g.TableIndex {
+		m.tableIndex.WithLabels(t).Set(float64(idx))
 	}
 	leader := 0.0
 	if srv.IsLeader() {
@@ -68,11 +67,7 @@ func (m *agentMetrics) refresh(srv *nomad.Server) {
 			c.Add(d)
 		}
 	}
-	snap := st.Snapshot()
-	if jobs, err := snap.Jobs(nil, "*"); err == nil {
-		m.objects.WithLabels(state.TableJobs).Set(float64(len(jobs)))
-	}
-	if allocs, err := snap.Allocs(nil); err == nil {
-		m.objects.WithLabels(state.TableAllocs).Set(float64(len(allocs)))
+	for t, n := range g.Objects {
+		m.objects.WithLabels(t).Set(float64(n))
 	}
 }

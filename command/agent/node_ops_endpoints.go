@@ -46,7 +46,7 @@ func (h *HTTPServer) allocStop(w http.ResponseWriter, r *http.Request) (any, uin
 	if tr.Reschedule, err = boolParam(r, "reschedule", false); err != nil {
 		return nil, 0, err
 	}
-	evalID, index, err := h.srv.AllocStop(r.PathValue("id"), tr)
+	evalID, index, err := h.srv.AllocStop(aclOf(r), r.PathValue("id"), tr)
 	if err != nil {
 		return nil, 0, err
 	}

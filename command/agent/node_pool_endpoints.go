@@ -4,39 +4,25 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/helper/apiconv"
-	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// paginate returns the page of items (sorted by key) that starts at the
-// next_token parameter and holds at most per_page items (0: all), and the
-// token of the next page ("" when none), which the caller sends in
-// X-Nomad-NextToken.
-func paginate[T any](r *http.Request, items []T, key func(T) string) ([]T, string, error) {
+// pageParams adds per_page and next_token to opts.
+func pageParams(r *http.Request, opts *nomad.QueryOptions) error {
 	q := r.URL.Query()
-	perPage := 0
 	if v := q.Get("per_page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return nil, "", badRequest("Invalid per_page %q: must be a non-negative integer", v)
+			return badRequest("Invalid per_page %q: must be a non-negative integer", v)
 		}
-		perPage = n
+		opts.PerPage = n
 	}
-	start := 0
-	if tok := q.Get("next_token"); tok != "" {
-		for start < len(items) && key(items[start]) < tok {
-			start++
-		}
-	}
-	items = items[start:]
-	if perPage == 0 || len(items) <= perPage {
-		return items, "", nil
-	}
-	return items[:perPage], key(items[perPage]), nil
+	opts.NextToken = q.Get("next_token")
+	return nil
 }
 
 func nodePoolToAPI(p *structs.NodePool) *api.NodePool {
@@ -53,40 +39,29 @@ func nodePoolToAPI(p *structs.NodePool) *api.NodePool {
 
 // nodePoolsList serves GET /v1/node/pools (prefix, per_page, next_token).
 func (h *HTTPServer) nodePoolsList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	prefix := prefixParam(r)
 	f, err := parseFilter(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		pools, err := snap.NodePools(ws, prefix)
-		if err != nil {
-			return nil, 0, err
-		}
-		if f.eval != nil {
-			var kept []*structs.NodePool
-			for _, p := range pools {
-				ok, err := applyFilter(f, []*api.NodePool{nodePoolToAPI(p)})
-				if err != nil {
-					return nil, 0, err
-				}
-				if len(ok) == 1 {
-					kept = append(kept, p)
-				}
-			}
-			pools = kept
-		}
-		page, next, err := paginate(r, pools, func(p *structs.NodePool) string { return p.Name })
-		if err != nil {
-			return nil, 0, err
-		}
-		setNextToken(w, next)
-		out := make([]*api.NodePool, 0, len(page))
-		for _, p := range page {
-			out = append(out, nodePoolToAPI(p))
-		}
-		return out, tableIndex(snap, state.TableNodePools), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := pageParams(r, &opts); err != nil {
+		return nil, 0, err
+	}
+	opts.Prefix = prefixParam(r)
+	opts.Filter = filterOf(f, func(p *structs.NodePool) any { return nodePoolToAPI(p) })
+	pools, meta, err := h.srv.NodePoolList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	setNextToken(w, meta.NextToken)
+	out := make([]*api.NodePool, 0, len(pools))
+	for _, p := range pools {
+		out = append(out, nodePoolToAPI(p))
+	}
+	return out, metaIndex(meta), nil
 }
 
 // setNextToken sets (or clears) X-Nomad-NextToken.
@@ -100,17 +75,15 @@ func setNextToken(w http.ResponseWriter, next string) {
 
 // nodePoolGet serves GET /v1/node/pool/:name.
 func (h *HTTPServer) nodePoolGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	name := r.PathValue("name")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		p, err := snap.NodePoolByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if p == nil {
-			return nil, tableIndex(snap, state.TableNodePools), notFound("node pool not found")
-		}
-		return nodePoolToAPI(p), max(p.ModifyIndex, 1), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, meta, err := h.srv.NodePoolGet(r.Context(), opts, r.PathValue("name"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return nodePoolToAPI(p), metaIndex(meta), nil
 }
 
 // nodePoolsRegister serves PUT /v1/node/pools.
@@ -141,83 +114,45 @@ func (h *HTTPServer) nodePoolDelete(w http.ResponseWriter, r *http.Request) (any
 // nodePoolNodes serves GET /v1/node/pool/:name/nodes: "all" has every node,
 // "default" those that name no other pool.
 func (h *HTTPServer) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	name := r.PathValue("name")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		p, err := snap.NodePoolByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if p == nil {
-			return nil, tableIndex(snap, state.TableNodePools), notFound("node pool not found")
-		}
-		nodes, err := snap.Nodes(ws)
-		if err != nil {
-			return nil, 0, err
-		}
-		var in []*structs.Node
-		for _, n := range nodes {
-			pool := n.NodePool
-			if pool == "" {
-				pool = structs.NodePoolDefault
-			}
-			if name == structs.NodePoolAll || pool == name {
-				in = append(in, n)
-			}
-		}
-		page, next, err := paginate(r, in, func(n *structs.Node) string { return n.ID })
-		if err != nil {
-			return nil, 0, err
-		}
-		setNextToken(w, next)
-		out := make([]*api.NodeListStub, 0, len(page))
-		for _, n := range page {
-			out = append(out, apiconv.NodeStubToAPI(n))
-		}
-		return out, tableIndex(snap, state.TableNodes, state.TableNodePools), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := pageParams(r, &opts); err != nil {
+		return nil, 0, err
+	}
+	nodes, meta, err := h.srv.NodePoolNodes(r.Context(), opts, r.PathValue("name"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	setNextToken(w, meta.NextToken)
+	out := make([]*api.NodeListStub, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, apiconv.NodeStubToAPI(n))
+	}
+	return out, metaIndex(meta), nil
 }
 
 // nodePoolJobs serves GET /v1/node/pool/:name/jobs: the jobs of the
 // namespace ("*": all) that run in the pool.
 func (h *HTTPServer) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	name, ns := r.PathValue("name"), namespace(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		p, err := snap.NodePoolByName(ws, name)
-		if err != nil {
-			return nil, 0, err
-		}
-		if p == nil {
-			return nil, tableIndex(snap, state.TableNodePools), notFound("node pool not found")
-		}
-		jobs, err := snap.Jobs(ws, ns)
-		if err != nil {
-			return nil, 0, err
-		}
-		var in []*structs.Job
-		for _, j := range jobs {
-			pool := j.NodePool
-			if pool == "" {
-				pool = structs.NodePoolDefault
-			}
-			if pool == name {
-				in = append(in, j)
-			}
-		}
-		page, next, err := paginate(r, in, func(j *structs.Job) string { return j.Namespace + "." + j.ID })
-		if err != nil {
-			return nil, 0, err
-		}
-		setNextToken(w, next)
-		out := make([]*api.JobListStub, 0, len(page))
-		for _, j := range page {
-			sum, err := snap.JobSummaryByID(ws, j.Namespace, j.ID)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, apiconv.JobStubToAPI(j, sum))
-		}
-		return out, tableIndex(snap, state.TableJobs, state.TableNodePools), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := pageParams(r, &opts); err != nil {
+		return nil, 0, err
+	}
+	jobs, meta, err := h.srv.NodePoolJobs(r.Context(), opts, r.PathValue("name"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	setNextToken(w, meta.NextToken)
+	out := make([]*api.JobListStub, 0, len(jobs))
+	for _, e := range jobs {
+		out = append(out, apiconv.JobStubToAPI(e.Job, e.Summary))
+	}
+	return out, metaIndex(meta), nil
 }
 
 // nodePoolPrefix is the path prefix the pools mux serves.

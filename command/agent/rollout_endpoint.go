@@ -1,12 +1,11 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 
-	memdb "github.com/hashicorp/go-memdb"
-
 	"github.com/drover-project/drover/helper/apiconv"
-	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
 )
@@ -19,44 +18,24 @@ import (
 // allocations and nodes.
 func (h *HTTPServer) jobRollout(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	depID := r.URL.Query().Get("deployment")
-	withNodes := aclOf(r).AllowNodeRead()
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		var d *structs.Deployment
-		var err error
-		if depID != "" {
-			d, err = snap.DeploymentByID(ws, depID)
-			if err == nil && (d == nil || d.Namespace != job.Namespace || d.JobID != job.ID) {
-				return nil, 0, notFound("deployment not found")
-			}
-		} else {
-			d, err = snap.LatestDeploymentByJobID(ws, job.Namespace, job.ID)
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		allocs, err := snap.AllocsByJob(ws, job.Namespace, job.ID, true)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := &wire.RolloutView{Job: apiconv.JobToAPI(job), AllocColumns: wire.RolloutAllocColumns, Allocs: rolloutAllocRows(allocs, d)}
-		if d != nil {
-			out.Deployment = apiconv.DeploymentToAPI(d)
-		}
-		tables := []string{state.TableJobs, state.TableDeployments, state.TableAllocs}
-		if withNodes {
-			nodes, err := snap.Nodes(ws)
-			if err != nil {
-				return nil, 0, err
-			}
-			out.NodeColumns = wire.RolloutNodeColumns
-			out.Nodes = make([][]any, 0, len(nodes))
-			for _, n := range nodes {
-				out.Nodes = append(out.Nodes, []any{n.ID, n.Name, n.Status, n.SchedulingEligibility, n.Datacenter, n.NodePool})
-			}
-			tables = append(tables, state.TableNodes)
-		}
-		return out, tableIndex(snap, tables...), nil
+	ro, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobRollout, nomad.QueryMeta, error) {
+		return h.srv.JobRollout(ctx, opts, id, depID)
 	})
+	if err != nil {
+		return nil, index, err
+	}
+	out := &wire.RolloutView{Job: apiconv.JobToAPI(ro.Job), AllocColumns: wire.RolloutAllocColumns, Allocs: rolloutAllocRows(ro.Allocs, ro.Deployment)}
+	if ro.Deployment != nil {
+		out.Deployment = apiconv.DeploymentToAPI(ro.Deployment)
+	}
+	if ro.Nodes != nil {
+		out.NodeColumns = wire.RolloutNodeColumns
+		out.Nodes = make([][]any, 0, len(ro.Nodes))
+		for _, n := range ro.Nodes {
+			out.Nodes = append(out.Nodes, []any{n.ID, n.Name, n.Status, n.SchedulingEligibility, n.Datacenter, n.NodePool})
+		}
+	}
+	return out, index, nil
 }
 
 // rolloutAllocRows keeps, of a job's allocations, those that run or are

@@ -3,11 +3,9 @@ package agent
 import (
 	"net/http"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -33,17 +31,11 @@ func (h *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request) (any, uint
 }
 
 func (h *HTTPServer) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	return h.jobQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (any, uint64, error) {
-		allocs, err := snap.AllocsByJob(ws, job.Namespace, job.ID, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		events, err := snap.ScalingEventsByJob(ws, job.Namespace, job.ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		return scaleStatus(job, allocs, events), tableIndex(snap, state.TableJobs, state.TableAllocs, state.TableScalingEvents), nil
-	})
+	sc, index, err := readJob(r, h.srv.JobScaleStatus)
+	if err != nil {
+		return nil, index, err
+	}
+	return scaleStatus(sc.Job, sc.Allocs, sc.Events), index, nil
 }
 
 // scaleStatus counts, per group, the desired count, the allocations placed
@@ -84,59 +76,43 @@ func scaleStatus(job *structs.Job, allocs []*structs.Allocation, events *structs
 	return out
 }
 
-// scalingPolicies lists the scaling blocks of the current job versions of
-// namespace ns ("*": all).
-func scalingPolicies(snap *state.Snapshot, ws memdb.WatchSet, ns string) ([]*api.ScalingPolicy, error) {
-	jobs, err := snap.Jobs(ws, ns)
-	if err != nil {
-		return nil, err
+// scalingPolicyToAPI is the API form of a scaling policy.
+func scalingPolicyToAPI(sp nomad.ScalingPolicy) *api.ScalingPolicy {
+	j, tg, p := sp.Job, sp.Group, sp.Group.Scaling
+	return &api.ScalingPolicy{
+		ID: sp.ID, Namespace: j.Namespace,
+		Min: new(p.Min), Max: p.Max, Policy: p.Policy, Enabled: new(p.Enabled), Type: p.Type,
+		Target:      map[string]string{"Namespace": j.Namespace, "Job": j.ID, "Group": tg.Name},
+		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 	}
-	var out []*api.ScalingPolicy
-	for _, j := range jobs {
-		for _, tg := range j.TaskGroups {
-			p := tg.Scaling
-			if p == nil {
-				continue
-			}
-			out = append(out, &api.ScalingPolicy{
-				ID: structs.ScalingPolicyID(j.Namespace, j.ID, tg.Name), Namespace: j.Namespace,
-				Min: new(p.Min), Max: p.Max, Policy: p.Policy, Enabled: new(p.Enabled), Type: p.Type,
-				Target:      map[string]string{"Namespace": j.Namespace, "Job": j.ID, "Group": tg.Name},
-				CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
-			})
-		}
-	}
-	return out, nil
 }
 
 func (h *HTTPServer) scalingPoliciesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns := namespace(r)
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		ps, err := scalingPolicies(snap, ws, ns)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := make([]*api.ScalingPolicyListStub, 0, len(ps))
-		for _, p := range ps {
-			out = append(out, &api.ScalingPolicyListStub{ID: p.ID, Enabled: *p.Enabled, Type: p.Type, Target: p.Target,
-				CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
-		}
-		return out, tableIndex(snap, state.TableJobs), nil
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ps, meta, err := h.srv.ScalingPolicyList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := make([]*api.ScalingPolicyListStub, 0, len(ps))
+	for _, sp := range ps {
+		p := scalingPolicyToAPI(sp)
+		out = append(out, &api.ScalingPolicyListStub{ID: p.ID, Enabled: *p.Enabled, Type: p.Type, Target: p.Target,
+			CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
+	}
+	return out, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) scalingPolicyGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	id := r.PathValue("id")
-	return h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		ps, err := scalingPolicies(snap, ws, "*")
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, p := range ps {
-			if p.ID == id {
-				return p, tableIndex(snap, state.TableJobs), nil
-			}
-		}
-		return nil, tableIndex(snap, state.TableJobs), notFound("scaling policy not found")
-	})
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	sp, meta, err := h.srv.ScalingPolicyGet(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return scalingPolicyToAPI(*sp), metaIndex(meta), nil
 }

@@ -29,7 +29,8 @@
 // store and are shared; nobody mutates them. Writes copy before changing.
 // Allocations are stored with Job pointing at the shared job version.
 //
-// Who may import it: the server (nomad/...), the FSM (nomad/fsm) and the
-// HTTP layer (command/agent). The scheduler reads only through *Snapshot,
+// Who may import it: the server (nomad/...) and the FSM (nomad/fsm); not
+// the HTTP layer (command/agent), which reads through the server's
+// endpoints (cmd/drover/deps_test.go). The scheduler reads only through *Snapshot,
 // behind its own narrow interface; only the FSM writes.
 package state

@@ -1,8 +1,7 @@
-package agent
+package nomad
 
 import (
 	"cmp"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,30 +9,19 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// pageEvals orders evaluations and cuts the page the request asks for:
+// pageEvals orders evaluations and cuts the page opts asks for:
 //
 //   - order: oldest first (CreateIndex, then ID); by ID when a prefix is
-//     given; reverse=true flips either order;
-//   - next_token: where the page starts: "<CreateIndex>.<ID>" of its first
-//     evaluation (just "<ID>" in ID order), as X-Nomad-NextToken gave it;
-//     a token naming an evaluation since deleted starts at the next one;
-//   - per_page: at most that many (0 or absent: all).
+//     given; opts.Reverse flips either order;
+//   - opts.NextToken: where the page starts: "<CreateIndex>.<ID>" of its
+//     first evaluation (just "<ID>" in ID order), as the previous page's
+//     NextToken gave it; a token naming an evaluation since deleted starts
+//     at the next one;
+//   - opts.PerPage: at most that many (0: all).
 //
 // It returns the page and the token of the next one ("" when none).
-func pageEvals(r *http.Request, evals []*structs.Evaluation, byID bool) ([]*structs.Evaluation, string, error) {
-	q := r.URL.Query()
-	reverse, err := boolParam(r, "reverse", false)
-	if err != nil {
-		return nil, "", err
-	}
-	perPage := 0
-	if v := q.Get("per_page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, "", badRequest("Invalid per_page %q: must be a non-negative integer", v)
-		}
-		perPage = n
-	}
+func pageEvals(opts *QueryOptions, evals []*structs.Evaluation, byID bool) ([]*structs.Evaluation, string, error) {
+	reverse, perPage := opts.Reverse, opts.PerPage
 	key := func(e *structs.Evaluation) evalKey { return evalKey{index: e.CreateIndex, id: e.ID} }
 	if byID {
 		key = func(e *structs.Evaluation) evalKey { return evalKey{id: e.ID} }
@@ -47,7 +35,7 @@ func pageEvals(r *http.Request, evals []*structs.Evaluation, byID bool) ([]*stru
 	}
 	sorted := slices.Clone(evals)
 	slices.SortFunc(sorted, func(a, b *structs.Evaluation) int { return order(key(a), key(b)) })
-	if tok := q.Get("next_token"); tok != "" {
+	if tok := opts.NextToken; tok != "" {
 		start, err := parseEvalToken(tok, byID)
 		if err != nil {
 			return nil, "", err
@@ -58,7 +46,7 @@ func pageEvals(r *http.Request, evals []*structs.Evaluation, byID bool) ([]*stru
 		}
 		sorted = sorted[i:]
 	}
-	if perPage == 0 || len(sorted) <= perPage {
+	if perPage <= 0 || len(sorted) <= perPage {
 		return sorted, "", nil
 	}
 	return sorted[:perPage], key(sorted[perPage]).String(byID), nil
@@ -85,7 +73,7 @@ func parseEvalToken(tok string, byID bool) (evalKey, error) {
 	idx, id, ok := strings.Cut(tok, ".")
 	n, err := strconv.ParseUint(idx, 10, 64)
 	if !ok || err != nil {
-		return evalKey{}, badRequest("Invalid next_token %q: must be <create index>.<evaluation ID> as X-Nomad-NextToken gave it", tok)
+		return evalKey{}, structs.BadRequestf("Invalid next_token %q: must be <create index>.<evaluation ID> as X-Nomad-NextToken gave it", tok)
 	}
 	return evalKey{index: n, id: id}, nil
 }

@@ -1,4 +1,4 @@
-package agent
+package nomad
 
 import (
 	"testing"

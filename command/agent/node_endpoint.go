@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"net/http"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/helper/apiconv"
+	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
+)
+
+// Nodes: the list (with prefix look-ups), single reads and the operator's
+// actions, and the client agents' protocol (register, heartbeat, the
+// allocation query and updates, authenticated by the node's secret), all
+// answered by the server (nomad/node_endpoint.go).
+
+func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	withResources, err := boolParam(r, "resources", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	withOS, err := boolParam(r, "os", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := parseFilter(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	stub := func(n *structs.Node) *api.NodeListStub {
+		st := apiconv.NodeStubToAPI(n)
+		if withResources || withOS {
+			full := apiconv.NodeToAPI(n)
+			if withResources {
+				st.NodeResources, st.ReservedResources = full.NodeResources, full.ReservedResources
+			}
+			if withOS {
+				st.Attributes = map[string]string{"os.name": n.Attributes["os.name"]}
+			}
+		}
+		return st
+	}
+	opts.Prefix = prefixParam(r)
+	opts.Filter = filterOf(f, func(n *structs.Node) any { return stub(n) })
+	nodes, meta, err := h.srv.NodeList(r.Context(), opts)
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := make([]*api.NodeListStub, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, stub(n))
+	}
+	return out, metaIndex(meta), nil
+}
+
+func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, meta, err := h.srv.NodeGet(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return nodeToWire(n), metaIndex(meta), nil
+}
+
+func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	allocs, meta, err := h.srv.NodeAllocations(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	out := make([]*api.Allocation, 0, len(allocs))
+	for _, a := range allocs {
+		out = append(out, apiconv.AllocToAPI(a))
+	}
+	return out, metaIndex(meta), nil
+}
+
+func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req wire.NodeRegisterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.Node == nil {
+		return nil, 0, badRequest("Node must be specified")
+	}
+	node := apiconv.NodeFromAPI(req.Node)
+	node.SecretID = req.SecretID
+	index, evals, ttl, err := h.srv.NodeRegister(node, req.IntroToken)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &wire.NodeRegisterResponse{EvalIDs: evals, Index: index, HeartbeatTTL: ttl}, index, nil
+}
+
+func (h *HTTPServer) internalNodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req wire.NodeHeartbeatRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	ttl, index, err := h.srv.NodeHeartbeat(r.PathValue("id"), req.Status)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &wire.NodeHeartbeatResponse{HeartbeatTTL: ttl, Index: index}, index, nil
+}
+
+func (h *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.NodeUpdateEligibilityRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
+		return nil, 0, badRequest("Node ID does not match")
+	}
+	index, evals, err := h.srv.NodeUpdateEligibility(r.PathValue("id"), req.Eligibility)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.NodeEligibilityUpdateResponse{NodeModifyIndex: index, EvalIDs: evals, EvalCreateIndex: index,
+		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}
+
+func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req api.NodeUpdateDrainRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
+		return nil, 0, badRequest("Node ID does not match")
+	}
+	in := &structs.NodeUpdateDrainRequest{NodeID: r.PathValue("id"), Drain: req.DrainSpec != nil,
+		MarkEligible: req.MarkEligible, Meta: req.Meta}
+	if req.DrainSpec != nil {
+		in.Spec = structs.DrainSpec{Deadline: req.DrainSpec.Deadline, IgnoreSystemJobs: req.DrainSpec.IgnoreSystemJobs}
+	}
+	index, evals, err := h.srv.NodeDrain(in)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.NodeDrainUpdateResponse{NodeModifyIndex: index, EvalIDs: evals, EvalCreateIndex: index,
+		WriteMeta: api.WriteMeta{LastIndex: index}}, index, nil
+}
+
+// internalNodeAllocs answers a client's blocking query for the
+// allocations of its node, with their jobs (see the server's
+// NodeClientAllocs).
+func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts.AllowStale = true // answered by the server the client reaches
+	allocs, meta, err := h.srv.NodeClientAllocs(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*wire.NodeAlloc, 0, len(allocs))
+	for _, na := range allocs {
+		job, err := apiconv.JobJSON(na.Alloc.Job)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, &wire.NodeAlloc{Allocation: apiconv.AllocToAPIWithoutJob(na.Alloc), Job: job, SignedIdentities: na.Alloc.SignedIdentities,
+			PreviousNodeAddr: na.PreviousNodeAddr, MigrateToken: na.MigrateToken})
+	}
+	return out, metaIndex(meta), nil
+}
+
+func (h *HTTPServer) internalAllocUpdate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req wire.AllocUpdateRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	nodeID := r.PathValue("id")
+	var updates []*structs.Allocation
+	for _, a := range req.Allocs {
+		u, err := allocClientUpdateFromAPI(a)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := h.srv.CheckAllocOfNode(nodeID, u.ID); err != nil {
+			return nil, 0, err
+		}
+		updates = append(updates, u)
+	}
+	index, err := h.srv.AllocClientUpdate(updates)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.WriteMeta{LastIndex: index}, index, nil
+}
+
+// checkNodeSecret authenticates a client request by the node's secret ID,
+// sent as X-Nomad-Token.
+func (h *HTTPServer) checkNodeSecret(r *http.Request) error {
+	return h.srv.CheckNodeSecret(r.PathValue("id"), r.Header.Get("X-Nomad-Token"))
+}
+
+// allocClientUpdateFromAPI keeps the fields a client may report (status,
+// description, task states, deployment health, network status) after
+// checking its ClientStatus.
+func allocClientUpdateFromAPI(a *api.Allocation) (*structs.Allocation, error) {
+	switch a.ClientStatus {
+	case structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
+		structs.AllocClientStatusFailed, structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+	default:
+		return nil, badRequest("allocation %q: invalid ClientStatus %q", a.ID, a.ClientStatus)
+	}
+	return apiconv.AllocUpdateFromAPI(a), nil
+}

@@ -1,0 +1,88 @@
+package nomad
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/nomad/state"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// JobImages is the image state of a job's docker tasks (see ImageStatus).
+type JobImages struct {
+	Job   *structs.Job
+	Tasks []structs.ImageTaskStatus
+}
+
+// imageTables are the tables the image state of a job is read from.
+var imageTables = []string{state.TableJobs, state.TableImageChecks, state.TableImageWatches, state.TableImageBadDigests}
+
+// JobImageUpdates returns the image state of job id (read-job).
+func (s *Server) JobImageUpdates(ctx context.Context, opts QueryOptions, id string) (*JobImages, QueryMeta, error) {
+	var out *JobImages
+	meta, err := s.jobQuery(ctx, &opts, id, acl.NamespaceCapabilityReadJob, func(ws memdb.WatchSet, snap *state.Snapshot, job *structs.Job) (uint64, error) {
+		tasks, err := s.ImageStatus(ws, snap, job)
+		if err != nil {
+			return 0, err
+		}
+		out = &JobImages{Job: job, Tasks: tasks}
+		return tableIndex(snap, imageTables...), nil
+	})
+	return out, meta, err
+}
+
+// jobImagesNow returns the current image state of job id of ns.
+func (s *Server) jobImagesNow(ns, id string) (*JobImages, uint64, error) {
+	snap := s.State().Snapshot()
+	job, err := snap.JobByID(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if job == nil {
+		return nil, 0, structs.NotFoundf("job not found")
+	}
+	tasks, err := s.ImageStatus(nil, snap, job)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &JobImages{Job: job, Tasks: tasks}, tableIndex(snap, imageTables...), nil
+}
+
+// JobImageCheck has the leader's image watcher check the auto-updated
+// images of job id at once and wait for it (ErrNotLeader elsewhere), and
+// returns the image state after the check; caller needs submit-job.
+func (s *Server) JobImageCheck(ctx context.Context, caller *acl.ACL, ns, id string) (*JobImages, uint64, error) {
+	if err := requireNamespace(caller, ns, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, 0, err
+	}
+	job, err := s.State().JobByID(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if job == nil {
+		return nil, 0, structs.NotFoundf("job not found")
+	}
+	ok, err := s.ImageCheckNow(ctx, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return nil, 0, structs.BadRequestf("job %q has no docker task with auto_update = true", id)
+	}
+	return s.jobImagesNow(ns, id)
+}
+
+// JobImageClearBad clears a bad digest of the images of job id (see
+// ImageClearBad) and returns the image state after it; caller needs
+// submit-job.
+func (s *Server) JobImageClearBad(caller *acl.ACL, ns, id, digest string) (*JobImages, uint64, error) {
+	if err := requireNamespace(caller, ns, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, 0, err
+	}
+	if err := s.ImageClearBad(ns, id, digest); err != nil {
+		return nil, 0, err
+	}
+	return s.jobImagesNow(ns, id)
+}

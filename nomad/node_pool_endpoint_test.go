@@ -1,0 +1,59 @@
+package nomad
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/nomad/mock"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func TestNodePoolReads_PageAndNeedNodeRead(t *testing.T) {
+	srv := queryTestServer(t)
+	st := srv.State()
+	require.NoError(t, st.UpsertNodePools(300, []*structs.NodePool{{Name: "edge-a"}, {Name: "edge-b"}, {Name: "edge-c"}, {Name: "gpu"}}))
+	for i, pool := range []string{"edge-a", "edge-a", "edge-a", ""} {
+		n := mock.Node()
+		n.ID = []string{"n1", "n2", "n3", "n4"}[i]
+		n.NodePool = pool
+		require.NoError(t, st.UpsertNode(uint64(301+i), n))
+	}
+	names := func(ps []*structs.NodePool) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+
+	page, meta, err := srv.NodePoolList(t.Context(), QueryOptions{Prefix: "edge-", PerPage: 2})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-a", "edge-b"}, names(page))
+	require.Equal(t, "edge-c", meta.NextToken)
+	page, meta, err = srv.NodePoolList(t.Context(), QueryOptions{Prefix: "edge-", PerPage: 2, NextToken: meta.NextToken})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-c"}, names(page))
+	require.Empty(t, meta.NextToken)
+
+	nodes, meta, err := srv.NodePoolNodes(t.Context(), QueryOptions{PerPage: 2}, "edge-a")
+	require.NoError(t, err)
+	require.Len(t, nodes, 2)
+	require.Equal(t, "n3", meta.NextToken)
+	nodes, _, err = srv.NodePoolNodes(t.Context(), QueryOptions{}, structs.NodePoolDefault)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1, "a node naming no pool is in the default pool")
+	require.Equal(t, "n4", nodes[0].ID)
+	_, _, err = srv.NodePoolNodes(t.Context(), QueryOptions{}, "nope")
+	require.ErrorIs(t, err, structs.ErrNotFound)
+
+	noNode := policyACL(t, `namespace "*" { policy = "read" }`)
+	_, _, err = srv.NodePoolList(t.Context(), QueryOptions{ACL: noNode})
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, _, err = srv.NodePoolGet(t.Context(), QueryOptions{ACL: noNode}, "gpu")
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	p, _, err := srv.NodePoolGet(t.Context(), QueryOptions{ACL: acl.ManagementACL()}, "gpu")
+	require.NoError(t, err)
+	require.Equal(t, "gpu", p.Name)
+}
