@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/nomad"
-	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -33,22 +31,20 @@ func (h *HTTPServer) varsList(w http.ResponseWriter, r *http.Request) (any, uint
 	if err != nil {
 		return nil, 0, err
 	}
-	ns, prefix, a := namespace(r), prefixParam(r), aclOf(r)
-	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		metas, index, err := h.srv.ListVariables(a, ws, snap, ns, prefix)
-		if err != nil {
-			return nil, 0, err
-		}
-		list := make([]*api.VariableMetadata, 0, len(metas))
-		for i := range metas {
-			list = append(list, variableMetaToAPI(&metas[i]))
-		}
-		return list, index, nil
-	})
+	opts, err := queryOptions(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	list, err := applyFilter(filter, out.([]*api.VariableMetadata))
+	opts.Prefix = prefixParam(r)
+	metas, meta, err := h.srv.VariableList(r.Context(), opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	list := make([]*api.VariableMetadata, 0, len(metas))
+	for i := range metas {
+		list = append(list, variableMetaToAPI(&metas[i]))
+	}
+	list, err = applyFilter(filter, list)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -57,7 +53,7 @@ func (h *HTTPServer) varsList(w http.ResponseWriter, r *http.Request) (any, uint
 		return nil, 0, err
 	}
 	setNextToken(w, next)
-	return page, h.listIndex(index, state.TableVariables), nil
+	return page, metaIndex(meta), nil
 }
 
 // pageVariables cuts the page of list (sorted by namespace and path) that
@@ -89,14 +85,15 @@ func pageVariables(r *http.Request, list []*api.VariableMetadata) ([]*api.Variab
 
 // varGet serves GET /v1/var/{path} (blocking); 404 "variable not found".
 func (h *HTTPServer) varGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ns, path, a := namespace(r), r.PathValue("path"), aclOf(r)
-	out, index, err := h.blockingQuery(r, func(ws memdb.WatchSet, snap *state.Snapshot) (any, uint64, error) {
-		return h.srv.ReadVariable(a, ws, snap, ns, path)
-	})
+	opts, err := queryOptions(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	v, _ := out.(*structs.VariableDecrypted)
+	v, meta, err := h.srv.VariableGet(r.Context(), opts, r.PathValue("path"))
+	if err != nil {
+		return nil, 0, err
+	}
+	index := metaIndex(meta)
 	if v == nil {
 		return nil, index, notFound("variable not found")
 	}
