@@ -455,8 +455,12 @@ func parsePluginConfig(m map[string]any) (pluginConfig, error) {
 		} else if ok {
 			pc.ImageGC = b
 		}
-		if _, _, err := drivers.ConfigBool(gc, "container"); err != nil {
+		// Drover always removes a task's container when the task is
+		// destroyed: container = false would be accepted and not done.
+		if keep, ok, err := drivers.ConfigBool(gc, "container"); err != nil {
 			add(fmt.Errorf("gc: %w", err))
+		} else if ok && !keep {
+			add(&drivers.FieldError{Field: "gc.container", Rule: "= false is not supported by Drover: a task's container is always removed when the task is destroyed"})
 		}
 		dur(gc, "image_delay", "gc.image_delay", &pc.ImageDelay)
 	}

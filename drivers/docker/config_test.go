@@ -317,3 +317,12 @@ func TestVolumePropagation(t *testing.T) {
 	}
 	require.True(t, found, "the volume's bind is mounted: %+v", mounts)
 }
+
+// gc { container = false } would keep containers Drover removes anyway:
+// refused rather than accepted and not done; true (Nomad's default) is fine.
+func TestPluginGCContainerFalseRefused(t *testing.T) {
+	d := New(nil)
+	require.NoError(t, d.SetConfig(map[string]any{"gc": map[string]any{"container": true}}))
+	err := New(nil).SetConfig(map[string]any{"gc": map[string]any{"container": false}})
+	require.ErrorContains(t, err, "gc.container = false is not supported by Drover")
+}
