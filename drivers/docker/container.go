@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -153,6 +154,11 @@ func containerEnv(env map[string]string) []string {
 	m["NOMAD_ALLOC_DIR"] = containerAllocDir
 	m["NOMAD_TASK_DIR"] = containerLocalDir
 	m["NOMAD_SECRETS_DIR"] = containerSecretsDir
+	if addr, ok := env["NOMAD_UNIX_ADDR"]; ok {
+		// The task API socket is in the secrets dir, bind-mounted at
+		// containerSecretsDir.
+		m["NOMAD_UNIX_ADDR"] = "unix://" + path.Join(containerSecretsDir, path.Base(strings.TrimPrefix(addr, "unix://")))
+	}
 	out := make([]string, 0, len(m))
 	for k, v := range m {
 		out = append(out, k+"="+v)

@@ -160,6 +160,10 @@ func (d *Driver) ValidateTaskConfig(config map[string]any) error {
 	return err
 }
 
+// ReachesTaskAPI: the task API socket is in the task's secrets dir, which
+// every container has at /secrets (drivers.TaskAPIReacher).
+func (d *Driver) ReachesTaskAPI() bool { return true }
+
 // ValidateTaskResources refuses at submission a memory_hard_limit below
 // the task's memory, which the task's start would refuse
 // (drivers.ResourceValidator).

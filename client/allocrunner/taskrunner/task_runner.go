@@ -517,10 +517,13 @@ func (tr *TaskRunner) shuttingDown() bool {
 // hostEnvFor is env when d's tasks inherit the host environment, else nil.
 // unixAddrFor keeps the task API's address for drivers whose tasks see
 // the host's paths of their task dir (raw_exec; exec, which rewrites it to
-// its chroot's path).
+// its chroot's path) or their secrets dir (drivers.TaskAPIReacher).
 func unixAddrFor(d drivers.Driver, addr string) string {
 	if h, ok := d.(drivers.HostEnvInheritor); ok && h.InheritsHostEnv() {
 		return addr
+	}
+	if r, ok := d.(drivers.TaskAPIReacher); ok && r.ReachesTaskAPI() {
+		return addr // docker, which rewrites it to its container's path
 	}
 	return ""
 }
