@@ -246,3 +246,26 @@ func (d *identityDB) identities() map[string]string {
 	defer d.mu.Unlock()
 	return maps.Clone(d.toks)
 }
+
+// TestIdentityRenewal_RestoredAfterClientRestart: a task runner of a
+// restarted client takes the renewed tokens back from the state DB: they
+// stand in for the servers' (older) ones, so nothing is renewed early.
+func TestIdentityRenewal_RestoredAfterClientRestart(t *testing.T) {
+	now := time.Now()
+	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{},
+		Identity: &structs.WorkloadIdentity{Name: "default", File: true, TTL: time.Hour}}
+	renewed := fakeJWT(t, now, now.Add(time.Hour))
+	db := &identityDB{fakeDB: newFakeDB(), toks: map[string]string{"web": renewed}}
+	require.NoError(t, db.PutTaskState("a1", "web", &structs.TaskState{State: StateDead}))
+	tr := newRunnerWith(t, task, &recordingDriver{Driver: mock.New(nil)}, func(c *Config) {
+		c.StateDB = db
+		c.Alloc.SignedIdentities = map[string]string{"web": fakeJWT(t, now.Add(-50*time.Minute), now.Add(10*time.Minute))}
+	})
+	require.NoError(t, tr.Restore())
+	require.True(t, tr.HoldsIdentity(renewed))
+	alloc, _ := tr.currentAlloc()
+	require.Equal(t, renewed, alloc.SignedIdentities["web"])
+	due, next := planRenewal(task, alloc.SignedIdentities, now)
+	require.Empty(t, due, "the server's token is past half its life, the renewed one is not")
+	require.Equal(t, now.Truncate(time.Second).Add(30*time.Minute), next)
+}
