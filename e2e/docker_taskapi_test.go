@@ -75,13 +75,7 @@ func TestDockerTaskAPIAndTaskNetworkPortMap(t *testing.T) {
 		removeImages(t, []string{ref, ref + "@" + digest, strings.TrimSuffix(ref, ":v1") + "@" + digest})
 	})
 
-	s1 := newServer(t, serverSpec{name: "s1", bootstrapExpect: 1, top: "acl {\n  enabled = true\n}"})
-	waitLeader(t, s1)
-	root, _, err := s1.client(t).ACLTokens().Bootstrap(nil)
-	require.NoError(t, err)
-	mgmt := tokenClient(t, s1.httpAddr(), root.SecretID)
-	newClientAgentWith(t, "dtapi-client", "", "acl {\n  enabled = true\n}", s1.httpHostPort())
-	waitReadyNodes(t, mgmt, 1)
+	s1, _, root, mgmt := aclServerAndClient(t, "dtapi-client")
 	var allocIDs []string
 	t.Cleanup(func() {
 		_, _ = droverAs(t, s1.httpAddr(), root.SecretID, "job", "stop", "-purge", "-yes", "dtapi")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -10,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,28 +60,14 @@ EOT
 // authenticates the task's own job read.
 func TestWorkloadIdentityRenewal(t *testing.T) {
 	start := time.Now()
-	s1 := newServer(t, serverSpec{name: "s1", bootstrapExpect: 1, top: "acl {\n  enabled = true\n}"})
-	waitLeader(t, s1)
-	root, _, err := s1.client(t).ACLTokens().Bootstrap(nil)
-	require.NoError(t, err)
-	mgmt := tokenClient(t, s1.httpAddr(), root.SecretID)
-	newClientAgentWith(t, "client-1", "", "acl {\n  enabled = true\n}", s1.httpHostPort())
-	waitReadyNodes(t, mgmt, 1)
+	s1, _, root, mgmt := aclServerAndClient(t, "client-1")
 	bin, err := filepath.Abs(droverBin)
 	require.NoError(t, err)
 	code, out := droverAs(t, s1.httpAddr(), root.SecretID, "job", "run", "-detach",
 		writeJobFile(t, fmt.Sprintf(identityRenewJobHCL, s1.httpAddr(), bin)))
 	require.Equal(t, 0, code, out)
 
-	var alloc *api.AllocationListStub
-	require.Eventually(t, func() bool {
-		allocs, _, err := mgmt.Jobs().Allocations("idrenew", false, nil)
-		if err != nil || len(allocs) != 1 {
-			return false
-		}
-		alloc = allocs[0]
-		return alloc.ClientStatus == "complete" || alloc.ClientStatus == "failed"
-	}, 40*time.Second, 100*time.Millisecond)
+	alloc := waitBatchAlloc(t, mgmt, "idrenew", "", 40*time.Second)
 	status, logs := getWithToken(t, s1.httpAddr()+"/v1/client/fs/logs/"+alloc.ID+"?task=t&type=stdout&plain=true", root.SecretID)
 	require.Equal(t, http.StatusOK, status, logs)
 	require.Equal(t, "complete", alloc.ClientStatus, logs)
@@ -101,16 +84,9 @@ func TestWorkloadIdentityRenewal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "0", field("OWN_EXIT"), "the renewed token reads the task's own job")
 
-	_, jwks := getWithToken(t, s1.httpAddr()+"/.well-known/jwks.json", "")
-	var set jose.JSONWebKeySet
-	require.NoError(t, json.Unmarshal([]byte(jwks), &set))
 	claimsOf := func(tok string) jwt.Claims {
-		parsed, err := jwt.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
-		require.NoError(t, err)
-		keys := set.Key(parsed.Headers[0].KeyID)
-		require.Len(t, keys, 1)
 		var c jwt.Claims
-		require.NoError(t, parsed.Claims(keys[0].Key, &c))
+		verifyJWKS(t, s1.httpAddr(), tok, &c)
 		require.NotNil(t, c.Expiry)
 		return c
 	}
