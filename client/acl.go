@@ -145,3 +145,17 @@ func (c *Client) requireNodeRead(r *http.Request) error {
 	}
 	return nil
 }
+
+// renewIdentities has the servers sign again the named workload
+// identities of a task of this node (allocrunner.Config.RenewIdentities).
+func (c *Client) renewIdentities(ctx context.Context, allocID, task string, names []string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var out wire.IdentityRenewResponse
+	_, err := c.rpc.call(ctx, http.MethodPut, wire.NodePath(wire.RouteNodeIdentities, c.NodeID()), nil,
+		&wire.IdentityRenewRequest{AllocID: allocID, Task: task, Identities: names}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return out.Tokens, nil
+}

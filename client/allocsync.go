@@ -277,16 +277,17 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 	entry := &allocEntry{modifyIndex: a.AllocModifyIndex}
 	c.allocs[a.ID] = entry
 	cfg := &allocrunner.Config{
-		Alloc:        a,
-		Node:         c.Node(),
-		AllocRootDir: c.cfg.AllocDir(),
-		Drivers:      c.drivers,
-		StateDB:      c.db,
-		Logger:       c.logger.Named("alloc_runner"),
-		StateUpdater: c.runnerUpdated,
-		Now:          c.cfg.Now,
-		HostEnv:      c.cfg.HostEnv,
-		TaskAPI:      c.listenTaskAPI,
+		Alloc:           a,
+		Node:            c.Node(),
+		AllocRootDir:    c.cfg.AllocDir(),
+		Drivers:         c.drivers,
+		StateDB:         c.db,
+		Logger:          c.logger.Named("alloc_runner"),
+		StateUpdater:    c.runnerUpdated,
+		Now:             c.cfg.Now,
+		HostEnv:         c.cfg.HostEnv,
+		TaskAPI:         c.listenTaskAPI,
+		RenewIdentities: c.renewIdentities,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

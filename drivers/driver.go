@@ -187,6 +187,14 @@ type HostEnvInheritor interface {
 	InheritsHostEnv() bool
 }
 
+// TaskAPIReacher is implemented by drivers whose tasks, though not on the
+// host's filesystem, see their secrets dir (docker: at /secrets) and so
+// reach the task API socket in it. They are given NOMAD_UNIX_ADDR with the
+// host path of the socket and rewrite it to the path the task sees.
+type TaskAPIReacher interface {
+	ReachesTaskAPI() bool
+}
+
 // PrepareProgress reports the progress of a PrepareTask call.
 type PrepareProgress struct {
 	Message    string

@@ -47,6 +47,29 @@ func ValidateSubmitted(name string, config map[string]any) (known bool, err erro
 	return true, withoutInterpolated(err, config)
 }
 
+// ResourceValidator is a driver whose task config is also checked against
+// the task's resources at submission (Docker's memory_hard_limit must not
+// be below the task's memory).
+type ResourceValidator interface {
+	// ValidateTaskResources checks config, a config ValidateTaskConfig
+	// accepts, against the task's memory and memory_max (MB, 0: unset).
+	ValidateTaskResources(config map[string]any, memoryMB, memoryMaxMB int) error
+}
+
+// ValidateSubmittedResources is ValidateSubmitted's check of a task's
+// config against its resources, for drivers that have one
+// (ResourceValidator); a field whose value is interpolated is the node's
+// to check.
+func ValidateSubmittedResources(name string, config map[string]any, memoryMB, memoryMaxMB int) error {
+	rv, ok := validator(name).(ResourceValidator)
+	if !ok {
+		return nil
+	}
+	config = maps.Clone(config)
+	delete(config, PrefetchKey)
+	return withoutInterpolated(rv.ValidateTaskResources(config, memoryMB, memoryMaxMB), config)
+}
+
 func validator(name string) Driver {
 	validators.Lock()
 	defer validators.Unlock()

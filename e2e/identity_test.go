@@ -76,13 +76,7 @@ job "other" {
 // The client's own /v1/client/* endpoints refuse a caller without a token.
 func TestWorkloadIdentity(t *testing.T) {
 	start := time.Now()
-	s1 := newServer(t, serverSpec{name: "s1", bootstrapExpect: 1, top: "acl {\n  enabled = true\n}"})
-	waitLeader(t, s1)
-	root, _, err := s1.client(t).ACLTokens().Bootstrap(nil)
-	require.NoError(t, err)
-	mgmt := tokenClient(t, s1.httpAddr(), root.SecretID)
-	cl := newClientAgentWith(t, "client-1", "", "acl {\n  enabled = true\n}", s1.httpHostPort())
-	waitReadyNodes(t, mgmt, 1)
+	s1, cl, root, mgmt := aclServerAndClient(t, "client-1")
 	for _, ns := range []string{"a", "b"} {
 		code, out := droverAs(t, s1.httpAddr(), root.SecretID, "namespace", "apply", ns)
 		require.Equal(t, 0, code, out)
@@ -95,16 +89,7 @@ func TestWorkloadIdentity(t *testing.T) {
 	code, out = droverAs(t, s1.httpAddr(), root.SecretID, "job", "run", "-detach", jobFile)
 	require.Equal(t, 0, code, out)
 
-	qa := &api.QueryOptions{Namespace: "a"}
-	var alloc *api.AllocationListStub
-	require.Eventually(t, func() bool {
-		allocs, _, err := mgmt.Jobs().Allocations("idjob", false, qa)
-		if err != nil || len(allocs) != 1 {
-			return false
-		}
-		alloc = allocs[0]
-		return alloc.ClientStatus == "complete" || alloc.ClientStatus == "failed"
-	}, 30*time.Second, 100*time.Millisecond)
+	alloc := waitBatchAlloc(t, mgmt, "idjob", "a", 30*time.Second)
 	require.Equal(t, "complete", alloc.ClientStatus)
 
 	logsPath := "/v1/client/fs/logs/" + alloc.ID + "?task=t&type=stdout&plain=true"
@@ -124,13 +109,6 @@ func TestWorkloadIdentity(t *testing.T) {
 	require.Equal(t, envTok[1], fileTok[1], "the token file holds the same JWT")
 
 	// The JWT verifies against the public JWKS, with Nomad's claims.
-	_, jwks := getWithToken(t, s1.httpAddr()+"/.well-known/jwks.json", "")
-	var set jose.JSONWebKeySet
-	require.NoError(t, json.Unmarshal([]byte(jwks), &set))
-	parsed, err := jwt.ParseSigned(envTok[1], []jose.SignatureAlgorithm{jose.RS256})
-	require.NoError(t, err)
-	keys := set.Key(parsed.Headers[0].KeyID)
-	require.Len(t, keys, 1)
 	var claims struct {
 		Namespace string `json:"nomad_namespace"`
 		JobID     string `json:"nomad_job_id"`
@@ -138,7 +116,7 @@ func TestWorkloadIdentity(t *testing.T) {
 		Task      string `json:"nomad_task"`
 		jwt.Claims
 	}
-	require.NoError(t, parsed.Claims(keys[0].Key, &claims))
+	verifyJWKS(t, s1.httpAddr(), envTok[1], &claims)
 	require.Equal(t, "a", claims.Namespace)
 	require.Equal(t, "idjob", claims.JobID)
 	require.Equal(t, alloc.ID, claims.AllocID)
@@ -170,4 +148,48 @@ func getWithToken(t *testing.T, url, token string) (int, string) {
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, strings.TrimSpace(string(raw))
+}
+
+// aclServerAndClient starts one server with ACLs on, bootstraps them, and
+// one client agent (ACLs on too) that is ready; mgmt holds the root token.
+func aclServerAndClient(t *testing.T, clientName string) (s1, cl *agentProc, root *api.ACLToken, mgmt *api.Client) {
+	t.Helper()
+	s1 = newServer(t, serverSpec{name: "s1", bootstrapExpect: 1, top: "acl {\n  enabled = true\n}"})
+	waitLeader(t, s1)
+	root, _, err := s1.client(t).ACLTokens().Bootstrap(nil)
+	require.NoError(t, err)
+	mgmt = tokenClient(t, s1.httpAddr(), root.SecretID)
+	cl = newClientAgentWith(t, clientName, "", "acl {\n  enabled = true\n}", s1.httpHostPort())
+	waitReadyNodes(t, mgmt, 1)
+	return s1, cl, root, mgmt
+}
+
+// waitBatchAlloc waits for the single allocation of batch job jobID (in
+// namespace, "" for the default) to be complete or failed.
+func waitBatchAlloc(t *testing.T, c *api.Client, jobID, namespace string, timeout time.Duration) *api.AllocationListStub {
+	t.Helper()
+	var alloc *api.AllocationListStub
+	require.Eventually(t, func() bool {
+		allocs, _, err := c.Jobs().Allocations(jobID, false, &api.QueryOptions{Namespace: namespace})
+		if err != nil || len(allocs) != 1 {
+			return false
+		}
+		alloc = allocs[0]
+		return alloc.ClientStatus == "complete" || alloc.ClientStatus == "failed"
+	}, timeout, 100*time.Millisecond)
+	return alloc
+}
+
+// verifyJWKS checks token's signature against the server's
+// /.well-known/jwks.json and decodes its claims into claims.
+func verifyJWKS(t *testing.T, addr, token string, claims any) {
+	t.Helper()
+	_, jwks := getWithToken(t, addr+"/.well-known/jwks.json", "")
+	var set jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal([]byte(jwks), &set))
+	parsed, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	require.NoError(t, err)
+	keys := set.Key(parsed.Headers[0].KeyID)
+	require.Len(t, keys, 1)
+	require.NoError(t, parsed.Claims(keys[0].Key, claims))
 }

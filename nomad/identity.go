@@ -266,3 +266,51 @@ func jobACLMatches(j *structs.JobACL, c *IdentityClaims, group string) bool {
 	}
 	return j.Task == "" || j.Task == c.Task
 }
+
+// RenewIdentities signs again the workload identities named in names
+// ("default" for the default identity) of task in allocation allocID, for
+// the node that runs it: identities with a ttl are renewed by the client
+// before they expire, as in Nomad. The new tokens are not stored: the
+// client keeps them. An allocation of another node, a terminal one or an
+// identity the task does not declare is refused.
+func (s *Server) RenewIdentities(nodeID, allocID, task string, names []string) (map[string]string, error) {
+	alloc, err := s.State().AllocByID(nil, allocID)
+	if err != nil {
+		return nil, err
+	}
+	if alloc == nil || alloc.NodeID != nodeID {
+		return nil, structs.BadRequestf("allocation %q does not belong to node %q", allocID, nodeID)
+	}
+	if alloc.Terminal() || alloc.Job == nil {
+		return nil, structs.BadRequestf("allocation %q is terminal", allocID)
+	}
+	tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup)
+	var t *structs.Task
+	if tg != nil {
+		t = tg.LookupTask(task)
+	}
+	if t == nil {
+		return nil, structs.BadRequestf("allocation %q has no task %q", allocID, task)
+	}
+	byName := map[string]*structs.WorkloadIdentity{}
+	for _, wi := range t.AllIdentities() {
+		byName[wi.Name] = wi
+	}
+	sg, err := s.newIdentitySigner()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		wi := byName[n]
+		if wi == nil {
+			return nil, structs.BadRequestf("task %q has no identity %q", task, n)
+		}
+		tok, err := sg.sign(alloc, t.Name, wi)
+		if err != nil {
+			return nil, fmt.Errorf("identity: sign %q of task %q in alloc %s: %w", n, t.Name, alloc.ID, err)
+		}
+		out[structs.IdentityKey(t.Name, wi)] = tok
+	}
+	return out, nil
+}

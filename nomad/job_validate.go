@@ -37,6 +37,9 @@ func ValidateJob(job *structs.Job) (driverConfigValidated bool, err error) {
 			}
 			known, err := drivers.ValidateSubmitted(t.Driver, t.Config)
 			driverConfigValidated = driverConfigValidated && known
+			if err == nil && t.Resources != nil {
+				err = drivers.ValidateSubmittedResources(t.Driver, t.Config, t.Resources.MemoryMB, t.Resources.MemoryMaxMB)
+			}
 			for _, e := range leafErrors(err) {
 				problems = append(problems, fmt.Sprintf("Task group %q validation failed: task %q: config: %v", tg.Name, t.Name, e))
 			}

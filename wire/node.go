@@ -32,6 +32,10 @@ const (
 	// ACLResolveResponse) resolves a caller's token for the client agent's
 	// own endpoints.
 	RouteNodeACLResolve = "/v1/internal/node/{id}/acl/resolve"
+	// RouteNodeIdentities (PUT IdentityRenewRequest, answer
+	// IdentityRenewResponse) signs again workload identities of a task
+	// the node runs, for identities with a ttl that near their expiry.
+	RouteNodeIdentities = "/v1/internal/node/{id}/identities"
 )
 
 // NodePath is route with {id} replaced by the path-escaped nodeID.
@@ -122,4 +126,19 @@ type ACLResolveResponse struct {
 	// read-logs, read-fs) that the token holds in the namespace.
 	Capabilities []string
 	NodeRead     bool
+}
+
+// IdentityRenewRequest asks for new signatures of the workload identities
+// named in Identities ("default" for the default one) of task Task in
+// allocation AllocID.
+type IdentityRenewRequest struct {
+	AllocID    string
+	Task       string
+	Identities []string
+}
+
+// IdentityRenewResponse holds the new tokens, keyed as
+// NodeAlloc.SignedIdentities is (structs.IdentityKey).
+type IdentityRenewResponse struct {
+	Tokens map[string]string
 }

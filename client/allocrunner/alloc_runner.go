@@ -133,20 +133,21 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error {
 	for _, task := range tg.Tasks {
 		tr, err := taskrunner.New(&taskrunner.Config{
-			Alloc:          ar.alloc,
-			TaskName:       task.Name,
-			Node:           cfg.Node,
-			Driver:         cfg.Drivers[task.Driver], // nil when missing: the task fails
-			AllocDir:       ar.allocDir,
-			Gate:           ar.lc.gates[task.Name],
-			KeepAfterDone:  true,
-			StateDB:        cfg.StateDB,
-			Logger:         ar.logger,
-			Now:            ar.now,
-			PrepareTimeout: ar.prepareTimeout,
-			OnStateChange:  ar.taskStateChanged,
-			HostEnv:        cfg.HostEnv,
-			TaskAPIAddr:    taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
+			Alloc:           ar.alloc,
+			TaskName:        task.Name,
+			Node:            cfg.Node,
+			Driver:          cfg.Drivers[task.Driver], // nil when missing: the task fails
+			AllocDir:        ar.allocDir,
+			Gate:            ar.lc.gates[task.Name],
+			KeepAfterDone:   true,
+			StateDB:         cfg.StateDB,
+			Logger:          ar.logger,
+			Now:             ar.now,
+			PrepareTimeout:  ar.prepareTimeout,
+			OnStateChange:   ar.taskStateChanged,
+			HostEnv:         cfg.HostEnv,
+			TaskAPIAddr:     taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
+			RenewIdentities: cfg.RenewIdentities,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)
@@ -442,9 +443,16 @@ func (ar *AllocRunner) HoldsIdentity(token string) bool {
 		return false
 	}
 	ar.mu.Lock()
-	defer ar.mu.Unlock()
 	for _, t := range ar.alloc.SignedIdentities {
 		if t == token {
+			ar.mu.Unlock()
+			return true
+		}
+	}
+	tasks := ar.tasks
+	ar.mu.Unlock()
+	for _, tr := range tasks {
+		if tr.HoldsIdentity(token) {
 			return true
 		}
 	}

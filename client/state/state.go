@@ -32,6 +32,7 @@ var (
 const (
 	prefixHandle = "handle/"
 	prefixState  = "state/"
+	prefixIdent  = "identities/"
 )
 
 // NodeIdentity is the client's node ID and secret, created on first start.
@@ -285,6 +286,18 @@ func (db *DB) TaskHandle(allocID, task string) (*drivers.TaskHandle, error) {
 // GetTaskHandle is TaskHandle (alloc runner StateDB interface).
 func (db *DB) GetTaskHandle(allocID, task string) (*drivers.TaskHandle, error) {
 	return db.TaskHandle(allocID, task)
+}
+
+// PutTaskIdentities stores a task's renewed workload identities.
+func (db *DB) PutTaskIdentities(allocID, task string, tokens map[string]string) error {
+	return db.putAllocKey(allocID, []byte(prefixIdent+task), tokens, "task identities "+allocID+"/"+task)
+}
+
+// GetTaskIdentities returns a task's renewed workload identities, or nil.
+func (db *DB) GetTaskIdentities(allocID, task string) (map[string]string, error) {
+	var out map[string]string
+	_, err := db.getAllocKey(allocID, []byte(prefixIdent+task), &out, "task identities "+allocID+"/"+task)
+	return out, err
 }
 
 // PutTaskState stores a task's state; a nil state deletes the stored one.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,4 +54,29 @@ func TestContractDockerKeysOnTheServer(t *testing.T) {
 	requireStatus(t, err, http.StatusBadRequest, "mac_address is not supported by Drover's docker driver yet")
 	_, _, err = c.Jobs().Info("unsupported", nil)
 	require.Error(t, err, "nothing was written")
+}
+
+// TestContractDockerMemoryHardLimitBelowMemory: a memory_hard_limit below
+// the task's memory, which the task's start would refuse, is refused at
+// registration naming the field; one at or above it is accepted, and an
+// interpolated one is the node's to check.
+func TestContractDockerMemoryHardLimitBelowMemory(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	job := testJob("hardlimit")
+	task := job.TaskGroups[0].Tasks[0]
+	task.Driver = "docker"
+	task.Resources = &api.Resources{CPU: new(100), MemoryMB: new(256)}
+	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "memory_hard_limit": 128}
+	_, _, err := c.Jobs().Register(job, nil)
+	requireStatus(t, err, http.StatusBadRequest, `task "server": config: memory_hard_limit (128 MB) must not be less than the task's memory (256 MB)`)
+	_, _, err = c.Jobs().Info("hardlimit", nil)
+	require.Error(t, err, "nothing was written")
+
+	for _, ok := range []any{256, 512, "${meta.hard}"} {
+		task.Config["memory_hard_limit"] = ok
+		res, _, err := c.Jobs().Validate(job, nil)
+		require.NoError(t, err)
+		require.Empty(t, res.Error, "memory_hard_limit = %v", ok)
+	}
 }

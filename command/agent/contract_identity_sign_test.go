@@ -126,6 +126,29 @@ func TestContractIdentity_SignedOnPlacement(t *testing.T) {
 	_, _, err = ta.clientWith(t, named).Jobs().Info("web", &api.QueryOptions{Namespace: "a"})
 	requireStatus(t, err, http.StatusForbidden, "")
 
+	// The node has them signed again (renewal of identities with a ttl):
+	// new tokens, which verify as the first did; only for its own
+	// allocations and the identities the task declares.
+	renewPath := "/v1/internal/node/" + url.PathEscape(nodeID) + "/identities"
+	var renewed wire.IdentityRenewResponse
+	_, err = nc.Raw().Write(renewPath, &wire.IdentityRenewRequest{AllocID: stored.ID, Task: "server",
+		Identities: []string{"default", "vault"}}, &renewed, nil)
+	require.NoError(t, err)
+	require.Len(t, renewed.Tokens, 2)
+	require.NotEqual(t, def, renewed.Tokens["server"])
+	require.NotEqual(t, named, renewed.Tokens["server/vault"])
+	rc, _, err := ta.Server().VerifyIdentity(ta.Server().State().Snapshot(), renewed.Tokens["server"])
+	require.NoError(t, err)
+	require.Equal(t, claims.Subject, rc.Subject)
+	_, _, err = ta.clientWith(t, renewed.Tokens["server"]).Jobs().Info("web", &api.QueryOptions{Namespace: "a"})
+	require.NoError(t, err)
+	_, err = nc.Raw().Write(renewPath, &wire.IdentityRenewRequest{AllocID: stored.ID, Task: "server",
+		Identities: []string{"nope"}}, &renewed, nil)
+	requireStatus(t, err, http.StatusBadRequest, `task "server" has no identity "nope"`)
+	_, err = ta.clientWith(t, def).Raw().Write(renewPath, &wire.IdentityRenewRequest{AllocID: stored.ID, Task: "server",
+		Identities: []string{"default"}}, &renewed, nil)
+	requireStatus(t, err, http.StatusForbidden, "")
+
 	// An in-place update keeps the signed identities; a change of the
 	// identity block replaces the allocation, which gets new ones.
 	job2 := identityJob("web")

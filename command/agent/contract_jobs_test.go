@@ -177,3 +177,36 @@ func TestContractBlockingQuery(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 5*time.Second)
 }
+
+// TestContractJobRefusalsAndValidationInOneAnswer: a job with a block
+// Drover refuses and other problems gets one 400 listing all of them, each
+// in its own words, from registration, plan and validate alike.
+func TestContractJobRefusalsAndValidationInOneAnswer(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	job := testJob("both")
+	job.Priority = new(500)
+	task := job.TaskGroups[0].Tasks[0]
+	task.Templates = []*api.Template{{EmbeddedTmpl: new("x")}}
+	task.Driver = "docker"
+	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "mac_address": "02:68:b3:29:da:98"}
+	want := []string{
+		`task "server": template: templates are not rendered by Drover yet`,
+		"priority must be between 1 and 100",
+		"mac_address is not supported by Drover's docker driver yet",
+	}
+	_, _, err := c.Jobs().Register(job, nil)
+	for _, w := range want {
+		requireStatus(t, err, http.StatusBadRequest, w)
+	}
+	_, _, err = c.Jobs().Plan(job, false, nil)
+	for _, w := range want {
+		requireStatus(t, err, http.StatusBadRequest, w)
+	}
+	res, _, err := c.Jobs().Validate(job, nil)
+	require.NoError(t, err)
+	for _, w := range want {
+		require.Contains(t, res.Error, w)
+	}
+	require.Contains(t, res.Error, "3 errors occurred", "each problem once")
+}

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
@@ -25,6 +27,21 @@ func jobFromRequest(r *http.Request, j *api.Job, region string) (*structs.Job, [
 	}
 	j.Region = &region
 	job, warnings, err := apiconv.JobFromAPI(j)
+	var refused *structs.ValidationError
+	if errors.As(err, &refused) && job != nil {
+		// One answer lists every problem: the refused blocks, then what
+		// the server's validation finds in the rest of the job.
+		problems := slices.Clone(refused.Problems)
+		var verr *structs.ValidationError
+		if _, err := nomad.ValidateJob(job); errors.As(err, &verr) {
+			for _, p := range verr.Problems {
+				if !slices.Contains(problems, p) {
+					problems = append(problems, p)
+				}
+			}
+		}
+		return nil, nil, badRequest("%v", &structs.ValidationError{Problems: problems})
+	}
 	if err != nil {
 		return nil, nil, badRequest("%v", err)
 	}

@@ -210,6 +210,23 @@ func (h *HTTPServer) internalAllocUpdate(w http.ResponseWriter, r *http.Request)
 	return &api.WriteMeta{LastIndex: index}, index, nil
 }
 
+// internalIdentityRenew signs again workload identities of a task the
+// node runs (see the server's RenewIdentities).
+func (h *HTTPServer) internalIdentityRenew(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req wire.IdentityRenewRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, 0, err
+	}
+	if err := h.checkNodeSecret(r); err != nil {
+		return nil, 0, err
+	}
+	tokens, err := h.srv.RenewIdentities(r.PathValue("id"), req.AllocID, req.Task, req.Identities)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &wire.IdentityRenewResponse{Tokens: tokens}, 0, nil
+}
+
 // checkNodeSecret authenticates a client request by the node's secret ID,
 // sent as X-Nomad-Token.
 func (h *HTTPServer) checkNodeSecret(r *http.Request) error {

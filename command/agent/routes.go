@@ -196,6 +196,7 @@ func (h *HTTPServer) registerRoutes() {
 	put(wire.RouteNodeAllocs, nodeSecret(), h.internalAllocUpdate)
 	handle("GET", wire.RouteNodePrefetch, nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put(wire.RouteNodePrefetch, nodeSecret(), h.internalNodePrefetchReport)
+	put(wire.RouteNodeIdentities, nodeSecret(), h.internalIdentityRenew)
 	handle("PUT", wire.RouteNodeACLResolve, nodeSecret(), h.local(h.authorize(nodeSecret(), h.internalACLResolve)))
 
 	// The web UI (static pages that read the API with the user's own

@@ -326,3 +326,15 @@ func TestPluginGCContainerFalseRefused(t *testing.T) {
 	err := New(nil).SetConfig(map[string]any{"gc": map[string]any{"container": false}})
 	require.ErrorContains(t, err, "gc.container = false is not supported by Drover")
 }
+
+// TestContainerEnvTaskAPI: the task API socket's host path in the task's
+// secrets dir becomes its path in the container; a NOMAD_UNIX_ADDR the job
+// set itself is kept.
+func TestContainerEnvTaskAPI(t *testing.T) {
+	env := containerEnv(map[string]string{"NOMAD_UNIX_ADDR": "unix:///data/alloc/a1/web/secrets/api.sock"})
+	require.Contains(t, env, "NOMAD_UNIX_ADDR=unix:///secrets/api.sock")
+	require.Contains(t, env, "NOMAD_SECRETS_DIR=/secrets")
+	env = containerEnv(map[string]string{"NOMAD_UNIX_ADDR": "unix:///run/custom.sock"})
+	require.Contains(t, env, "NOMAD_UNIX_ADDR=unix:///run/custom.sock")
+	require.NotContains(t, containerEnv(map[string]string{}), "NOMAD_UNIX_ADDR=unix:///secrets/api.sock")
+}

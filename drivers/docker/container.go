@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -153,6 +154,12 @@ func containerEnv(env map[string]string) []string {
 	m["NOMAD_ALLOC_DIR"] = containerAllocDir
 	m["NOMAD_TASK_DIR"] = containerLocalDir
 	m["NOMAD_SECRETS_DIR"] = containerSecretsDir
+	if sock, ok := strings.CutPrefix(env["NOMAD_UNIX_ADDR"], "unix://"); ok && path.Base(path.Dir(sock)) == "secrets" {
+		// The task API socket in the task's secrets dir, which is
+		// bind-mounted at containerSecretsDir (a value the job set
+		// itself is left alone).
+		m["NOMAD_UNIX_ADDR"] = "unix://" + path.Join(containerSecretsDir, path.Base(sock))
+	}
 	out := make([]string, 0, len(m))
 	for k, v := range m {
 		out = append(out, k+"="+v)

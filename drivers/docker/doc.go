@@ -28,7 +28,8 @@
 // Logs: a goroutine follows the container's log stream (with timestamps)
 // and appends stdout and stderr to the task's rotated log files
 // (drivers/logrotate, with the task config's LogLimits), recording the
-// timestamp of the last line in <TaskDir>/.drover-docker-logs.json. After a
+// timestamp of the last line in <PrivateDir>/.drover-docker-logs.json (the
+// task's private dir, outside the task dir). After a
 // client restart RecoverTask re-attaches to the container by the ID in the
 // handle's DriverState (the JSON of State: ContainerID, ImageID, Image) and
 // resumes the stream after that line (best effort: lines written within a

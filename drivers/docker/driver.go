@@ -160,6 +160,22 @@ func (d *Driver) ValidateTaskConfig(config map[string]any) error {
 	return err
 }
 
+// ReachesTaskAPI: the task API socket is in the task's secrets dir, which
+// every container has at /secrets (drivers.TaskAPIReacher).
+func (d *Driver) ReachesTaskAPI() bool { return true }
+
+// ValidateTaskResources refuses at submission a memory_hard_limit below
+// the task's memory, which the task's start would refuse
+// (drivers.ResourceValidator).
+func (d *Driver) ValidateTaskResources(config map[string]any, memoryMB, memoryMaxMB int) error {
+	tc, err := parseTaskConfig(config, d.config())
+	if err != nil || tc.Keys.MemoryHardLimitMB <= 0 {
+		return nil // a config error is ValidateTaskConfig's to report
+	}
+	_, _, err = memoryLimits(memoryMB, memoryMaxMB, tc.Keys.MemoryHardLimitMB)
+	return err
+}
+
 // PrepareTask pulls the task's image (by digest when pinned) unless it is
 // present locally and force_pull is off, reporting the download progress.
 func (d *Driver) PrepareTask(ctx context.Context, cfg *drivers.TaskConfig, progress func(drivers.PrepareProgress)) error {

@@ -248,7 +248,14 @@ func TestExitCodeAndStartErrors(t *testing.T) {
 	require.Zero(t, res.Signal)
 	require.False(t, res.OOMKilled)
 	eventuallyContains(t, cfg.StderrPath, "webserver:")
-	require.FileExists(t, cfg.TaskDir+"/"+logPosFile)
+	// The driver's log position is in the task's private dir; the task
+	// dir (the task's and `alloc fs`'s) holds no file of Drover's.
+	require.FileExists(t, cfg.PrivateDir+"/"+logPosFile)
+	entries, err := os.ReadDir(cfg.TaskDir)
+	require.NoError(t, err)
+	for _, ent := range entries {
+		require.NotContains(t, ent.Name(), "drover", "a Drover file in the task dir")
+	}
 
 	// A client that lost track of the task starts it again: the left-over
 	// container of the same task is replaced.
@@ -260,7 +267,7 @@ func TestExitCodeAndStartErrors(t *testing.T) {
 
 	// An entrypoint that does not exist: StartTask fails, no container left.
 	cfg2, _ := e.taskConfig(ref, map[string]any{"entrypoint": []any{"/nope"}})
-	_, err := e.d.StartTask(cfg2)
+	_, err = e.d.StartTask(cfg2)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "/nope")
 	t.Logf("missing entrypoint: %v", err)

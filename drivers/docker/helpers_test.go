@@ -122,6 +122,7 @@ func (e *testEnv) taskConfig(image string, extra map[string]any) (*drivers.TaskC
 		},
 		AllocDir:   filepath.Join(root, "alloc"),
 		TaskDir:    filepath.Join(root, "web"),
+		PrivateDir: filepath.Join(root, ".private", "web"),
 		StdoutPath: filepath.Join(root, "alloc", "logs", "web.stdout.0"),
 		StderrPath: filepath.Join(root, "alloc", "logs", "web.stderr.0"),
 		MemoryMB:   64,
@@ -130,6 +131,7 @@ func (e *testEnv) taskConfig(image string, extra map[string]any) (*drivers.TaskC
 	for k, v := range extra {
 		cfg.Config[k] = v
 	}
+	require.NoError(e.t, os.MkdirAll(cfg.PrivateDir, 0o700)) // the alloc dir builds it
 	// Whatever happens, the container goes when the test ends.
 	e.t.Cleanup(func() {
 		dockertest.RemoveContainerOnCleanup(e.t, e.cli, containerName(cfg))

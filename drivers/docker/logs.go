@@ -18,13 +18,24 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/logrotate"
 )
 
-// logPosFile, in the task dir (not mounted into the container), holds the
-// timestamp of the last log line copied, so that a restarted client resumes
-// the log stream where it stopped.
+// logPosFile, in the task's private dir (outside the task dir, which the
+// task and `alloc fs` see), holds the timestamp of the last log line
+// copied, so that a restarted client resumes the log stream where it
+// stopped.
 const logPosFile = ".drover-docker-logs.json"
+
+// logPosDir is where a task's logPosFile goes: its private dir; the task
+// dir for a task started before private dirs (a handle without one).
+func logPosDir(cfg *drivers.TaskConfig) string {
+	if cfg.PrivateDir != "" {
+		return cfg.PrivateDir
+	}
+	return cfg.TaskDir
+}
 
 // Timing knobs; variables so tests may shorten them.
 var (
@@ -76,25 +87,25 @@ type containerLogger interface {
 
 // startLogStreamer starts following a container's logs from since (zero:
 // from the beginning).
-func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, taskDir string, files logFiles, since time.Time) *logStreamer {
+func startLogStreamer(logger hclog.Logger, cli containerLogger, containerID, posDir string, files logFiles, since time.Time) *logStreamer {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &logStreamer{
 		logger: logger, cli: cli, containerID: containerID, files: files,
 		cancel: cancel, done: make(chan struct{}), last: since,
 	}
-	if taskDir != "" {
-		s.posPath = filepath.Join(taskDir, logPosFile)
+	if posDir != "" {
+		s.posPath = filepath.Join(posDir, logPosFile)
 	}
 	go s.run(ctx)
 	return s
 }
 
-// readLogPos returns the saved position in taskDir, or zero.
-func readLogPos(taskDir string) time.Time {
-	if taskDir == "" {
+// readLogPos returns the saved position in posDir, or zero.
+func readLogPos(posDir string) time.Time {
+	if posDir == "" {
 		return time.Time{}
 	}
-	b, err := os.ReadFile(filepath.Join(taskDir, logPosFile))
+	b, err := os.ReadFile(filepath.Join(posDir, logPosFile))
 	if err != nil {
 		return time.Time{}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/logrotate"
 )
 
@@ -124,4 +125,12 @@ func TestLogCopierWithLogsDisabledWritesNothing(t *testing.T) {
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
 	require.Empty(t, entries)
+}
+
+// TestLogPosDir: the log position goes to the task's private dir; a
+// handle of a task started without one (an older client) keeps the task
+// dir, so that its restore still finds the position.
+func TestLogPosDir(t *testing.T) {
+	require.Equal(t, "/p", logPosDir(&drivers.TaskConfig{TaskDir: "/t", PrivateDir: "/p"}))
+	require.Equal(t, "/t", logPosDir(&drivers.TaskConfig{TaskDir: "/t"}))
 }

@@ -70,7 +70,7 @@ func (t *task) handle() (*drivers.TaskHandle, error) {
 // attach starts following the task's logs (from since; zero: from the
 // start) and watching its container for the exit.
 func (d *Driver) attach(cli containerLogger, t *task, since time.Time) {
-	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, t.cfg.TaskDir, logFiles{within: t.cfg.AllocDir, stdout: t.cfg.StdoutPath, stderr: t.cfg.StderrPath, limits: t.cfg.LogLimits, tty: t.tty}, since)
+	t.logs = startLogStreamer(d.logger, cli, t.state.ContainerID, logPosDir(t.cfg), logFiles{within: t.cfg.AllocDir, stdout: t.cfg.StdoutPath, stderr: t.cfg.StderrPath, limits: t.cfg.LogLimits, tty: t.tty}, since)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 	go d.watch(ctx, t)
@@ -305,7 +305,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 			startedAt = s
 		}
 	}
-	since := readLogPos(cfg.TaskDir) // zero (no line copied yet): from the start
+	since := readLogPos(logPosDir(cfg)) // zero (no line copied yet): from the start
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.tasks[id]; ok {

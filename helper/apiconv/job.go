@@ -30,7 +30,8 @@ const ServiceProviderNomad = "nomad"
 //
 //	group "web": task "x": template: templates are not rendered by Drover yet
 //
-// and nothing is converted. warnings lists only what changes nothing at run
+// and the job returned is converted without them (for the caller to
+// report its other problems too; it must not be run). warnings lists only what changes nothing at run
 // time (inertAPIFields, e.g. the ui block). The error also reports input
 // that cannot be converted at all (null groups or tasks); the result still
 // has to pass Validate.
@@ -44,13 +45,15 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	refused, warnings := unsupportedFields(j)
 	refused = append(refused, refusedServiceProviders(j)...)
 	if len(refused) > 0 {
-		return nil, nil, &structs.ValidationError{Problems: refused}
+		// The job is still converted, without the refused blocks, so that
+		// the caller can report its other problems in the same answer.
+		warnings, err = nil, &structs.ValidationError{Problems: refused}
 	}
 	defaultServiceProviders(j)
 
 	defer func() {
 		if r := recover(); r != nil {
-			job, warnings, err = nil, nil, fmt.Errorf("invalid job: %v", r)
+			job, warnings, err = nil, nil, errors.Join(err, fmt.Errorf("invalid job: %v", r))
 		}
 	}()
 	explicitStagger := staggerSetByUser(j)
@@ -65,7 +68,7 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	if j.Update == nil || j.Update.Stagger == nil {
 		job.Update.Stagger = 0
 	}
-	return job, warnings, nil
+	return job, warnings, err
 }
 
 // staggerSetByUser reports, per group name, whether the submitted job set

@@ -259,7 +259,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	j.Reschedule = &api.ReschedulePolicy{Attempts: new(1)} // merged into groups: neither refused nor warned
 
 	job, warnings, err := JobFromAPI(j)
-	require.Nil(t, job)
+	require.NotNil(t, job, "converted without the refused blocks, for the other checks")
 	require.Nil(t, warnings)
 	var verr *structs.ValidationError
 	require.ErrorAs(t, err, &verr)

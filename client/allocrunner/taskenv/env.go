@@ -45,7 +45,7 @@ func Build(in Input) *Env {
 	}
 	e.addAlloc(in)
 	e.addResources(in.Alloc, in.Task)
-	e.addPorts(in.Alloc, in.Node)
+	e.addPorts(in.Alloc, in.Task, in.Node)
 	e.addMeta(in.Alloc, in.Task)
 	if in.Task != nil {
 		// The env block is interpolated against the NOMAD_* variables and
@@ -139,10 +139,11 @@ func (e *Env) addResources(a *structs.Allocation, t *structs.Task) {
 	}
 }
 
-// addPorts adds the group's ports. NOMAD_PORT_ is the port the task listens
-// on (To when mapped, else the host port); the HOST_ variants and ADDR are
-// the host side.
-func (e *Env) addPorts(a *structs.Allocation, n *structs.Node) {
+// addPorts adds the group's ports and those of the task's own (legacy,
+// task-level resources { network }) network. NOMAD_PORT_ is the port the
+// task listens on (To when mapped, else the host port); the HOST_ variants
+// and ADDR are the host side.
+func (e *Env) addPorts(a *structs.Allocation, t *structs.Task, n *structs.Node) {
 	if a == nil || a.AllocatedResources == nil {
 		return
 	}
@@ -151,22 +152,42 @@ func (e *Env) addPorts(a *structs.Allocation, n *structs.Node) {
 		fallbackIP = n.Attributes[NodeIPAttribute]
 	}
 	for _, p := range a.AllocatedResources.Shared.Ports {
-		label := CleanKey(p.Label)
-		ip := p.HostIP
-		if ip == "" {
-			ip = fallbackIP
-		}
-		host := strconv.Itoa(p.Value)
-		port := host
-		if p.To > 0 {
-			port = strconv.Itoa(p.To)
-		}
-		e.vars["NOMAD_IP_"+label] = ip
-		e.vars["NOMAD_PORT_"+label] = port
-		e.vars["NOMAD_HOST_PORT_"+label] = host
-		e.vars["NOMAD_ADDR_"+label] = net.JoinHostPort(ip, host)
-		e.vars["NOMAD_HOST_ADDR_"+label] = net.JoinHostPort(ip, host)
+		e.addPort(p.Label, p.HostIP, fallbackIP, p.Value, p.To)
 	}
+	if t == nil {
+		return
+	}
+	if tr := a.AllocatedResources.Tasks[t.Name]; tr != nil {
+		for _, nw := range tr.Networks {
+			if nw == nil {
+				continue
+			}
+			for _, ports := range [][]structs.Port{nw.ReservedPorts, nw.DynamicPorts} {
+				for _, p := range ports {
+					e.addPort(p.Label, nw.IP, fallbackIP, p.Value, p.To)
+				}
+			}
+		}
+	}
+}
+
+// addPort adds the variables of one port: host port value on ip (else
+// fallbackIP), listened on at to when it is set.
+func (e *Env) addPort(label, ip, fallbackIP string, value, to int) {
+	label = CleanKey(label)
+	if ip == "" {
+		ip = fallbackIP
+	}
+	host := strconv.Itoa(value)
+	port := host
+	if to > 0 {
+		port = strconv.Itoa(to)
+	}
+	e.vars["NOMAD_IP_"+label] = ip
+	e.vars["NOMAD_PORT_"+label] = port
+	e.vars["NOMAD_HOST_PORT_"+label] = host
+	e.vars["NOMAD_ADDR_"+label] = net.JoinHostPort(ip, host)
+	e.vars["NOMAD_HOST_ADDR_"+label] = net.JoinHostPort(ip, host)
 }
 
 // addMeta adds job, group and task meta (the most specific wins) under the

@@ -208,3 +208,31 @@ func TestBuildUnixAddr(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "unix:///data/a/web/secrets/api.sock", addr)
 }
+
+// TestBuildTaskNetworkPorts: the ports of a task's own (legacy,
+// task-level) network are in its environment as the group's are; another
+// task's are not.
+func TestBuildTaskNetworkPorts(t *testing.T) {
+	in := testInput()
+	tr := in.Alloc.AllocatedResources.Tasks["web"]
+	tr.Networks = []*structs.NetworkResource{{IP: "10.9.9.9",
+		ReservedPorts: []structs.Port{{Label: "db", Value: 6379}},
+		DynamicPorts:  []structs.Port{{Label: "metrics", Value: 23456}, {Label: "mapped", Value: 23457, To: 9000}},
+	}}
+	in.Alloc.AllocatedResources.Tasks["other"] = &structs.AllocatedTaskResources{Networks: []*structs.NetworkResource{{
+		DynamicPorts: []structs.Port{{Label: "theirs", Value: 23458}},
+	}}}
+	env := Build(in)
+	for k, want := range map[string]string{
+		"NOMAD_IP_db": "10.9.9.9", "NOMAD_PORT_db": "6379", "NOMAD_HOST_PORT_db": "6379", "NOMAD_ADDR_db": "10.9.9.9:6379",
+		"NOMAD_PORT_metrics": "23456", "NOMAD_HOST_ADDR_metrics": "10.9.9.9:23456",
+		"NOMAD_PORT_mapped": "9000", "NOMAD_HOST_PORT_mapped": "23457",
+		"NOMAD_PORT_http": "8080", // the group's still
+	} {
+		got, ok := env.Get(k)
+		require.True(t, ok, k)
+		require.Equal(t, want, got, k)
+	}
+	_, ok := env.Get("NOMAD_PORT_theirs")
+	require.False(t, ok, "another task's network")
+}

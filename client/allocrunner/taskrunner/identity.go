@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,9 +55,15 @@ func identityOwner(taskUser string, lookup func(string) (*user.User, error)) fil
 // finds them too. An identity the server did not sign is an error: the
 // task would start without the token its job asked for.
 func writeIdentities(taskDir string, alloc *structs.Allocation, task *structs.Task) error {
+	return writeIdentityFiles(taskDir, alloc, task, nil)
+}
+
+// writeIdentityFiles is writeIdentities for the identities named in only
+// (all when only is nil): a renewal rewrites the renewed ones alone.
+func writeIdentityFiles(taskDir string, alloc *structs.Allocation, task *structs.Task, only []string) error {
 	owner := identityOwner(task.User, user.Lookup)
 	for _, wi := range task.AllIdentities() {
-		if !wi.Env && !wi.File {
+		if !wi.Env && !wi.File || only != nil && !slices.Contains(only, wi.Name) {
 			continue
 		}
 		tok := alloc.SignedIdentities[structs.IdentityKey(task.Name, wi)]

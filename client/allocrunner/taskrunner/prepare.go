@@ -102,9 +102,7 @@ func (tr *TaskRunner) onProgress(p drivers.PrepareProgress) {
 // task definition: environment, interpolated config (without the prefetch
 // key), directories and log files, resources.
 func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
-	tr.mu.Lock()
-	alloc, task := tr.alloc, tr.task
-	tr.mu.Unlock()
+	alloc, task := tr.currentAlloc()
 	td := tr.allocDir.TaskDir(tr.name)
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err

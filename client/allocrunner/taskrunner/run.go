@@ -29,6 +29,9 @@ func (tr *TaskRunner) Run() {
 	tr.mu.Unlock()
 	defer close(tr.waitCh)
 	defer tr.cancel()
+	if tr.renew != nil {
+		go tr.renewIdentities(tr.ctx)
+	}
 
 	for {
 		tr.runUntilDead(recoverErr)

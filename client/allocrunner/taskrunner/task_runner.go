@@ -71,6 +71,9 @@ type Config struct {
 	// NOMAD_UNIX_ADDR if its driver runs it on the host's filesystem
 	// (drivers.HostEnvInheritor), where that path is the task's too.
 	TaskAPIAddr string
+	// RenewIdentities has the servers sign again the task's identities
+	// with a ttl before they expire; nil: they are not renewed.
+	RenewIdentities RenewFunc
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -92,6 +95,8 @@ type TaskRunner struct {
 	onStateChange  func()
 	hostEnv        map[string]string // nil unless the driver inherits it
 	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
+	renew          RenewFunc         // or nil
+	identityCh     chan struct{}     // buffered(1): Update wakes the identity renewal
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -128,6 +133,8 @@ type TaskRunner struct {
 	lastPrepare   time.Time              // when the last prepare progress event was emitted
 	pendingPolicy *structs.RestartPolicy // from Update, for the tracker; or nil
 	checkRestart  string                 // reason of a pending RestartUnhealthy, or ""
+	restartReason string                 // reason of a pending restart other than the user's, or ""
+	tokens        map[string]string      // renewed identities by structs.IdentityKey
 }
 
 // New returns a task runner for cfg.TaskName of cfg.Alloc; the task is
@@ -163,6 +170,8 @@ func New(cfg *Config) (*TaskRunner, error) {
 		onStateChange:  cfg.OnStateChange,
 		hostEnv:        hostEnvFor(cfg.Driver, cfg.HostEnv),
 		unixAddr:       unixAddrFor(cfg.Driver, cfg.TaskAPIAddr),
+		renew:          cfg.RenewIdentities,
+		identityCh:     make(chan struct{}, 1),
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),
@@ -270,6 +279,10 @@ func (tr *TaskRunner) Update(alloc *structs.Allocation) {
 	tr.mu.Lock()
 	tr.pendingPolicy = &p
 	tr.mu.Unlock()
+	select {
+	case tr.identityCh <- struct{}{}:
+	default:
+	}
 }
 
 // Kill asks the task to stop: a running task is stopped with its kill
@@ -375,6 +388,7 @@ func (tr *TaskRunner) Restore() error {
 	if st == nil {
 		return nil
 	}
+	tr.restoreIdentities()
 	h, err := tr.db.GetTaskHandle(tr.allocID, tr.name)
 	if err != nil {
 		return fmt.Errorf("restoring handle of task %s: %w", tr.name, err)
@@ -503,10 +517,13 @@ func (tr *TaskRunner) shuttingDown() bool {
 // hostEnvFor is env when d's tasks inherit the host environment, else nil.
 // unixAddrFor keeps the task API's address for drivers whose tasks see
 // the host's paths of their task dir (raw_exec; exec, which rewrites it to
-// its chroot's path).
+// its chroot's path) or their secrets dir (drivers.TaskAPIReacher).
 func unixAddrFor(d drivers.Driver, addr string) string {
 	if h, ok := d.(drivers.HostEnvInheritor); ok && h.InheritsHostEnv() {
 		return addr
+	}
+	if r, ok := d.(drivers.TaskAPIReacher); ok && r.ReachesTaskAPI() {
+		return addr // docker, which rewrites it to its container's path
 	}
 	return ""
 }

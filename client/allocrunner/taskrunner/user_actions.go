@@ -25,7 +25,10 @@ var errUserRestart = errors.New("task restarted by the user")
 
 // Signal sends sig (a name such as "SIGHUP") to the running task and
 // records it as an event.
-func (tr *TaskRunner) Signal(sig string) error {
+func (tr *TaskRunner) Signal(sig string) error { return tr.signal(sig, "User requested signal") }
+
+// signal sends sig to the running task, recording reason in its event.
+func (tr *TaskRunner) signal(sig, reason string) error {
 	tr.mu.Lock()
 	h := tr.handle
 	tr.mu.Unlock()
@@ -35,7 +38,7 @@ func (tr *TaskRunner) Signal(sig string) error {
 	if _, err := drivers.ParseSignal(sig); err != nil {
 		return err
 	}
-	e := newEvent(EventSignaling, tr.now(), fmt.Sprintf("Task being sent signal %s: User requested signal", sig))
+	e := newEvent(EventSignaling, tr.now(), fmt.Sprintf("Task being sent signal %s: %s", sig, reason))
 	e.Details[DetailSignal] = sig
 	tr.emit(e)
 	if err := tr.driver.SignalTask(h.TaskID, sig); err != nil {
@@ -94,12 +97,19 @@ func (tr *TaskRunner) ForceRestart() error {
 // restart; Run then starts it again.
 func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.ExitResult) *drivers.ExitResult {
 	task := tr.Task()
-	tr.emit(newEvent(EventRestartSignal, tr.now(), "User requested task to restart"))
+	tr.mu.Lock()
+	signaled, restarting := "User requested task to restart", "User requested restart"
+	if tr.restartReason != "" {
+		signaled, restarting = tr.restartReason, tr.restartReason
+		tr.restartReason = ""
+	}
+	tr.mu.Unlock()
+	tr.emit(newEvent(EventRestartSignal, tr.now(), signaled))
 	timeout := task.KillTimeout
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
 	}
-	tr.emit(eventKilling(tr.now(), timeout, "User requested task to restart"))
+	tr.emit(eventKilling(tr.now(), timeout, signaled))
 	var res *drivers.ExitResult
 	if err := tr.driver.StopTask(h.TaskID, timeout, task.KillSignal); err != nil {
 		tr.logger.Warn("stopping task for a restart", "error", err)
@@ -115,7 +125,7 @@ func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.E
 		if res != nil {
 			appendEvent(st, eventTerminated(now, res))
 		}
-		appendEvent(st, eventRestarting(now, 0, "User requested restart"))
+		appendEvent(st, eventRestarting(now, 0, restarting))
 		st.State = StatePending
 		st.Restarts++
 		st.LastRestart = now

@@ -12,17 +12,22 @@
 // reach (the image has no shell): "ln TARGET LINK" (a symlink), "write PATH"
 // (creates PATH holding "written by probe"), "cat PATH" (to stdout), "ls
 // DIR" (names to stdout), "readlink PATH" (the target, to stdout), "exit
-// CODE", and "sleep" (until SIGTERM). A failed
+// CODE", "taskapi PATH" (GET PATH from the task API at $NOMAD_UNIX_ADDR
+// with $NOMAD_TOKEN; prints "taskapi <status>" and the body), and "sleep"
+// (until SIGTERM). A failed
 // step prints "probe: ..." to stderr and exits 3.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -118,6 +123,12 @@ func probe(args []string) {
 				fail(err)
 			}
 			os.Exit(code)
+		case "taskapi":
+			code, body, err := taskAPIGet(need(1)[0])
+			if err != nil {
+				fail(err)
+			}
+			fmt.Printf("taskapi %d\n%s\n", code, body)
 		case "sleep":
 			need(0)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -127,4 +138,31 @@ func probe(args []string) {
 			fail(fmt.Errorf("unknown step %q", args[0]))
 		}
 	}
+}
+
+// taskAPIGet GETs path from the task API socket named by NOMAD_UNIX_ADDR
+// ("unix:///secrets/api.sock"), authenticated by NOMAD_TOKEN.
+func taskAPIGet(path string) (int, string, error) {
+	addr := os.Getenv("NOMAD_UNIX_ADDR")
+	sock, ok := strings.CutPrefix(addr, "unix://")
+	if !ok {
+		return 0, "", fmt.Errorf("NOMAD_UNIX_ADDR %q is not a unix:// address", addr)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	req, err := http.NewRequest(http.MethodGet, "http://task-api"+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("X-Nomad-Token", os.Getenv("NOMAD_TOKEN"))
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
