@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -25,7 +26,10 @@ func (s *Server) AutopilotConfig() (*structs.AutopilotConfiguration, uint64, err
 
 // SetAutopilotConfig validates and stores cfg through raft (with cas, only
 // over the stored ModifyIndex) and reports whether it was written.
-func (s *Server) SetAutopilotConfig(cfg *structs.AutopilotConfiguration, cas bool) (bool, uint64, error) {
+func (s *Server) SetAutopilotConfig(caller *acl.ACL, cfg *structs.AutopilotConfiguration, cas bool) (bool, uint64, error) {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return false, 0, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return false, 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/cluster/wan"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -80,7 +81,10 @@ func (s *Server) Regions() []string { return s.cluster.Regions() }
 // of another region is marked left in the membership of every region. A
 // name that is not a member is not an error, as in Nomad. Call it on the
 // leader.
-func (s *Server) ForceLeave(node string) error {
+func (s *Server) ForceLeave(caller *acl.ACL, node string) error {
+	if err := permit(caller.AllowAgentWrite()); err != nil {
+		return err
+	}
 	region := s.cluster.Region()
 	if i := strings.LastIndex(node, "."); i > 0 && node[i+1:] != region && s.cluster.ForceLeaveMember(node) {
 		return nil
@@ -97,7 +101,7 @@ func (s *Server) ForceLeave(node string) error {
 	s.cluster.ForceLeaveMember(id + "." + region)
 	for _, p := range peers {
 		if p.ID == id {
-			return s.RemoveRaftPeer(p.ID, "")
+			return s.RemoveRaftPeer(nil, p.ID, "")
 		}
 	}
 	return nil
@@ -106,7 +110,10 @@ func (s *Server) ForceLeave(node string) error {
 // Join joins each server at addrs (rpc addresses) into this server's
 // cluster (or this server into theirs) and returns how many joined and the
 // first error.
-func (s *Server) Join(addrs []string) (int, error) {
+func (s *Server) Join(caller *acl.ACL, addrs []string) (int, error) {
+	if err := permit(caller.AllowAgentWrite()); err != nil {
+		return 0, err
+	}
 	var n int
 	var first error
 	for _, a := range addrs {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -39,7 +40,10 @@ func (s *Server) RaftConfiguration() ([]RaftPeer, uint64, error) {
 // RemoveRaftPeer removes the server with raft ID id, or when id is empty
 // the one at address, from the raft configuration. Call it on the leader.
 // An unknown server is a *structs.RequestError naming it.
-func (s *Server) RemoveRaftPeer(id, address string) error {
+func (s *Server) RemoveRaftPeer(caller *acl.ACL, id, address string) error {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return err
+	}
 	peers, index, err := s.RaftConfiguration()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -28,7 +29,10 @@ func (s *Server) SchedulerConfig() (*structs.SchedulerConfiguration, uint64, err
 // write happens only if the stored configuration's ModifyIndex is
 // cfg.ModifyIndex (0 when none was set). It reports whether it was written
 // and the raft index. An invalid cfg is a *structs.RequestError.
-func (s *Server) SetSchedulerConfig(cfg *structs.SchedulerConfiguration, cas bool) (bool, uint64, error) {
+func (s *Server) SetSchedulerConfig(caller *acl.ACL, cfg *structs.SchedulerConfiguration, cas bool) (bool, uint64, error) {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return false, 0, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return false, 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}

@@ -69,7 +69,7 @@ func (h *HTTPServer) agentJoin(w http.ResponseWriter, r *http.Request) (any, uin
 	if len(addrs) == 0 {
 		return nil, 0, badRequest("missing address to join")
 	}
-	n, err := h.srv.Join(addrs)
+	n, err := h.srv.Join(aclOf(r), addrs)
 	out := &joinResponse{NumJoined: n}
 	if err != nil {
 		out.Error = err.Error()
@@ -88,7 +88,7 @@ func (h *HTTPServer) agentForceLeave(w http.ResponseWriter, r *http.Request) (an
 	if _, err := boolParam(r, "prune", false); err != nil {
 		return nil, 0, err
 	}
-	return nil, 0, h.srv.ForceLeave(node)
+	return nil, 0, h.srv.ForceLeave(aclOf(r), node)
 }
 
 // agentHealth serves GET /v1/agent/health: the server is ok when it knows a

@@ -44,7 +44,7 @@ func (h *HTTPServer) operatorAutopilotSet(w http.ResponseWriter, r *http.Request
 		}
 		cfg.ModifyIndex, cas = idx, true
 	}
-	updated, index, err := h.srv.SetAutopilotConfig(cfg, cas)
+	updated, index, err := h.srv.SetAutopilotConfig(aclOf(r), cfg, cas)
 	if err != nil {
 		return nil, 0, err
 	}

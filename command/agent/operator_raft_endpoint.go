@@ -31,7 +31,7 @@ func (h *HTTPServer) operatorRaftRemovePeer(w http.ResponseWriter, r *http.Reque
 	case id != "" && addr != "":
 		return nil, 0, badRequest("Must specify only one of ?id or ?address")
 	}
-	if err := h.srv.RemoveRaftPeer(id, addr); err != nil {
+	if err := h.srv.RemoveRaftPeer(aclOf(r), id, addr); err != nil {
 		return nil, 0, err
 	}
 	return struct{}{}, 0, nil

@@ -46,7 +46,7 @@ func (h *HTTPServer) operatorSchedulerSet(w http.ResponseWriter, r *http.Request
 		}
 		cfg.ModifyIndex, cas = idx, true
 	}
-	updated, index, err := h.srv.SetSchedulerConfig(cfg, cas)
+	updated, index, err := h.srv.SetSchedulerConfig(aclOf(r), cfg, cas)
 	if err != nil {
 		return nil, 0, err
 	}
