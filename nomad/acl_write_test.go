@@ -111,3 +111,12 @@ func teamJob(t *testing.T, srv *Server, id string, edit func(*structs.Job)) *str
 	seedJob(t, srv, j)
 	return j
 }
+
+// operatorWriters are the callers of the operator-write tests: refused
+// ones hold operator read and every other write.
+func operatorWriters(t *testing.T) (map[string]*acl.ACL, *acl.ACL) {
+	return map[string]*acl.ACL{
+		"operator read": policyACL(t, `operator { policy = "read" }`, `namespace "*" { policy = "write" }`,
+			`node { policy = "write" }`, `agent { policy = "write" }`),
+	}, policyACL(t, `operator { policy = "write" }`)
+}
