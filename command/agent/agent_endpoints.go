@@ -155,7 +155,7 @@ func (h *HTTPServer) agentSchedulerConfig(w http.ResponseWriter, r *http.Request
 		if err := decodeBody(r, &args); err != nil {
 			return nil, 0, err
 		}
-		err := h.srv.SetWorkerPoolConfig(nomad.WorkerPoolConfig{NumSchedulers: args.NumSchedulers,
+		err := h.srv.SetWorkerPoolConfig(aclOf(r), nomad.WorkerPoolConfig{NumSchedulers: args.NumSchedulers,
 			EnabledSchedulers: args.EnabledSchedulers})
 		if errors.Is(err, nomad.ErrInvalidWorkerConfig) {
 			h.logger.Warn("refused scheduler worker configuration", "error", err)
