@@ -61,7 +61,7 @@ func TestSetAutopilotConfig_NeedsOperatorWrite(t *testing.T) {
 			cfg.MaxTrailingLogs = 777
 			return ignore3(srv.SetAutopilotConfig(a, cfg, false))
 		}, done: func(t *testing.T) {
-			cfg, _, err := srv.AutopilotConfig()
+			cfg, _, err := srv.AutopilotConfig(nil)
 			require.NoError(t, err)
 			require.Equal(t, uint64(777), cfg.MaxTrailingLogs)
 		}},

@@ -31,8 +31,12 @@ type Member struct {
 // Members lists the servers of this region's raft configuration, probing
 // each other server's rpc address to report it alive or failed, followed
 // by the servers of the other regions with this server's view of them.
-func (s *Server) Members(ctx context.Context) ([]Member, error) {
-	peers, _, err := s.RaftConfiguration()
+// caller needs node:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) Members(ctx context.Context, caller *acl.ACL) ([]Member, error) {
+	if err := permit(caller.AllowNodeRead()); err != nil {
+		return nil, err
+	}
+	peers, _, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +97,7 @@ func (s *Server) ForceLeave(caller *acl.ACL, node string) error {
 	if id == s.config.NodeName {
 		return &structs.RequestError{Kind: structs.ErrBadRequest, Msg: "a server cannot force itself to leave"}
 	}
-	peers, _, err := s.RaftConfiguration()
+	peers, _, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,11 @@ type RaftPeer struct {
 
 // RaftConfiguration returns the servers of the latest raft configuration
 // and the raft index it was written at.
-func (s *Server) RaftConfiguration() ([]RaftPeer, uint64, error) {
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) RaftConfiguration(caller *acl.ACL) ([]RaftPeer, uint64, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, 0, err
+	}
 	r := s.cluster.Raft()
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -44,7 +48,7 @@ func (s *Server) RemoveRaftPeer(caller *acl.ACL, id, address string) error {
 	if err := permit(caller.AllowOperatorWrite()); err != nil {
 		return err
 	}
-	peers, index, err := s.RaftConfiguration()
+	peers, index, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func TestRemoveRaftPeer_NeedsOperatorWrite(t *testing.T) {
 	err := srv.RemoveRaftPeer(allowed, "no-such-peer", "")
 	require.ErrorIs(t, err, structs.ErrBadRequest)
 	require.EqualError(t, err, `id "no-such-peer" was not found in the Raft configuration`)
-	peers, _, err := srv.RaftConfiguration()
+	peers, _, err := srv.RaftConfiguration(nil)
 	require.NoError(t, err)
 	require.Len(t, peers, 1, "nothing was removed")
 }

@@ -14,7 +14,11 @@ import (
 
 // SchedulerConfig returns the scheduler configuration (Nomad's defaults
 // when none was set) and the index it is current at.
-func (s *Server) SchedulerConfig() (*structs.SchedulerConfiguration, uint64, error) {
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) SchedulerConfig(caller *acl.ACL) (*structs.SchedulerConfiguration, uint64, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, 0, err
+	}
 	cfg, err := s.State().SchedulerConfig(nil)
 	if err != nil {
 		return nil, 0, err
@@ -81,7 +85,7 @@ func (s *Server) runSchedulerConfig(ctx context.Context) {
 // EvalBrokerPaused reports whether the scheduler configuration pauses the
 // evaluation broker.
 func (s *Server) EvalBrokerPaused() (bool, error) {
-	cfg, _, err := s.SchedulerConfig()
+	cfg, _, err := s.SchedulerConfig(nil)
 	if err != nil {
 		return false, err
 	}

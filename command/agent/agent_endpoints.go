@@ -19,7 +19,7 @@ import (
 // agentMembers serves GET /v1/agent/members: the servers of every known
 // region, each tagged with its region.
 func (h *HTTPServer) agentMembers(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	members, err := h.srv.Members(r.Context())
+	members, err := h.srv.Members(r.Context(), aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}

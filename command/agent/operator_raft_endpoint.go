@@ -8,7 +8,7 @@ import (
 
 // operatorRaftConfiguration serves GET /v1/operator/raft/configuration.
 func (h *HTTPServer) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	peers, index, err := h.srv.RaftConfiguration()
+	peers, index, err := h.srv.RaftConfiguration(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}

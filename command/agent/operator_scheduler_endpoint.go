@@ -11,7 +11,7 @@ import (
 
 // operatorSchedulerGet serves GET /v1/operator/scheduler/configuration.
 func (h *HTTPServer) operatorSchedulerGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	cfg, index, err := h.srv.SchedulerConfig()
+	cfg, index, err := h.srv.SchedulerConfig(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
