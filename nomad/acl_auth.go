@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -80,7 +81,10 @@ func ValidateAuthMethod(m *structs.ACLAuthMethod) error {
 // UpsertACLAuthMethod creates (create true: the name must be free) or
 // updates (the method must exist) an auth method and returns it as
 // stored. A second default method of the same type is refused.
-func (s *Server) UpsertACLAuthMethod(in *structs.ACLAuthMethod, create bool) (*structs.ACLAuthMethod, uint64, error) {
+func (s *Server) UpsertACLAuthMethod(caller *acl.ACL, in *structs.ACLAuthMethod, create bool) (*structs.ACLAuthMethod, uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return nil, 0, err
+	}
 	if !s.ACLEnabled() {
 		return nil, 0, ErrACLDisabled
 	}
@@ -110,7 +114,10 @@ func (s *Server) UpsertACLAuthMethod(in *structs.ACLAuthMethod, create bool) (*s
 
 // DeleteACLAuthMethods deletes auth methods by name, with their binding
 // rules.
-func (s *Server) DeleteACLAuthMethods(names []string) (uint64, error) {
+func (s *Server) DeleteACLAuthMethods(caller *acl.ACL, names []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
@@ -146,7 +153,10 @@ func ValidateBindingRule(r *structs.ACLBindingRule) error {
 // UpsertACLBindingRule creates (create true: the ID must be empty and one
 // is generated) or updates (the rule must exist) a binding rule whose auth
 // method must exist, and returns it as stored.
-func (s *Server) UpsertACLBindingRule(in *structs.ACLBindingRule, create bool) (*structs.ACLBindingRule, uint64, error) {
+func (s *Server) UpsertACLBindingRule(caller *acl.ACL, in *structs.ACLBindingRule, create bool) (*structs.ACLBindingRule, uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return nil, 0, err
+	}
 	if !s.ACLEnabled() {
 		return nil, 0, ErrACLDisabled
 	}
@@ -184,7 +194,10 @@ func (s *Server) UpsertACLBindingRule(in *structs.ACLBindingRule, create bool) (
 }
 
 // DeleteACLBindingRules deletes binding rules by ID.
-func (s *Server) DeleteACLBindingRules(ids []string) (uint64, error) {
+func (s *Server) DeleteACLBindingRules(caller *acl.ACL, ids []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
@@ -203,7 +216,10 @@ type ClientIntroductionClaims struct {
 // (default "default") and, when set, nodeName; valid for ttl (0 means the
 // server's client_introduction default_identity_ttl, at most its
 // max_request_identity_ttl; 5m and 30m unless configured).
-func (s *Server) CreateClientIntroductionToken(nodeName, nodePool string, ttl time.Duration) (string, error) {
+func (s *Server) CreateClientIntroductionToken(caller *acl.ACL, nodeName, nodePool string, ttl time.Duration) (string, error) {
+	if err := permit(caller.AllowNodeWrite()); err != nil {
+		return "", err
+	}
 	cfg := s.config.ClientIntroduction.withDefaults()
 	switch {
 	case ttl < 0:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -84,4 +85,57 @@ func TestValidateBindingRule(t *testing.T) {
 			require.ErrorIs(t, err, structs.ErrBadRequest)
 		})
 	}
+}
+
+func TestAuthMethodAndBindingRuleWrites_NeedManagement(t *testing.T) {
+	srv := aclTestServer(t)
+	st := srv.State()
+	method := &structs.ACLAuthMethod{Name: "corp-sso", Type: "OIDC", TokenLocality: "global", MaxTokenTTL: time.Hour,
+		Config: &structs.ACLAuthMethodConfig{OIDCDiscoveryURL: "https://idp", OIDCClientID: "cid"}}
+	var ruleID string
+	refused, allowed := managementWriters(t)
+	testWrites(t, srv, refused, allowed, []writeCase{
+		{name: "auth method create", run: func(a *acl.ACL) error { return ignore3(srv.UpsertACLAuthMethod(a, method, true)) }},
+		{name: "auth method update", run: func(a *acl.ACL) error {
+			m := *method
+			m.MaxTokenTTL = 2 * time.Hour
+			return ignore3(srv.UpsertACLAuthMethod(a, &m, false))
+		}, done: func(t *testing.T) {
+			m, err := st.ACLAuthMethodByName(nil, method.Name)
+			require.NoError(t, err)
+			require.Equal(t, 2*time.Hour, m.MaxTokenTTL)
+		}},
+		{name: "binding rule create", run: func(a *acl.ACL) error {
+			r, _, err := srv.UpsertACLBindingRule(a, &structs.ACLBindingRule{AuthMethod: method.Name, BindType: "management"}, true)
+			if r != nil {
+				ruleID = r.ID
+			}
+			return err
+		}},
+		{name: "binding rule delete", run: func(a *acl.ACL) error { return ignore2(srv.DeleteACLBindingRules(a, []string{ruleID})) },
+			done: func(t *testing.T) {
+				r, err := st.ACLBindingRuleByID(nil, ruleID)
+				require.NoError(t, err)
+				require.Nil(t, r)
+			}},
+		{name: "auth method delete", run: func(a *acl.ACL) error { return ignore2(srv.DeleteACLAuthMethods(a, []string{method.Name})) },
+			done: func(t *testing.T) {
+				m, err := st.ACLAuthMethodByName(nil, method.Name)
+				require.NoError(t, err)
+				require.Nil(t, m)
+			}},
+	})
+}
+
+func TestCreateClientIntroductionToken_NeedsNodeWrite(t *testing.T) {
+	srv := queryTestServer(t)
+	refused, allowed := nodeWriters(t)
+	var tok string
+	testWrites(t, srv, refused, allowed, []writeCase{
+		{name: "introduction token", keepsIndex: true, run: func(a *acl.ACL) error {
+			var err error
+			tok, err = srv.CreateClientIntroductionToken(a, "node-1", "default", 0)
+			return err
+		}, done: func(t *testing.T) { require.NotEmpty(t, tok) }},
+	})
 }

@@ -136,7 +136,10 @@ func ValidatePolicy(p *structs.ACLPolicy) (*acl.Policy, error) {
 
 // UpsertACLPolicies validates and stores policies; one invalid policy
 // refuses the request and nothing is written.
-func (s *Server) UpsertACLPolicies(policies []*structs.ACLPolicy) (uint64, error) {
+func (s *Server) UpsertACLPolicies(caller *acl.ACL, policies []*structs.ACLPolicy) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
@@ -152,7 +155,10 @@ func (s *Server) UpsertACLPolicies(policies []*structs.ACLPolicy) (uint64, error
 }
 
 // DeleteACLPolicies deletes policies by name.
-func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
+func (s *Server) DeleteACLPolicies(caller *acl.ACL, names []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
@@ -164,7 +170,10 @@ func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
 // a management token has no policies or roles, a client token has at least
 // one of them, role links must name existing roles, and the expiration of
 // an existing token cannot change. It returns the token as stored.
-func (s *Server) UpsertACLToken(in *structs.ACLToken) (*structs.ACLToken, uint64, error) {
+func (s *Server) UpsertACLToken(caller *acl.ACL, in *structs.ACLToken) (*structs.ACLToken, uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return nil, 0, err
+	}
 	if !s.ACLEnabled() {
 		return nil, 0, ErrACLDisabled
 	}
@@ -307,7 +316,10 @@ func (s *Server) resolveRoleLinks(links []*structs.ACLTokenRoleLink) ([]*structs
 }
 
 // DeleteACLTokens deletes tokens by accessor ID.
-func (s *Server) DeleteACLTokens(ids []string) (uint64, error) {
+func (s *Server) DeleteACLTokens(caller *acl.ACL, ids []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
@@ -316,7 +328,10 @@ func (s *Server) DeleteACLTokens(ids []string) (uint64, error) {
 
 // UpsertACLRole creates (empty ID) or updates a role; its policy links must
 // name existing policies.
-func (s *Server) UpsertACLRole(in *structs.ACLRole, create bool) (*structs.ACLRole, uint64, error) {
+func (s *Server) UpsertACLRole(caller *acl.ACL, in *structs.ACLRole, create bool) (*structs.ACLRole, uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return nil, 0, err
+	}
 	if !s.ACLEnabled() {
 		return nil, 0, ErrACLDisabled
 	}
@@ -362,18 +377,27 @@ func (s *Server) UpsertACLRole(in *structs.ACLRole, create bool) (*structs.ACLRo
 }
 
 // DeleteACLRoles deletes roles by ID.
-func (s *Server) DeleteACLRoles(ids []string) (uint64, error) {
+func (s *Server) DeleteACLRoles(caller *acl.ACL, ids []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if !s.ACLEnabled() {
 		return 0, ErrACLDisabled
 	}
 	return s.applyErr(structs.ACLRoleDeleteRequestType, &structs.ACLRoleDeleteRequest{IDs: ids})
 }
 
-// CreateOneTimeToken creates a one-time token for the token accessor.
-func (s *Server) CreateOneTimeToken(accessor string) (*structs.OneTimeToken, uint64, error) {
+// CreateOneTimeToken creates a one-time token for the caller's own ACL
+// token (a caller without one, anonymous or a workload identity, is
+// refused): a one-time token never stands for another token.
+func (s *Server) CreateOneTimeToken(caller *Identity) (*structs.OneTimeToken, uint64, error) {
 	if !s.ACLEnabled() {
 		return nil, 0, ErrACLDisabled
 	}
+	if caller == nil || caller.Token == nil {
+		return nil, 0, structs.ErrPermissionDenied
+	}
+	accessor := caller.Token.AccessorID
 	ott := &structs.OneTimeToken{OneTimeSecretID: generateUUID(), AccessorID: accessor, ExpiresAt: s.now().UTC().Add(oneTimeTokenTTL)}
 	index, err := s.applyErr(structs.OneTimeTokenUpsertRequestType, &structs.OneTimeTokenUpsertRequest{Token: ott})
 	if err != nil {
@@ -419,7 +443,10 @@ func ValidateNamespace(ns *structs.Namespace) error {
 }
 
 // UpsertNamespaces validates and stores namespaces.
-func (s *Server) UpsertNamespaces(nss []*structs.Namespace) (uint64, error) {
+func (s *Server) UpsertNamespaces(caller *acl.ACL, nss []*structs.Namespace) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if len(nss) == 0 {
 		return 0, structs.BadRequestf("must specify at least one namespace")
 	}
@@ -433,7 +460,10 @@ func (s *Server) UpsertNamespaces(nss []*structs.Namespace) (uint64, error) {
 
 // DeleteNamespaces deletes namespaces by name (never "default", never one
 // with non-terminal jobs).
-func (s *Server) DeleteNamespaces(names []string) (uint64, error) {
+func (s *Server) DeleteNamespaces(caller *acl.ACL, names []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	for _, n := range names {
 		if n == structs.DefaultNamespace {
 			return 0, structs.BadRequestf("default namespace can not be deleted")

@@ -6,13 +6,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
 // AutopilotConfig returns the autopilot configuration (Nomad's defaults
 // when none was set) and its index.
-func (s *Server) AutopilotConfig() (*structs.AutopilotConfiguration, uint64, error) {
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) AutopilotConfig(caller *acl.ACL) (*structs.AutopilotConfiguration, uint64, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, 0, err
+	}
 	cfg, err := s.State().AutopilotConfig(nil)
 	if err != nil {
 		return nil, 0, err
@@ -25,7 +30,10 @@ func (s *Server) AutopilotConfig() (*structs.AutopilotConfiguration, uint64, err
 
 // SetAutopilotConfig validates and stores cfg through raft (with cas, only
 // over the stored ModifyIndex) and reports whether it was written.
-func (s *Server) SetAutopilotConfig(cfg *structs.AutopilotConfiguration, cas bool) (bool, uint64, error) {
+func (s *Server) SetAutopilotConfig(caller *acl.ACL, cfg *structs.AutopilotConfiguration, cas bool) (bool, uint64, error) {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return false, 0, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return false, 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -106,12 +114,16 @@ func (t *stableTracker) observe(id string, healthy bool, now time.Time) time.Tim
 
 // AutopilotHealth probes every server of the raft configuration and
 // judges its health. Call it on the leader.
-func (s *Server) AutopilotHealth(ctx context.Context) (*ClusterHealth, error) {
-	cfg, _, err := s.AutopilotConfig()
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) AutopilotHealth(ctx context.Context, caller *acl.ACL) (*ClusterHealth, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, err
+	}
+	cfg, _, err := s.AutopilotConfig(nil)
 	if err != nil {
 		return nil, err
 	}
-	peers, _, err := s.RaftConfiguration()
+	peers, _, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -49,4 +50,20 @@ func TestStableTracker(t *testing.T) {
 	require.Equal(t, t0, st.observe("a", true, t0.Add(time.Minute)), "stable since the first healthy sight")
 	require.True(t, st.observe("a", false, t0.Add(2*time.Minute)).IsZero())
 	require.Equal(t, t0.Add(3*time.Minute), st.observe("a", true, t0.Add(3*time.Minute)))
+}
+
+func TestSetAutopilotConfig_NeedsOperatorWrite(t *testing.T) {
+	srv := queryTestServer(t)
+	refused, allowed := operatorWriters(t)
+	testWrites(t, srv, refused, allowed, []writeCase{
+		{name: "autopilot configuration", run: func(a *acl.ACL) error {
+			cfg := structs.DefaultAutopilotConfiguration()
+			cfg.MaxTrailingLogs = 777
+			return ignore3(srv.SetAutopilotConfig(a, cfg, false))
+		}, done: func(t *testing.T) {
+			cfg, _, err := srv.AutopilotConfig(nil)
+			require.NoError(t, err)
+			require.Equal(t, uint64(777), cfg.MaxTrailingLogs)
+		}},
+	})
 }

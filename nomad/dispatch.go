@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -22,6 +23,9 @@ type JobDispatchArgs struct {
 	IdempotencyToken string
 	IDPrefixTemplate string
 	Priority         int
+	// ACL is the caller's: dispatch-job in Namespace is required (nil:
+	// ACLs disabled, or an internal caller).
+	ACL *acl.ACL
 }
 
 // JobDispatchReply reports a dispatch.
@@ -36,6 +40,9 @@ type JobDispatchReply struct {
 // JobDispatch creates a child of a parameterized job carrying the payload
 // and meta, with an evaluation. Refusals use Nomad's wording.
 func (s *Server) JobDispatch(args *JobDispatchArgs) (*JobDispatchReply, error) {
+	if err := requireNamespace(args.ACL, args.Namespace, acl.NamespaceCapabilityDispatchJob); err != nil {
+		return nil, err
+	}
 	parent, err := s.State().JobByID(nil, args.Namespace, args.JobID)
 	if err != nil {
 		return nil, err

@@ -211,7 +211,7 @@ func (s *Server) carryOutDrains(ctx context.Context, d drainDecision, forced map
 	}
 	for _, c := range d.Complete {
 		delete(forced, c.NodeID)
-		if _, _, err := s.NodeDrain(&structs.NodeUpdateDrainRequest{NodeID: c.NodeID, Complete: true, DeadlineReached: c.DeadlineReached}); err != nil {
+		if _, _, err := s.NodeDrain(nil, &structs.NodeUpdateDrainRequest{NodeID: c.NodeID, Complete: true, DeadlineReached: c.DeadlineReached}); err != nil {
 			if ctx.Err() == nil {
 				s.logger.Error("failed to complete node drain", "node_id", c.NodeID, "error", err)
 			}

@@ -3,6 +3,7 @@ package nomad
 import (
 	"fmt"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -17,7 +18,10 @@ var ErrEvalBrokerEnabled = &structs.RequestError{Kind: structs.ErrBadRequest,
 // waits on the evaluation). The broker forgets them when the leadership
 // next restores evaluations from state; a paused broker hands none out
 // meanwhile, and a worker finding a deleted evaluation ignores it.
-func (s *Server) DeleteEvals(ids []string) (uint64, error) {
+func (s *Server) DeleteEvals(caller *acl.ACL, ids []string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	paused, err := s.EvalBrokerPaused()
 	if err != nil {
 		return 0, err

@@ -55,8 +55,9 @@ func (s *Server) EvalList(ctx context.Context, opts QueryOptions) ([]*structs.Ev
 
 func evalNamespace(e *structs.Evaluation) string { return e.Namespace }
 
-// EvalCount counts the evaluations of opts.Namespace (AllNamespaces: all)
-// that opts.Filter accepts (it receives each *structs.Evaluation).
+// EvalCount counts the evaluations of opts.Namespace (AllNamespaces: of
+// every namespace the caller may read) that opts.Filter accepts (it
+// receives each *structs.Evaluation).
 func (s *Server) EvalCount(ctx context.Context, opts QueryOptions) (int, QueryMeta, error) {
 	ns := opts.namespace()
 	if err := requireNamespace(opts.ACL, ns, acl.NamespaceCapabilityReadJob); err != nil {
@@ -68,6 +69,7 @@ func (s *Server) EvalCount(ctx context.Context, opts QueryOptions) (int, QueryMe
 		if err != nil {
 			return 0, err
 		}
+		evals = filterByNamespace(opts.ACL, acl.NamespaceCapabilityReadJob, evals, evalNamespace)
 		if evals, err = applyFilter(&opts, evals, func(e *structs.Evaluation) any { return e }); err != nil {
 			return 0, err
 		}

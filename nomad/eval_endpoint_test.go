@@ -101,6 +101,33 @@ func TestEvalList_OnlyNamespacesTheCallerMayRead(t *testing.T) {
 	require.ErrorIs(t, err, structs.ErrForbidden)
 }
 
+func TestEvalCount_OnlyNamespacesTheCallerMayRead(t *testing.T) {
+	srv := queryTestServer(t)
+	seedEvals(t, srv)
+	teams := policyACL(t, `namespace "team-*" { policy = "read" }`)
+	for _, c := range []struct {
+		name  string
+		ns    string
+		acl   *acl.ACL
+		count int
+	}{
+		{"ACLs disabled, every namespace", AllNamespaces, nil, 6},
+		{"management, every namespace", AllNamespaces, acl.ManagementACL(), 6},
+		{"team reader, every namespace", AllNamespaces, teams, 5},
+		{"team reader, its namespace", "team-a", teams, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, _, err := srv.EvalCount(t.Context(), QueryOptions{Namespace: c.ns, ACL: c.acl})
+			require.NoError(t, err)
+			require.Equal(t, c.count, n)
+		})
+	}
+	_, _, err := srv.EvalCount(t.Context(), QueryOptions{Namespace: "other", ACL: teams})
+	require.ErrorIs(t, err, structs.ErrForbidden)
+	_, _, err = srv.EvalCount(t.Context(), QueryOptions{Namespace: AllNamespaces, ACL: policyACL(t, `node { policy = "read" }`)})
+	require.ErrorIs(t, err, structs.ErrForbidden, "read-job in no namespace")
+}
+
 func TestEvalGet_ChecksTheEvaluationsOwnNamespace(t *testing.T) {
 	srv := queryTestServer(t)
 	seedEvals(t, srv)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/gc"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -57,7 +58,10 @@ func (s *Server) runGC(ctx context.Context) {
 // SystemGC collects everything collectable now, ignoring the thresholds
 // (`PUT /v1/system/gc`, forwarded to the leader like every write). It
 // returns how many objects it asked to delete.
-func (s *Server) SystemGC() (int, error) {
+func (s *Server) SystemGC(caller *acl.ACL) (int, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	return s.collectGarbage(gc.Thresholds{})
 }
 

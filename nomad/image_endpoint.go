@@ -64,7 +64,7 @@ func (s *Server) JobImageCheck(ctx context.Context, caller *acl.ACL, ns, id stri
 	if job == nil {
 		return nil, 0, structs.NotFoundf("job not found")
 	}
-	ok, err := s.ImageCheckNow(ctx, ns, id)
+	ok, err := s.imageCheckNow(ctx, ns, id)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -75,13 +75,13 @@ func (s *Server) JobImageCheck(ctx context.Context, caller *acl.ACL, ns, id stri
 }
 
 // JobImageClearBad clears a bad digest of the images of job id (see
-// ImageClearBad) and returns the image state after it; caller needs
+// imageClearBad) and returns the image state after it; caller needs
 // submit-job.
 func (s *Server) JobImageClearBad(caller *acl.ACL, ns, id, digest string) (*JobImages, uint64, error) {
 	if err := requireNamespace(caller, ns, acl.NamespaceCapabilitySubmitJob); err != nil {
 		return nil, 0, err
 	}
-	if err := s.ImageClearBad(ns, id, digest); err != nil {
+	if err := s.imageClearBad(ns, id, digest); err != nil {
 		return nil, 0, err
 	}
 	return s.jobImagesNow(ns, id)

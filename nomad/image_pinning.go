@@ -87,10 +87,10 @@ func (s *Server) recordObservations(obs []*structs.ImageObservation) error {
 	return err
 }
 
-// ImageClearBad clears digest from the bad digests of the images of job's
+// imageClearBad clears digest from the bad digests of the images of job's
 // Docker tasks: the image watcher may roll it again (to every job on those
 // images). It answers 400 when the digest is bad for none of them.
-func (s *Server) ImageClearBad(namespace, jobID, digest string) error {
+func (s *Server) imageClearBad(namespace, jobID, digest string) error {
 	job, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {
 		return err

@@ -62,10 +62,10 @@ func (s *Server) runImageWatcher(ctx context.Context) {
 // ErrNotLeader is returned by leader-only operations on a follower.
 var ErrNotLeader = errors.New("no image watcher: this server is not the leader")
 
-// ImageCheckNow has the leader's image watcher check the images of job's
+// imageCheckNow has the leader's image watcher check the images of job's
 // auto-updated tasks at once, and returns when that is done (bounded by
 // ctx). It reports false when the job has none.
-func (s *Server) ImageCheckNow(ctx context.Context, namespace, jobID string) (bool, error) {
+func (s *Server) imageCheckNow(ctx context.Context, namespace, jobID string) (bool, error) {
 	if s.config.ImagePinningOff {
 		return false, structs.BadRequestf(`no image watcher: the servers run with image_pinning = "off"`)
 	}

@@ -148,7 +148,7 @@ func TestJobList_OnlyNamespacesTheCallerMayList(t *testing.T) {
 
 func TestJobRegister_TheServerChecksSubmitAndNamespace(t *testing.T) {
 	srv := queryTestServer(t)
-	_, err := srv.UpsertNamespaces([]*structs.Namespace{{Name: "team-a"}})
+	_, err := srv.UpsertNamespaces(nil, []*structs.Namespace{{Name: "team-a"}})
 	require.NoError(t, err)
 	job := func(ns string) *structs.Job {
 		j := mock.Job("batch")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -32,7 +33,7 @@ func (s *Server) initializeKeyring(ctx context.Context) {
 			return
 		}
 		if err == nil {
-			_, _, err = s.RotateRootKey()
+			_, _, err = s.RotateRootKey(nil)
 			if err == nil {
 				s.logger.Info("created the cluster's first signing key")
 				return
@@ -50,7 +51,10 @@ func (s *Server) initializeKeyring(ctx context.Context) {
 // RotateRootKey creates a new active signing key (the previous active key
 // becomes inactive but stays published) and returns it as stored, with the
 // raft index it was written at. Call it on the leader.
-func (s *Server) RotateRootKey() (*structs.RootKey, uint64, error) {
+func (s *Server) RotateRootKey(caller *acl.ACL) (*structs.RootKey, uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return nil, 0, err
+	}
 	priv, err := rsa.GenerateKey(rand.Reader, rootKeyBits)
 	if err != nil {
 		return nil, 0, fmt.Errorf("keyring: generate key: %w", err)
@@ -97,7 +101,10 @@ func (s *Server) applyRootKey(key *structs.RootKey) (uint64, error) {
 
 // DeleteRootKey removes key id and returns the index of the write. The
 // active key cannot be removed (state.ErrActiveRootKey). Call it on the leader.
-func (s *Server) DeleteRootKey(id string) (uint64, error) {
+func (s *Server) DeleteRootKey(caller *acl.ACL, id string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	key, err := s.rootKey(id)
 	if err != nil {
 		return 0, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/cluster/wan"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -30,8 +31,12 @@ type Member struct {
 // Members lists the servers of this region's raft configuration, probing
 // each other server's rpc address to report it alive or failed, followed
 // by the servers of the other regions with this server's view of them.
-func (s *Server) Members(ctx context.Context) ([]Member, error) {
-	peers, _, err := s.RaftConfiguration()
+// caller needs node:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) Members(ctx context.Context, caller *acl.ACL) ([]Member, error) {
+	if err := permit(caller.AllowNodeRead()); err != nil {
+		return nil, err
+	}
+	peers, _, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +85,10 @@ func (s *Server) Regions() []string { return s.cluster.Regions() }
 // of another region is marked left in the membership of every region. A
 // name that is not a member is not an error, as in Nomad. Call it on the
 // leader.
-func (s *Server) ForceLeave(node string) error {
+func (s *Server) ForceLeave(caller *acl.ACL, node string) error {
+	if err := permit(caller.AllowAgentWrite()); err != nil {
+		return err
+	}
 	region := s.cluster.Region()
 	if i := strings.LastIndex(node, "."); i > 0 && node[i+1:] != region && s.cluster.ForceLeaveMember(node) {
 		return nil
@@ -89,7 +97,7 @@ func (s *Server) ForceLeave(node string) error {
 	if id == s.config.NodeName {
 		return &structs.RequestError{Kind: structs.ErrBadRequest, Msg: "a server cannot force itself to leave"}
 	}
-	peers, _, err := s.RaftConfiguration()
+	peers, _, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +105,7 @@ func (s *Server) ForceLeave(node string) error {
 	s.cluster.ForceLeaveMember(id + "." + region)
 	for _, p := range peers {
 		if p.ID == id {
-			return s.RemoveRaftPeer(p.ID, "")
+			return s.RemoveRaftPeer(nil, p.ID, "")
 		}
 	}
 	return nil
@@ -106,7 +114,10 @@ func (s *Server) ForceLeave(node string) error {
 // Join joins each server at addrs (rpc addresses) into this server's
 // cluster (or this server into theirs) and returns how many joined and the
 // first error.
-func (s *Server) Join(addrs []string) (int, error) {
+func (s *Server) Join(caller *acl.ACL, addrs []string) (int, error) {
+	if err := permit(caller.AllowAgentWrite()); err != nil {
+		return 0, err
+	}
 	var n int
 	var first error
 	for _, a := range addrs {

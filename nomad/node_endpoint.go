@@ -83,7 +83,11 @@ func (s *Server) NodeHeartbeat(nodeID, status string) (time.Duration, uint64, er
 }
 
 // NodeUpdateEligibility marks a node eligible or ineligible for placements.
-func (s *Server) NodeUpdateEligibility(nodeID, eligibility string) (uint64, []string, error) {
+// caller needs node:write (nil: ACLs disabled, or an internal caller).
+func (s *Server) NodeUpdateEligibility(caller *acl.ACL, nodeID, eligibility string) (uint64, []string, error) {
+	if err := permit(caller.AllowNodeWrite()); err != nil {
+		return 0, nil, err
+	}
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {
 		return 0, nil, err
@@ -112,14 +116,18 @@ func (s *Server) NodeUpdateEligibility(nodeID, eligibility string) (uint64, []st
 // NodeUpdateDrain starts or ends a drain. Draining stops the node's system
 // allocations (the evaluations it creates do) and the drain completes once
 // none is left; the node then stays ineligible. Ending a drain early with
-// markEligible makes the node eligible again.
-func (s *Server) NodeUpdateDrain(nodeID string, drain, markEligible bool) (uint64, []string, error) {
-	return s.NodeDrain(&structs.NodeUpdateDrainRequest{NodeID: nodeID, Drain: drain, MarkEligible: markEligible})
+// markEligible makes the node eligible again. caller needs node:write.
+func (s *Server) NodeUpdateDrain(caller *acl.ACL, nodeID string, drain, markEligible bool) (uint64, []string, error) {
+	return s.NodeDrain(caller, &structs.NodeUpdateDrainRequest{NodeID: nodeID, Drain: drain, MarkEligible: markEligible})
 }
 
 // NodeDrain applies req (NodeID, Drain, MarkEligible, Spec, Meta,
 // Complete), as NodeUpdateDrain describes; the leader stamps the times.
-func (s *Server) NodeDrain(in *structs.NodeUpdateDrainRequest) (uint64, []string, error) {
+// caller needs node:write (nil: ACLs disabled, or the drainer itself).
+func (s *Server) NodeDrain(caller *acl.ACL, in *structs.NodeUpdateDrainRequest) (uint64, []string, error) {
+	if err := permit(caller.AllowNodeWrite()); err != nil {
+		return 0, nil, err
+	}
 	nodeID := in.NodeID
 	node, err := s.State().NodeByID(nil, nodeID)
 	if err != nil {

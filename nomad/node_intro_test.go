@@ -58,11 +58,11 @@ func TestNodeRegisterStrictIntroduction(t *testing.T) {
 
 	node := mock.Node()
 	node.Name, node.NodePool = "node-7", "default"
-	forName, err := srv.CreateClientIntroductionToken("node-7", "default", 0)
+	forName, err := srv.CreateClientIntroductionToken(nil, "node-7", "default", 0)
 	require.NoError(t, err)
-	otherName, err := srv.CreateClientIntroductionToken("node-8", "default", 0)
+	otherName, err := srv.CreateClientIntroductionToken(nil, "node-8", "default", 0)
 	require.NoError(t, err)
-	otherPool, err := srv.CreateClientIntroductionToken("", "edge", 0)
+	otherPool, err := srv.CreateClientIntroductionToken(nil, "", "edge", 0)
 	require.NoError(t, err)
 	wid, err := srv.SignIdentity(&structs.Allocation{ID: "a", Namespace: "default", JobID: "j", TaskGroup: "g"}, "t", nil, time.Hour)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestNodeRegisterStrictIntroduction(t *testing.T) {
 
 	// A token without a node name admits any node of its pool.
 	clock.Store(0)
-	anyName, err := srv.CreateClientIntroductionToken("", "", 0)
+	anyName, err := srv.CreateClientIntroductionToken(nil, "", "", 0)
 	require.NoError(t, err)
 	other := mock.Node()
 	other.Name = "node-9"
@@ -130,7 +130,7 @@ func TestNodeRegisterWarnAndNoneIntroduction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, float64(1), warned.Value(), "a known node's re-registration is not counted")
 
-	tok, err := srv.CreateClientIntroductionToken("", "", 0)
+	tok, err := srv.CreateClientIntroductionToken(nil, "", "", 0)
 	require.NoError(t, err)
 	_, _, _, err = srv.NodeRegister(mock.Node(), tok)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestClientIntroductionConfiguredTTLs(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	_, err = srv.CreateClientIntroductionToken("", "", 3*time.Minute)
+	_, err = srv.CreateClientIntroductionToken(nil, "", "", 3*time.Minute)
 	require.ErrorContains(t, err, "TTL 3m0s exceeds the maximum of 2m0s")
 
 	_, err = NewServer(Config{NodeName: "x", DataDir: t.TempDir(), RPCAddr: "127.0.0.1:0",

@@ -5,13 +5,17 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
 // UpsertNodePool validates pool and creates or updates it through raft.
 // Bad input is a *structs.RequestError.
-func (s *Server) UpsertNodePool(pool *structs.NodePool) (uint64, error) {
+func (s *Server) UpsertNodePool(caller *acl.ACL, pool *structs.NodePool) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if pool == nil {
 		return 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: "missing node pool"}
 	}
@@ -26,7 +30,10 @@ func (s *Server) UpsertNodePool(pool *structs.NodePool) (uint64, error) {
 
 // DeleteNodePool deletes the pool name: a missing one is not found, a
 // built-in one or one with nodes or jobs left is refused.
-func (s *Server) DeleteNodePool(name string) (uint64, error) {
+func (s *Server) DeleteNodePool(caller *acl.ACL, name string) (uint64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	if name == "" {
 		return 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: "missing node pool name"}
 	}

@@ -57,3 +57,21 @@ func TestNodePoolReads_PageAndNeedNodeRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "gpu", p.Name)
 }
+
+func TestNodePoolWrites_NeedManagement(t *testing.T) {
+	srv := queryTestServer(t)
+	pool := func() *structs.NodePool {
+		p, err := srv.State().NodePoolByName(nil, "edge")
+		require.NoError(t, err)
+		return p
+	}
+	refused, allowed := managementWriters(t)
+	refused["node pool write"] = policyACL(t, `node_pool "*" { policy = "write" }`, `node { policy = "write" }`)
+	testWrites(t, srv, refused, allowed, []writeCase{
+		{name: "upsert", run: func(a *acl.ACL) error {
+			return ignore2(srv.UpsertNodePool(a, &structs.NodePool{Name: "edge", Description: "edge nodes"}))
+		}, done: func(t *testing.T) { require.Equal(t, "edge nodes", pool().Description) }},
+		{name: "delete", run: func(a *acl.ACL) error { return ignore2(srv.DeleteNodePool(a, "edge")) },
+			done: func(t *testing.T) { require.Nil(t, pool()) }},
+	})
+}

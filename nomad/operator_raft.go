@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -18,7 +19,11 @@ type RaftPeer struct {
 
 // RaftConfiguration returns the servers of the latest raft configuration
 // and the raft index it was written at.
-func (s *Server) RaftConfiguration() ([]RaftPeer, uint64, error) {
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) RaftConfiguration(caller *acl.ACL) ([]RaftPeer, uint64, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, 0, err
+	}
 	r := s.cluster.Raft()
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -39,8 +44,11 @@ func (s *Server) RaftConfiguration() ([]RaftPeer, uint64, error) {
 // RemoveRaftPeer removes the server with raft ID id, or when id is empty
 // the one at address, from the raft configuration. Call it on the leader.
 // An unknown server is a *structs.RequestError naming it.
-func (s *Server) RemoveRaftPeer(id, address string) error {
-	peers, index, err := s.RaftConfiguration()
+func (s *Server) RemoveRaftPeer(caller *acl.ACL, id, address string) error {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return err
+	}
+	peers, index, err := s.RaftConfiguration(nil)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/snapshot"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -27,7 +28,10 @@ func (bufferSink) Close() error { return nil }
 // their versions, deployments, allocations, evaluations, nodes, keys, the
 // scheduler configuration, node pools) as this server has applied it, and
 // returns the archive's size. Call it on the leader for a consistent copy.
-func (s *Server) SnapshotSave(w io.Writer) (int64, error) {
+func (s *Server) SnapshotSave(caller *acl.ACL, w io.Writer) (int64, error) {
+	if err := permit(caller.IsManagement()); err != nil {
+		return 0, err
+	}
 	snap, err := s.fsm.Snapshot()
 	if err != nil {
 		return 0, err
@@ -59,7 +63,10 @@ func (s *Server) SnapshotSave(w io.Writer) (int64, error) {
 // r, through raft (every server installs it), then restarts the leader's
 // duties on the restored state. It must run on the leader. A corrupt
 // archive is a *structs.RequestError and changes nothing.
-func (s *Server) SnapshotRestore(r io.Reader) error {
+func (s *Server) SnapshotRestore(caller *acl.ACL, r io.Reader) error {
+	if err := permit(caller.IsManagement()); err != nil {
+		return err
+	}
 	buf, err := snapshot.NewBuffer(s.snapshotTempDir())
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/periodic"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
@@ -71,7 +72,12 @@ type PeriodicForceReply struct {
 
 // PeriodicForce launches a child of periodic job (namespace, jobID) now,
 // whatever its schedule and prohibit_overlap. Nomad's wording for refusals.
-func (s *Server) PeriodicForce(namespace, jobID string) (*PeriodicForceReply, error) {
+// caller needs submit-job in namespace (nil: ACLs disabled, or an internal
+// caller).
+func (s *Server) PeriodicForce(caller *acl.ACL, namespace, jobID string) (*PeriodicForceReply, error) {
+	if err := requireNamespace(caller, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, err
+	}
 	job, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {
 		return nil, err

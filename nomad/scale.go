@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -18,6 +19,9 @@ type JobScaleArgs struct {
 	// EnforceIndex, when not 0, must equal the job's JobModifyIndex.
 	EnforceIndex   uint64
 	PolicyOverride bool
+	// ACL is the caller's: scale-job or submit-job in Namespace is
+	// required (nil: ACLs disabled, or an internal caller).
+	ACL *acl.ACL
 }
 
 // JobScaleReply reports a scaling action: the evaluation (empty without a
@@ -34,6 +38,11 @@ type JobScaleReply struct {
 // entry. The count must lie within the group's scaling bounds, and the job
 // must have no active deployment. Refusals use Nomad's wording.
 func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
+	if requireNamespace(args.ACL, args.Namespace, acl.NamespaceCapabilityScaleJob) != nil {
+		if err := requireNamespace(args.ACL, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
+			return nil, err
+		}
+	}
 	if args.Group == "" {
 		return nil, structs.BadRequestf("missing task group name for scaling action")
 	}

@@ -7,13 +7,18 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/state"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
 // SchedulerConfig returns the scheduler configuration (Nomad's defaults
 // when none was set) and the index it is current at.
-func (s *Server) SchedulerConfig() (*structs.SchedulerConfiguration, uint64, error) {
+// caller needs operator:read (nil: ACLs disabled, or an internal caller).
+func (s *Server) SchedulerConfig(caller *acl.ACL) (*structs.SchedulerConfiguration, uint64, error) {
+	if err := permit(caller.AllowOperatorRead()); err != nil {
+		return nil, 0, err
+	}
 	cfg, err := s.State().SchedulerConfig(nil)
 	if err != nil {
 		return nil, 0, err
@@ -28,7 +33,10 @@ func (s *Server) SchedulerConfig() (*structs.SchedulerConfiguration, uint64, err
 // write happens only if the stored configuration's ModifyIndex is
 // cfg.ModifyIndex (0 when none was set). It reports whether it was written
 // and the raft index. An invalid cfg is a *structs.RequestError.
-func (s *Server) SetSchedulerConfig(cfg *structs.SchedulerConfiguration, cas bool) (bool, uint64, error) {
+func (s *Server) SetSchedulerConfig(caller *acl.ACL, cfg *structs.SchedulerConfiguration, cas bool) (bool, uint64, error) {
+	if err := permit(caller.AllowOperatorWrite()); err != nil {
+		return false, 0, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return false, 0, &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
@@ -77,7 +85,7 @@ func (s *Server) runSchedulerConfig(ctx context.Context) {
 // EvalBrokerPaused reports whether the scheduler configuration pauses the
 // evaluation broker.
 func (s *Server) EvalBrokerPaused() (bool, error) {
-	cfg, _, err := s.SchedulerConfig()
+	cfg, _, err := s.SchedulerConfig(nil)
 	if err != nil {
 		return false, err
 	}

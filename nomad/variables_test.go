@@ -308,7 +308,7 @@ func TestVariablesKeyRotation(t *testing.T) {
 	require.NoError(t, err)
 	oldKey, err := s.State().ActiveRootKey(nil)
 	require.NoError(t, err)
-	newKey, _, err := s.RotateRootKey()
+	newKey, _, err := s.RotateRootKey(nil)
 	require.NoError(t, err)
 	_, err = set(s, mgmt, "new", map[string]string{"k": "2"})
 	require.NoError(t, err)
@@ -318,11 +318,11 @@ func TestVariablesKeyRotation(t *testing.T) {
 	v, _, err := s.ReadVariable(mgmt, nil, s.State().Snapshot(), "default", "old")
 	require.NoError(t, err)
 	require.Equal(t, "1", v.Items["k"])
-	_, err = s.DeleteRootKey(oldKey.KeyID)
+	_, err = s.DeleteRootKey(nil, oldKey.KeyID)
 	require.ErrorContains(t, err, "root key in use, cannot delete")
 	_, _, err = s.WriteVariable(mgmt, &VariableWrite{Op: structs.VarOpDelete, Path: "old"})
 	require.NoError(t, err)
-	_, err = s.DeleteRootKey(oldKey.KeyID)
+	_, err = s.DeleteRootKey(nil, oldKey.KeyID)
 	require.NoError(t, err, "free once no variable uses it")
 
 	// A ciphertext moved to another path does not decrypt there.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/broker"
 )
 
@@ -164,7 +165,13 @@ func (s *Server) WorkerPoolConfig() WorkerPoolConfig { return s.workers.config()
 
 // SetWorkerPoolConfig changes the number of scheduler workers and the
 // schedulers they run; a bad configuration is ErrInvalidWorkerConfig.
-func (s *Server) SetWorkerPoolConfig(cfg WorkerPoolConfig) error { return s.workers.setConfig(cfg) }
+// caller needs agent:write (nil: ACLs disabled, or an internal caller).
+func (s *Server) SetWorkerPoolConfig(caller *acl.ACL, cfg WorkerPoolConfig) error {
+	if err := permit(caller.AllowAgentWrite()); err != nil {
+		return err
+	}
+	return s.workers.setConfig(cfg)
+}
 
 // WorkersInfo describes the scheduler workers.
 func (s *Server) WorkersInfo() []WorkerInfo { return s.workers.info() }

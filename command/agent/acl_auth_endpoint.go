@@ -63,7 +63,7 @@ func (h *HTTPServer) aclAuthMethodCreate(w http.ResponseWriter, r *http.Request)
 	if err := decodeBody(r, &in); err != nil {
 		return nil, 0, err
 	}
-	m, index, err := h.srv.UpsertACLAuthMethod(authMethodFromAPI(&in), true)
+	m, index, err := h.srv.UpsertACLAuthMethod(aclOf(r), authMethodFromAPI(&in), true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -80,7 +80,7 @@ func (h *HTTPServer) aclAuthMethodUpdate(w http.ResponseWriter, r *http.Request)
 		return nil, 0, badRequest("ACL auth-method name does not match request path")
 	}
 	in.Name = name
-	m, index, err := h.srv.UpsertACLAuthMethod(authMethodFromAPI(&in), false)
+	m, index, err := h.srv.UpsertACLAuthMethod(aclOf(r), authMethodFromAPI(&in), false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,7 +88,7 @@ func (h *HTTPServer) aclAuthMethodUpdate(w http.ResponseWriter, r *http.Request)
 }
 
 func (h *HTTPServer) aclAuthMethodDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteACLAuthMethods([]string{r.PathValue("name")})
+	index, err := h.srv.DeleteACLAuthMethods(aclOf(r), []string{r.PathValue("name")})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -129,7 +129,7 @@ func (h *HTTPServer) aclBindingRuleCreate(w http.ResponseWriter, r *http.Request
 	if err := decodeBody(r, &in); err != nil {
 		return nil, 0, err
 	}
-	x, index, err := h.srv.UpsertACLBindingRule(bindingRuleFromAPI(&in), true)
+	x, index, err := h.srv.UpsertACLBindingRule(aclOf(r), bindingRuleFromAPI(&in), true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -146,7 +146,7 @@ func (h *HTTPServer) aclBindingRuleUpdate(w http.ResponseWriter, r *http.Request
 		return nil, 0, badRequest("ACL binding rule ID does not match request path")
 	}
 	in.ID = id
-	x, index, err := h.srv.UpsertACLBindingRule(bindingRuleFromAPI(&in), false)
+	x, index, err := h.srv.UpsertACLBindingRule(aclOf(r), bindingRuleFromAPI(&in), false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -154,7 +154,7 @@ func (h *HTTPServer) aclBindingRuleUpdate(w http.ResponseWriter, r *http.Request
 }
 
 func (h *HTTPServer) aclBindingRuleDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteACLBindingRules([]string{r.PathValue("id")})
+	index, err := h.srv.DeleteACLBindingRules(aclOf(r), []string{r.PathValue("id")})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -170,7 +170,7 @@ func (h *HTTPServer) aclClientIntroductionToken(w http.ResponseWriter, r *http.R
 			return nil, 0, err
 		}
 	}
-	tok, err := h.srv.CreateClientIntroductionToken(in.NodeName, in.NodePool, in.TTL)
+	tok, err := h.srv.CreateClientIntroductionToken(aclOf(r), in.NodeName, in.NodePool, in.TTL)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -130,7 +130,7 @@ func (h *HTTPServer) aclPolicyPut(w http.ResponseWriter, r *http.Request) (any, 
 	if in.JobACL != nil {
 		p.JobACL = &structs.JobACL{Namespace: in.JobACL.Namespace, JobID: in.JobACL.JobID, Group: in.JobACL.Group, Task: in.JobACL.Task}
 	}
-	index, err := h.srv.UpsertACLPolicies([]*structs.ACLPolicy{p})
+	index, err := h.srv.UpsertACLPolicies(aclOf(r), []*structs.ACLPolicy{p})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -138,7 +138,7 @@ func (h *HTTPServer) aclPolicyPut(w http.ResponseWriter, r *http.Request) (any, 
 }
 
 func (h *HTTPServer) aclPolicyDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteACLPolicies([]string{r.PathValue("name")})
+	index, err := h.srv.DeleteACLPolicies(aclOf(r), []string{r.PathValue("name")})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -206,7 +206,7 @@ func (h *HTTPServer) aclTokenCreate(w http.ResponseWriter, r *http.Request) (any
 	if in.AccessorID != "" {
 		return nil, 0, badRequest("cannot specify Accessor ID")
 	}
-	tok, index, err := h.srv.UpsertACLToken(tokenFromAPI(&in))
+	tok, index, err := h.srv.UpsertACLToken(aclOf(r), tokenFromAPI(&in))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -223,7 +223,7 @@ func (h *HTTPServer) aclTokenPut(w http.ResponseWriter, r *http.Request) (any, u
 		return nil, 0, badRequest("Token accessor ID does not match request path")
 	}
 	in.AccessorID = id
-	tok, index, err := h.srv.UpsertACLToken(tokenFromAPI(&in))
+	tok, index, err := h.srv.UpsertACLToken(aclOf(r), tokenFromAPI(&in))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -231,7 +231,7 @@ func (h *HTTPServer) aclTokenPut(w http.ResponseWriter, r *http.Request) (any, u
 }
 
 func (h *HTTPServer) aclTokenDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteACLTokens([]string{r.PathValue("id")})
+	index, err := h.srv.DeleteACLTokens(aclOf(r), []string{r.PathValue("id")})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -281,11 +281,7 @@ func (h *HTTPServer) aclOneTimeCreate(w http.ResponseWriter, r *http.Request) (a
 	if !h.srv.ACLEnabled() {
 		return nil, 0, nomad.ErrACLDisabled
 	}
-	self := identityOf(r).Token
-	if self == nil {
-		return nil, 0, structs.ErrPermissionDenied
-	}
-	ott, index, err := h.srv.CreateOneTimeToken(self.AccessorID)
+	ott, index, err := h.srv.CreateOneTimeToken(identityOf(r))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -72,7 +72,7 @@ func (h *HTTPServer) aclRoleCreate(w http.ResponseWriter, r *http.Request) (any,
 	if err := decodeBody(r, &in); err != nil {
 		return nil, 0, err
 	}
-	x, index, err := h.srv.UpsertACLRole(roleFromAPI(&in), true)
+	x, index, err := h.srv.UpsertACLRole(aclOf(r), roleFromAPI(&in), true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -89,7 +89,7 @@ func (h *HTTPServer) aclRoleUpdate(w http.ResponseWriter, r *http.Request) (any,
 		return nil, 0, badRequest("ACL role ID does not match path")
 	}
 	in.ID = id
-	x, index, err := h.srv.UpsertACLRole(roleFromAPI(&in), false)
+	x, index, err := h.srv.UpsertACLRole(aclOf(r), roleFromAPI(&in), false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -97,7 +97,7 @@ func (h *HTTPServer) aclRoleUpdate(w http.ResponseWriter, r *http.Request) (any,
 }
 
 func (h *HTTPServer) aclRoleDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteACLRoles([]string{r.PathValue("id")})
+	index, err := h.srv.DeleteACLRoles(aclOf(r), []string{r.PathValue("id")})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -154,7 +154,7 @@ func (h *HTTPServer) namespacePut(w http.ResponseWriter, r *http.Request) (any, 
 		}
 		in.Name = name
 	}
-	index, err := h.srv.UpsertNamespaces([]*structs.Namespace{{Name: in.Name, Description: in.Description,
+	index, err := h.srv.UpsertNamespaces(aclOf(r), []*structs.Namespace{{Name: in.Name, Description: in.Description,
 		Quota: in.Quota, Meta: in.Meta}})
 	if err != nil {
 		return nil, 0, err
@@ -163,7 +163,7 @@ func (h *HTTPServer) namespacePut(w http.ResponseWriter, r *http.Request) (any, 
 }
 
 func (h *HTTPServer) namespaceDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteNamespaces([]string{r.PathValue("name")})
+	index, err := h.srv.DeleteNamespaces(aclOf(r), []string{r.PathValue("name")})
 	if err != nil {
 		return nil, 0, err
 	}

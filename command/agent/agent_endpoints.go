@@ -19,7 +19,7 @@ import (
 // agentMembers serves GET /v1/agent/members: the servers of every known
 // region, each tagged with its region.
 func (h *HTTPServer) agentMembers(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	members, err := h.srv.Members(r.Context())
+	members, err := h.srv.Members(r.Context(), aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -69,7 +69,7 @@ func (h *HTTPServer) agentJoin(w http.ResponseWriter, r *http.Request) (any, uin
 	if len(addrs) == 0 {
 		return nil, 0, badRequest("missing address to join")
 	}
-	n, err := h.srv.Join(addrs)
+	n, err := h.srv.Join(aclOf(r), addrs)
 	out := &joinResponse{NumJoined: n}
 	if err != nil {
 		out.Error = err.Error()
@@ -88,7 +88,7 @@ func (h *HTTPServer) agentForceLeave(w http.ResponseWriter, r *http.Request) (an
 	if _, err := boolParam(r, "prune", false); err != nil {
 		return nil, 0, err
 	}
-	return nil, 0, h.srv.ForceLeave(node)
+	return nil, 0, h.srv.ForceLeave(aclOf(r), node)
 }
 
 // agentHealth serves GET /v1/agent/health: the server is ok when it knows a
@@ -155,7 +155,7 @@ func (h *HTTPServer) agentSchedulerConfig(w http.ResponseWriter, r *http.Request
 		if err := decodeBody(r, &args); err != nil {
 			return nil, 0, err
 		}
-		err := h.srv.SetWorkerPoolConfig(nomad.WorkerPoolConfig{NumSchedulers: args.NumSchedulers,
+		err := h.srv.SetWorkerPoolConfig(aclOf(r), nomad.WorkerPoolConfig{NumSchedulers: args.NumSchedulers,
 			EnabledSchedulers: args.EnabledSchedulers})
 		if errors.Is(err, nomad.ErrInvalidWorkerConfig) {
 			h.logger.Warn("refused scheduler worker configuration", "error", err)

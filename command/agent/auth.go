@@ -152,15 +152,20 @@ func (h *HTTPServer) authorize(rule authRule, fn handlerFunc) handlerFunc {
 }
 
 // guard is authorize for handlers that write their own response (the
-// client proxies).
+// client proxies); next gets the request with the ACL in its context, as a
+// handlerFunc does.
 func (h *HTTPServer) guard(rule authRule, next http.Handler) http.HandlerFunc {
-	check := h.authorize(rule, func(http.ResponseWriter, *http.Request) (any, uint64, error) { return nil, 0, nil })
 	return func(w http.ResponseWriter, r *http.Request) {
+		authorized := r
+		check := h.authorize(rule, func(_ http.ResponseWriter, ar *http.Request) (any, uint64, error) {
+			authorized = ar
+			return nil, 0, nil
+		})
 		if _, _, err := check(w, r); err != nil {
 			h.serve(w, r, func(http.ResponseWriter, *http.Request) (any, uint64, error) { return nil, 0, err })
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, authorized)
 	}
 }
 

@@ -29,7 +29,7 @@ func (h *HTTPServer) jobDispatch(w http.ResponseWriter, r *http.Request) (any, u
 	reply, err := h.srv.JobDispatch(&nomad.JobDispatchArgs{
 		Namespace: namespace(r), JobID: id, Payload: req.Payload, Meta: req.Meta,
 		IdempotencyToken: r.URL.Query().Get("idempotency_token"),
-		IDPrefixTemplate: req.IdPrefixTemplate, Priority: req.Priority,
+		IDPrefixTemplate: req.IdPrefixTemplate, Priority: req.Priority, ACL: aclOf(r),
 	})
 	if err != nil {
 		return nil, 0, err

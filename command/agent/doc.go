@@ -5,8 +5,9 @@
 // Handlers decode the request, call the server's endpoint for the resource
 // (a read with nomad.QueryOptions: namespace, prefix, index, wait, stale,
 // filter, paging and the caller's resolved ACL; the server authorizes,
-// filters, pages and runs the blocking query) and return (value, index,
-// error); one wrapper encodes JSON, sets the X-Nomad-Index / KnownLeader /
+// filters, pages and runs the blocking query; a write with the caller's
+// resolved ACL, which the server checks again after the route's rule) and
+// return (value, index, error); one wrapper encodes JSON, sets the X-Nomad-Index / KnownLeader /
 // LastContact headers on every response and maps typed errors to status
 // codes (400 for bad input and conflicts, 404 for missing objects). It
 // never reads the state store itself. Writes and default (consistent)

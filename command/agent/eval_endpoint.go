@@ -21,7 +21,7 @@ func (h *HTTPServer) evalsDelete(w http.ResponseWriter, r *http.Request) (any, u
 	if req.Filter != "" {
 		return nil, 0, badRequest("Filter: deleting evaluations by filter is not supported; name them in EvalIDs")
 	}
-	index, err := h.srv.DeleteEvals(req.EvalIDs)
+	index, err := h.srv.DeleteEvals(aclOf(r), req.EvalIDs)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -55,7 +55,7 @@ func (h *HTTPServer) keyringRotate(w http.ResponseWriter, r *http.Request) (any,
 		}
 		return nil, 0, badRequest("publish_time: pre-publishing a key is not supported by Drover")
 	}
-	key, index, err := h.srv.RotateRootKey()
+	key, index, err := h.srv.RotateRootKey(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -68,7 +68,7 @@ func (h *HTTPServer) keyringDelete(w http.ResponseWriter, r *http.Request) (any,
 	if _, err := boolParam(r, "force", false); err != nil {
 		return nil, 0, err
 	}
-	index, err := h.srv.DeleteRootKey(r.PathValue("id"))
+	index, err := h.srv.DeleteRootKey(aclOf(r), r.PathValue("id"))
 	switch {
 	case errors.Is(err, nomad.ErrRootKeyNotFound):
 		return nil, 0, notFound("root key not found")

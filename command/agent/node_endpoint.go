@@ -126,7 +126,7 @@ func (h *HTTPServer) nodeEligibility(w http.ResponseWriter, r *http.Request) (an
 	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
 		return nil, 0, badRequest("Node ID does not match")
 	}
-	index, evals, err := h.srv.NodeUpdateEligibility(r.PathValue("id"), req.Eligibility)
+	index, evals, err := h.srv.NodeUpdateEligibility(aclOf(r), r.PathValue("id"), req.Eligibility)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +147,7 @@ func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uin
 	if req.DrainSpec != nil {
 		in.Spec = structs.DrainSpec{Deadline: req.DrainSpec.Deadline, IgnoreSystemJobs: req.DrainSpec.IgnoreSystemJobs}
 	}
-	index, evals, err := h.srv.NodeDrain(in)
+	index, evals, err := h.srv.NodeDrain(aclOf(r), in)
 	if err != nil {
 		return nil, 0, err
 	}

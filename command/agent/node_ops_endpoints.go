@@ -10,7 +10,7 @@ import (
 
 // nodePurge serves PUT /v1/node/:id/purge.
 func (h *HTTPServer) nodePurge(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	evals, index, err := h.srv.NodePurge(r.PathValue("id"))
+	evals, index, err := h.srv.NodePurge(aclOf(r), r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -27,7 +27,7 @@ type nodeEvalResponse struct {
 
 // nodeEvaluate serves PUT /v1/node/:id/evaluate.
 func (h *HTTPServer) nodeEvaluate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	evals, index, err := h.srv.NodeEvaluate(r.PathValue("id"))
+	evals, index, err := h.srv.NodeEvaluate(aclOf(r), r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -101,13 +101,13 @@ func (h *HTTPServer) nodePoolsRegister(w http.ResponseWriter, r *http.Request) (
 				SchedulerAlgorithm: string(sc.SchedulerAlgorithm), MemoryOversubscriptionEnabled: sc.MemoryOversubscriptionEnabled}
 		}
 	}
-	index, err := h.srv.UpsertNodePool(pool)
+	index, err := h.srv.UpsertNodePool(aclOf(r), pool)
 	return nil, index, err
 }
 
 // nodePoolDelete serves DELETE /v1/node/pool/:name.
 func (h *HTTPServer) nodePoolDelete(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	index, err := h.srv.DeleteNodePool(r.PathValue("name"))
+	index, err := h.srv.DeleteNodePool(aclOf(r), r.PathValue("name"))
 	return nil, index, err
 }
 

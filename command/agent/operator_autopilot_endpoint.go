@@ -11,7 +11,7 @@ import (
 
 // operatorAutopilotGet serves GET /v1/operator/autopilot/configuration.
 func (h *HTTPServer) operatorAutopilotGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	c, index, err := h.srv.AutopilotConfig()
+	c, index, err := h.srv.AutopilotConfig(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -44,7 +44,7 @@ func (h *HTTPServer) operatorAutopilotSet(w http.ResponseWriter, r *http.Request
 		}
 		cfg.ModifyIndex, cas = idx, true
 	}
-	updated, index, err := h.srv.SetAutopilotConfig(cfg, cas)
+	updated, index, err := h.srv.SetAutopilotConfig(aclOf(r), cfg, cas)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -54,7 +54,7 @@ func (h *HTTPServer) operatorAutopilotSet(w http.ResponseWriter, r *http.Request
 // operatorAutopilotHealth serves GET /v1/operator/autopilot/health (on the
 // leader): 200 when every server is healthy, 429 otherwise, as Nomad does.
 func (h *HTTPServer) operatorAutopilotHealth(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	ch, err := h.srv.AutopilotHealth(r.Context())
+	ch, err := h.srv.AutopilotHealth(r.Context(), aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}

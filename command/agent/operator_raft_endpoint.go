@@ -8,7 +8,7 @@ import (
 
 // operatorRaftConfiguration serves GET /v1/operator/raft/configuration.
 func (h *HTTPServer) operatorRaftConfiguration(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	peers, index, err := h.srv.RaftConfiguration()
+	peers, index, err := h.srv.RaftConfiguration(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -31,7 +31,7 @@ func (h *HTTPServer) operatorRaftRemovePeer(w http.ResponseWriter, r *http.Reque
 	case id != "" && addr != "":
 		return nil, 0, badRequest("Must specify only one of ?id or ?address")
 	}
-	if err := h.srv.RemoveRaftPeer(id, addr); err != nil {
+	if err := h.srv.RemoveRaftPeer(aclOf(r), id, addr); err != nil {
 		return nil, 0, err
 	}
 	return struct{}{}, 0, nil

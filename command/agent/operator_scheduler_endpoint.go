@@ -11,7 +11,7 @@ import (
 
 // operatorSchedulerGet serves GET /v1/operator/scheduler/configuration.
 func (h *HTTPServer) operatorSchedulerGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	cfg, index, err := h.srv.SchedulerConfig()
+	cfg, index, err := h.srv.SchedulerConfig(aclOf(r))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -46,7 +46,7 @@ func (h *HTTPServer) operatorSchedulerSet(w http.ResponseWriter, r *http.Request
 		}
 		cfg.ModifyIndex, cas = idx, true
 	}
-	updated, index, err := h.srv.SetSchedulerConfig(cfg, cas)
+	updated, index, err := h.srv.SetSchedulerConfig(aclOf(r), cfg, cas)
 	if err != nil {
 		return nil, 0, err
 	}

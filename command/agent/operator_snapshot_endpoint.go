@@ -40,7 +40,7 @@ func (h *HTTPServer) operatorSnapshotSave(w http.ResponseWriter, r *http.Request
 	}
 	defer buf.Close()
 	sum := sha256.New()
-	if _, err := h.srv.SnapshotSave(io.MultiWriter(buf, sum)); err != nil {
+	if _, err := h.srv.SnapshotSave(aclOf(r), io.MultiWriter(buf, sum)); err != nil {
 		fail(err)
 		return
 	}
@@ -62,7 +62,7 @@ func (h *HTTPServer) operatorSnapshotSave(w http.ResponseWriter, r *http.Request
 // operatorSnapshotRestore serves PUT /v1/operator/snapshot: the body is an
 // archive from operatorSnapshotSave; the cluster's state is replaced by it.
 func (h *HTTPServer) operatorSnapshotRestore(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if err := h.srv.SnapshotRestore(r.Body); err != nil { // limited to maxSnapshotBody by ServeHTTP
+	if err := h.srv.SnapshotRestore(aclOf(r), r.Body); err != nil { // limited to maxSnapshotBody by ServeHTTP
 		return nil, 0, err
 	}
 	return nil, 0, nil

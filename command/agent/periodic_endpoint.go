@@ -10,7 +10,7 @@ type periodicForceResponse struct {
 }
 
 func (h *HTTPServer) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	reply, err := h.srv.PeriodicForce(namespace(r), r.PathValue("id"))
+	reply, err := h.srv.PeriodicForce(aclOf(r), namespace(r), r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}

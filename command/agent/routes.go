@@ -57,7 +57,7 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/jobs", nsCap(listJobs), h.jobsList)
 	putLocal("/v1/jobs/parse", nsCap(acl.NamespaceCapabilityParseJob), h.jobsParse) // pure: any server answers
 	// Search reads with a body; the answer holds only what the token may
-	// see (the handler filters by namespace).
+	// see (the server filters it: nomad.Server.SearchPrefix).
 	handle("PUT", "/v1/search", caller(), h.read(h.authorize(caller(), h.searchPrefix)))
 	handle("POST", "/v1/search", caller(), h.read(h.authorize(caller(), h.searchPrefix)))
 	handle("PUT", "/v1/search/fuzzy", caller(), h.read(h.authorize(caller(), h.searchFuzzy)))

@@ -21,7 +21,7 @@ func (h *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request) (any, uint
 	reply, err := h.srv.JobScale(&nomad.JobScaleArgs{
 		Namespace: namespace(r), JobID: id, Group: req.Target["Group"], Count: req.Count,
 		Message: req.Message, Error: req.Error, Meta: req.Meta,
-		EnforceIndex: req.JobModifyIndex, PolicyOverride: req.PolicyOverride,
+		EnforceIndex: req.JobModifyIndex, PolicyOverride: req.PolicyOverride, ACL: aclOf(r),
 	})
 	if err != nil {
 		return nil, 0, err

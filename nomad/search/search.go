@@ -44,6 +44,91 @@ var knownContexts = map[string]bool{
 // ValidContext reports whether ctx names a context ("" is not one).
 func ValidContext(ctx string) bool { return knownContexts[ctx] }
 
+// Scope is what reading the objects of a context needs.
+type Scope int
+
+const (
+	// ScopeNone: a context Drover has no objects for (it matches nothing).
+	ScopeNone Scope = iota
+	// ScopeJobs: reading jobs in their namespace (jobs and what they hold:
+	// groups, tasks, services, images, commands, classes, evaluations,
+	// allocations, deployments).
+	ScopeJobs
+	// ScopeNodes: reading nodes (nodes and node pools).
+	ScopeNodes
+	// ScopeNamespaces: any capability in the namespace named.
+	ScopeNamespaces
+)
+
+// ScopeOf returns what reading ctx's objects needs ("all": ScopeNone, as
+// it spans the others).
+func ScopeOf(ctx string) Scope {
+	switch ctx {
+	case Jobs, Groups, Services, Tasks, Images, Commands, Classes, Evals, Allocs, Deployments:
+		return ScopeJobs
+	case Nodes, NodePools:
+		return ScopeNodes
+	case Namespaces:
+		return ScopeNamespaces
+	}
+	return ScopeNone
+}
+
+// Access is what a search may return; a nil *Access allows everything.
+// With "all", a context whose scope is denied is left out of the answer;
+// within a context, objects of a namespace JobNamespace denies and
+// namespaces Namespace denies are left out.
+type Access struct {
+	// Jobs: jobs may be read in the searched namespace ("*": in some).
+	Jobs bool
+	// JobNamespace reports whether jobs (and what they hold) of namespace
+	// ns may be returned.
+	JobNamespace func(ns string) bool
+	// Nodes: nodes and node pools may be read.
+	Nodes bool
+	// Namespace reports whether namespace ns may be named.
+	Namespace func(ns string) bool
+}
+
+// context reports whether ctx's objects may be searched at all.
+func (a *Access) context(ctx string) bool {
+	if a == nil {
+		return true
+	}
+	switch ScopeOf(ctx) {
+	case ScopeJobs:
+		return a.Jobs
+	case ScopeNodes:
+		return a.Nodes
+	}
+	return true
+}
+
+// jobNS reports whether objects of namespace ns may be returned.
+func (a *Access) jobNS(ns string) bool {
+	return a == nil || a.JobNamespace == nil || a.JobNamespace(nsOf(ns))
+}
+
+// namespace reports whether namespace ns may be named.
+func (a *Access) namespace(ns string) bool {
+	return a == nil || a.Namespace == nil || a.Namespace(ns)
+}
+
+// expand returns the contexts a search of ctx reads: ctx itself, or for
+// "all" those of all that access allows.
+func (a *Access) expand(ctx string, all []string) []string {
+	if ctx != All {
+		return []string{ctx}
+	}
+	out := make([]string, 0, len(all))
+	for _, c := range all {
+		if a.context(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // prefixContexts are the contexts "all" expands to in a prefix search.
 var prefixContexts = []string{Allocs, Deployments, Evals, Jobs, Nodes, NodePools, Namespaces}
 
@@ -52,15 +137,13 @@ var fuzzyContexts = []string{Jobs, Groups, Tasks, Services, Images, Commands, Cl
 
 // Prefix returns, per context, up to Limit IDs (names for node pools and
 // namespaces) that start with prefix, sorted, and which contexts had
-// more. Namespaced objects are searched in ns ("*": all).
-func Prefix(snap *state.Snapshot, ns, prefix, ctx string) (map[string][]string, map[string]bool, error) {
-	ctxs := []string{ctx}
-	if ctx == All {
-		ctxs = prefixContexts
-	}
+// more. Namespaced objects are searched in ns ("*": all), and only what
+// access allows is returned (see Access).
+func Prefix(snap *state.Snapshot, access *Access, ns, prefix, ctx string) (map[string][]string, map[string]bool, error) {
+	ctxs := access.expand(ctx, prefixContexts)
 	matches, trunc := map[string][]string{}, map[string]bool{}
 	for _, c := range ctxs {
-		ids, err := prefixIDs(snap, ns, prefix, c)
+		ids, err := prefixIDs(snap, access, ns, prefix, c)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -75,12 +158,15 @@ func Prefix(snap *state.Snapshot, ns, prefix, ctx string) (map[string][]string, 
 	return matches, trunc, nil
 }
 
-func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
+func prefixIDs(snap *state.Snapshot, access *Access, ns, prefix, ctx string) ([]string, error) {
 	ids := []string{}
 	add := func(id string) {
 		if strings.HasPrefix(id, prefix) {
 			ids = append(ids, id)
 		}
+	}
+	if !access.context(ctx) {
+		return ids, nil
 	}
 	switch ctx {
 	case Jobs:
@@ -89,7 +175,9 @@ func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
 			return nil, err
 		}
 		for _, j := range jobs {
-			add(j.ID)
+			if access.jobNS(j.Namespace) {
+				add(j.ID)
+			}
 		}
 	case Evals:
 		evals, err := snap.Evals(nil, ns)
@@ -97,7 +185,9 @@ func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
 			return nil, err
 		}
 		for _, e := range evals {
-			add(e.ID)
+			if access.jobNS(e.Namespace) {
+				add(e.ID)
+			}
 		}
 	case Allocs:
 		allocs, err := snap.Allocs(nil)
@@ -105,7 +195,7 @@ func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
 			return nil, err
 		}
 		for _, a := range allocs {
-			if nsMatch(ns, a.Namespace) {
+			if nsMatch(ns, a.Namespace) && access.jobNS(a.Namespace) {
 				add(a.ID)
 			}
 		}
@@ -115,7 +205,9 @@ func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
 			return nil, err
 		}
 		for _, d := range ds {
-			add(d.ID)
+			if access.jobNS(d.Namespace) {
+				add(d.ID)
+			}
 		}
 	case Nodes:
 		nodes, err := snap.Nodes(nil)
@@ -134,7 +226,9 @@ func prefixIDs(snap *state.Snapshot, ns, prefix, ctx string) ([]string, error) {
 			ids = append(ids, p.Name)
 		}
 	case Namespaces:
-		add(structs.DefaultNamespace)
+		if access.namespace(structs.DefaultNamespace) {
+			add(structs.DefaultNamespace)
+		}
 	}
 	return ids, nil
 }
@@ -158,16 +252,14 @@ const MinFuzzyLength = 2
 
 // Fuzzy returns, per context, up to Limit matches whose text contains
 // text, case-insensitively; matches nearer the start of their text come
-// first, then alphabetically.
-func Fuzzy(snap *state.Snapshot, ns, text, ctx string) (map[string][]Match, map[string]bool, error) {
+// first, then alphabetically. Only what access allows is returned (see
+// Access).
+func Fuzzy(snap *state.Snapshot, access *Access, ns, text, ctx string) (map[string][]Match, map[string]bool, error) {
 	if len(text) < MinFuzzyLength {
 		return nil, nil, fmt.Errorf("fuzzy search query must be at least %d characters, got %d", MinFuzzyLength, len(text))
 	}
-	ctxs := []string{ctx}
-	if ctx == All {
-		ctxs = fuzzyContexts
-	}
-	f := &fuzzy{text: strings.ToLower(text), found: map[string][]scored{}}
+	ctxs := access.expand(ctx, fuzzyContexts)
+	f := &fuzzy{text: strings.ToLower(text), found: map[string][]scored{}, access: access}
 	for _, c := range ctxs {
 		if err := f.search(snap, ns, c); err != nil {
 			return nil, nil, err
@@ -200,9 +292,10 @@ type scored struct {
 }
 
 type fuzzy struct {
-	text  string
-	found map[string][]scored
-	seen  map[string]bool
+	text   string
+	found  map[string][]scored
+	seen   map[string]bool
+	access *Access
 }
 
 // try records s in ctx when it contains the text; the same (ctx, s,
@@ -224,6 +317,9 @@ func (f *fuzzy) try(ctx, s string, scope ...string) {
 }
 
 func (f *fuzzy) search(snap *state.Snapshot, ns, ctx string) error {
+	if !f.access.context(ctx) {
+		return nil
+	}
 	switch ctx {
 	case Jobs, Groups, Tasks, Services, Images, Commands, Classes:
 		jobs, err := snap.Jobs(nil, ns)
@@ -231,7 +327,9 @@ func (f *fuzzy) search(snap *state.Snapshot, ns, ctx string) error {
 			return err
 		}
 		for _, j := range jobs {
-			f.job(j, ctx)
+			if f.access.jobNS(j.Namespace) {
+				f.job(j, ctx)
+			}
 		}
 	case Nodes:
 		nodes, err := snap.Nodes(nil)
@@ -250,14 +348,16 @@ func (f *fuzzy) search(snap *state.Snapshot, ns, ctx string) error {
 			f.try(ctx, p.Name)
 		}
 	case Namespaces:
-		f.try(ctx, structs.DefaultNamespace)
+		if f.access.namespace(structs.DefaultNamespace) {
+			f.try(ctx, structs.DefaultNamespace)
+		}
 	case Allocs:
 		allocs, err := snap.Allocs(nil)
 		if err != nil {
 			return err
 		}
 		for _, a := range allocs {
-			if nsMatch(ns, a.Namespace) {
+			if nsMatch(ns, a.Namespace) && f.access.jobNS(a.Namespace) {
 				f.try(ctx, a.Name, nsOf(a.Namespace), a.ID)
 			}
 		}

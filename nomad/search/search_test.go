@@ -30,31 +30,31 @@ func fixture(t *testing.T) *state.Snapshot {
 
 func TestPrefix(t *testing.T) {
 	snap := fixture(t)
-	m, trunc, err := Prefix(snap, "default", "we", Jobs)
+	m, trunc, err := Prefix(snap, nil, "default", "we", Jobs)
 	require.NoError(t, err)
 	require.Equal(t, []string{"web-frontend"}, m[Jobs])
 	require.False(t, trunc[Jobs])
 
-	m, trunc, err = Prefix(snap, "default", "batch-", Jobs)
+	m, trunc, err = Prefix(snap, nil, "default", "batch-", Jobs)
 	require.NoError(t, err)
 	require.Len(t, m[Jobs], Limit)
 	require.True(t, trunc[Jobs])
 	require.Equal(t, "batch-00", m[Jobs][0])
 
-	m, _, err = Prefix(snap, "default", "de", All)
+	m, _, err = Prefix(snap, nil, "default", "de", All)
 	require.NoError(t, err)
 	require.Equal(t, []string{"default"}, m[NodePools])
 	require.Equal(t, []string{"default"}, m[Namespaces])
 	require.Empty(t, m[Jobs])
 
-	m, _, err = Prefix(snap, "other", "we", Jobs)
+	m, _, err = Prefix(snap, nil, "other", "we", Jobs)
 	require.NoError(t, err)
 	require.Empty(t, m[Jobs], "another namespace")
 }
 
 func TestFuzzy(t *testing.T) {
 	snap := fixture(t)
-	m, _, err := Fuzzy(snap, "default", "BIN", All)
+	m, _, err := Fuzzy(snap, nil, "default", "BIN", All)
 	require.NoError(t, err)
 	web, _ := snap.JobByID(nil, "default", "web-frontend")
 	tg := web.TaskGroups[0]
@@ -62,20 +62,20 @@ func TestFuzzy(t *testing.T) {
 	require.Len(t, m[Nodes], 1)
 	require.Equal(t, "worker-binary", m[Nodes][0].ID)
 
-	m, _, err = Fuzzy(snap, "default", "front", Jobs)
+	m, _, err = Fuzzy(snap, nil, "default", "front", Jobs)
 	require.NoError(t, err)
 	require.Equal(t, []Match{{ID: web.Name, Scope: []string{"default", "web-frontend"}}}, m[Jobs])
 
-	m, trunc, err := Fuzzy(snap, "default", "ch-", Jobs)
+	m, trunc, err := Fuzzy(snap, nil, "default", "ch-", Jobs)
 	require.NoError(t, err)
 	require.Len(t, m[Jobs], Limit)
 	require.True(t, trunc[Jobs])
 
-	m, _, err = Fuzzy(snap, "default", "nginx:1.27", Images)
+	m, _, err = Fuzzy(snap, nil, "default", "nginx:1.27", Images)
 	require.NoError(t, err)
 	require.Len(t, m[Images], 1)
 
-	_, _, err = Fuzzy(snap, "default", "x", All)
+	_, _, err = Fuzzy(snap, nil, "default", "x", All)
 	require.ErrorContains(t, err, "at least 2")
 }
 
@@ -86,7 +86,7 @@ func TestFuzzyOrdersByPosition(t *testing.T) {
 		j.Name = name
 		require.NoError(t, s.UpsertJob(uint64(i+1), nil, j))
 	}
-	m, _, err := Fuzzy(s.Snapshot(), structs.DefaultNamespace, "api", Jobs)
+	m, _, err := Fuzzy(s.Snapshot(), nil, structs.DefaultNamespace, "api", Jobs)
 	require.NoError(t, err)
 	var ids []string
 	for _, x := range m[Jobs] {
