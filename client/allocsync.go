@@ -287,6 +287,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		Now:          c.cfg.Now,
 		HostEnv:      c.cfg.HostEnv,
 		TaskAPI:      c.listenTaskAPI,
+		Templates:    c.templates,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

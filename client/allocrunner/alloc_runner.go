@@ -147,6 +147,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			OnStateChange:  ar.taskStateChanged,
 			HostEnv:        cfg.HostEnv,
 			TaskAPIAddr:    taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
+			Templates:      cfg.Templates,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)

@@ -94,12 +94,19 @@ func (tr *TaskRunner) ForceRestart() error {
 // restart; Run then starts it again.
 func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.ExitResult) *drivers.ExitResult {
 	task := tr.Task()
-	tr.emit(newEvent(EventRestartSignal, tr.now(), "User requested task to restart"))
+	why, restarting := "User requested task to restart", "User requested restart"
+	tr.mu.Lock()
+	if tr.restartWhy != "" {
+		why, restarting = tr.restartWhy, tr.restartWhy
+		tr.restartWhy = ""
+	}
+	tr.mu.Unlock()
+	tr.emit(newEvent(EventRestartSignal, tr.now(), why))
 	timeout := task.KillTimeout
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
 	}
-	tr.emit(eventKilling(tr.now(), timeout, "User requested task to restart"))
+	tr.emit(eventKilling(tr.now(), timeout, why))
 	var res *drivers.ExitResult
 	if err := tr.driver.StopTask(h.TaskID, timeout, task.KillSignal); err != nil {
 		tr.logger.Warn("stopping task for a restart", "error", err)
@@ -115,7 +122,7 @@ func (tr *TaskRunner) stopForRestart(h *drivers.TaskHandle, ch <-chan *drivers.E
 		if res != nil {
 			appendEvent(st, eventTerminated(now, res))
 		}
-		appendEvent(st, eventRestarting(now, 0, "User requested restart"))
+		appendEvent(st, eventRestarting(now, 0, restarting))
 		st.State = StatePending
 		st.Restarts++
 		st.LastRestart = now
