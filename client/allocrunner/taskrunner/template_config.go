@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ctconf "github.com/hashicorp/consul-template/config"
@@ -80,14 +81,76 @@ func ServerDialer(servers []string, tlsCfg *tls.Config) func(ctx context.Context
 }
 
 // ctDialer adapts Dial to consul-template's transport dialer; the address
-// it is asked for is a placeholder, Dial picks the server.
+// it is asked for is a placeholder, Dial picks the server. It keeps the
+// connections it made so that closeAll ends the blocking queries still
+// under way when the task stops (the library's queries take no context).
 type ctDialer struct {
 	dial func(ctx context.Context) (net.Conn, error)
+
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closed bool
 }
 
-func (d ctDialer) Dial(_, _ string) (net.Conn, error) { return d.dial(context.Background()) }
-func (d ctDialer) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	return d.dial(ctx)
+func newCTDialer(dial func(ctx context.Context) (net.Conn, error)) *ctDialer {
+	return &ctDialer{dial: dial, conns: map[*trackedConn]struct{}{}}
+}
+
+func (d *ctDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+func (d *ctDialer) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, errors.New("the task's templates are stopped")
+	}
+	c, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, d: d}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		c.Close()
+		return nil, errors.New("the task's templates are stopped")
+	}
+	d.conns[tc] = struct{}{}
+	return tc, nil
+}
+
+// closeAll closes every open connection and refuses new ones.
+func (d *ctDialer) closeAll() {
+	d.mu.Lock()
+	d.closed = true
+	conns := d.conns
+	d.conns = map[*trackedConn]struct{}{}
+	d.mu.Unlock()
+	for c := range conns {
+		c.Conn.Close()
+	}
+}
+
+// open is the number of connections not closed yet.
+func (d *ctDialer) open() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.conns)
+}
+
+type trackedConn struct {
+	net.Conn
+	d *ctDialer
+}
+
+func (c *trackedConn) Close() error {
+	c.d.mu.Lock()
+	delete(c.d.conns, c)
+	c.d.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // templatePaths are the host paths of one template.

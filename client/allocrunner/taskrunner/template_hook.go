@@ -3,6 +3,7 @@ package taskrunner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -52,6 +53,7 @@ type templateHook struct {
 	stopCh   chan struct{}                   // closed by stop
 	wg       sync.WaitGroup                  // the watch and script goroutines
 	runDone  []chan struct{}                 // closed when each runner's Start returns
+	dialer   *ctDialer                       // the runners' connections to the servers
 }
 
 func newTemplateHook(tr *TaskRunner, cfg *TemplateConfig) *templateHook {
@@ -71,7 +73,9 @@ func (h *templateHook) prestart() bool {
 	h.mu.Unlock()
 	if !started {
 		if err := h.start(task); err != nil {
-			h.fail(err)
+			if !errors.Is(err, ErrAborted) {
+				h.fail(err)
+			}
 			return false
 		}
 		if !h.waitFirstRender() {
@@ -169,6 +173,7 @@ func (h *templateHook) start(task *structs.Task) error {
 		}
 	}
 	token := tr.nomadToken()
+	dialer := newCTDialer(h.cfg.Dial)
 	var runners []*manager.Runner
 	for _, set := range []struct {
 		tcs  ctconf.TemplateConfigs
@@ -177,11 +182,12 @@ func (h *templateHook) start(task *structs.Task) error {
 		if len(set.tcs) == 0 {
 			continue
 		}
-		r, err := manager.NewRunner(h.runnerConfig(set.tcs, set.once, token, allocDir, sandbox), false)
+		r, err := manager.NewRunner(h.runnerConfig(set.tcs, set.once, token, allocDir, sandbox, dialer), false)
 		if err != nil {
 			for _, r := range runners {
 				r.Stop()
 			}
+			dialer.closeAll()
 			return fmt.Errorf("building the template runner: %w", err)
 		}
 		r.Env = env.Map()
@@ -193,9 +199,10 @@ func (h *templateHook) start(task *structs.Task) error {
 		for _, r := range runners {
 			r.Stop()
 		}
+		dialer.closeAll()
 		return fmt.Errorf("%w: the task is stopping", ErrAborted)
 	}
-	h.started, h.runners, h.byConfig, h.paths = true, runners, byConfig, paths
+	h.started, h.runners, h.byConfig, h.paths, h.dialer = true, runners, byConfig, paths, dialer
 	h.lastDid = map[*structs.Template]time.Time{}
 	for _, r := range runners {
 		done := make(chan struct{})
@@ -211,7 +218,7 @@ func (h *templateHook) start(task *structs.Task) error {
 // runnerConfig is the consul-template config of one runner: Nomad at a
 // server through Dial, with the allocation's namespace and the task's
 // workload identity; no Consul, no Vault.
-func (h *templateHook) runnerConfig(tcs ctconf.TemplateConfigs, once bool, token, allocDir string, sandbox bool) *ctconf.Config {
+func (h *templateHook) runnerConfig(tcs ctconf.TemplateConfigs, once bool, token, allocDir string, sandbox bool, dialer *ctDialer) *ctconf.Config {
 	c := ctconf.DefaultConfig()
 	c.Templates = &tcs
 	c.Once = once
@@ -222,7 +229,7 @@ func (h *templateHook) runnerConfig(tcs ctconf.TemplateConfigs, once bool, token
 	c.Nomad.Namespace = ctconf.String(h.tr.alloc.Namespace)
 	h.tr.mu.Unlock()
 	c.Nomad.Token = ctconf.String(token)
-	c.Nomad.Transport.CustomDialer = ctDialer{dial: h.cfg.Dial}
+	c.Nomad.Transport.CustomDialer = dialer
 	c.Consul.Address = ctconf.String("")
 	c.Vault.Address = ctconf.String("")
 	c.Vault.RenewToken = ctconf.Bool(false)
@@ -487,8 +494,11 @@ func (h *templateHook) stop() {
 	}
 	h.stopped = true
 	close(h.stopCh)
-	runners, runDone := h.runners, h.runDone
+	runners, runDone, dialer := h.runners, h.runDone, h.dialer
 	h.mu.Unlock()
+	if dialer != nil {
+		dialer.closeAll() // ends the blocking queries under way
+	}
 	for i, r := range runners {
 		r.StopImmediately()
 		// Start may be blocked handing over an error nobody reads now.
