@@ -168,7 +168,8 @@ func (t *Template) refusedFuncs() []string {
 }
 
 // TemplateFuncs returns the names of the functions a template text calls,
-// each once, in order of first use; nil when it does not parse.
+// each once, in order of first use (the template's body first, then its
+// define blocks by name); nil when it does not parse.
 func TemplateFuncs(text, left, right string) []string {
 	tree := parse.New("template")
 	tree.Mode = parse.SkipFuncCheck
@@ -179,11 +180,15 @@ func TemplateFuncs(text, left, right string) []string {
 	var out []string
 	names := make([]string, 0, len(set))
 	for n := range set {
-		names = append(names, n)
+		if n != "template" {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
+	names = append([]string{"template"}, names...)
 	for _, n := range names {
-		if root := set[n].Root; root != nil {
+		if tr := set[n]; tr != nil && tr.Root != nil {
+			root := tr.Root
 			walkTemplateNode(root, &out)
 		}
 	}
