@@ -178,4 +178,3 @@ func hasTaskEvent(st *api.TaskState, typ, msg string) bool {
 	}
 	return false
 }
-
