@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -251,6 +252,11 @@ func (h *templateHook) waitFirstRender() bool {
 	h.mu.Lock()
 	runners := h.runners
 	h.mu.Unlock()
+	// A template still waiting after templateMissingAfter says what for
+	// (a variable that does not exist yet, a server it cannot reach).
+	missing := time.NewTimer(templateMissingAfter)
+	defer missing.Stop()
+	lastMissing := ""
 	for i, r := range runners {
 		for !h.allRendered(r) {
 			select {
@@ -264,6 +270,12 @@ func (h *templateHook) waitFirstRender() bool {
 					h.fail(fmt.Errorf("template runner %d stopped before rendering", i))
 					return false
 				}
+			case <-missing.C:
+				if m := missingDeps(r); m != "" && m != lastMissing {
+					lastMissing = m
+					h.tr.emit(newEvent(EventTemplate, h.tr.now(), "Missing: "+m))
+				}
+				missing.Reset(templateMissingAfter)
 			case <-h.tr.killCh:
 				return false
 			case <-h.tr.shutdownCh:
@@ -278,6 +290,27 @@ func (h *templateHook) waitFirstRender() bool {
 	h.mu.Unlock()
 	h.tr.emit(newEvent(EventTemplate, h.tr.now(), "Templates rendered"))
 	return true
+}
+
+// templateMissingAfter is how long the first render may wait before the
+// task's events name what it waits for (a variable in tests).
+var templateMissingAfter = 5 * time.Second
+
+// missingDeps lists the data r's templates still wait for, sorted.
+func missingDeps(r *manager.Runner) string {
+	var out []string
+	for _, ev := range r.RenderEvents() {
+		if ev.MissingDeps == nil {
+			continue
+		}
+		for _, d := range ev.MissingDeps.List() {
+			if s := d.String(); !contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // allRendered reports whether every template of r has rendered (or found

@@ -182,6 +182,9 @@ func hasEvent(st *structs.TaskState, typ, msg string) bool {
 // the token presented is the task's workload identity. When the task is
 // killed the runners stop: no query stays under way.
 func TestTemplateRendersBeforeStartAndRestartsOnChange(t *testing.T) {
+	old := templateMissingAfter
+	templateMissingAfter = 50 * time.Millisecond
+	t.Cleanup(func() { templateMissingAfter = old })
 	vars, srv := newFakeVars(t)
 	d := &recordingDriver{Driver: mock.New(nil)}
 	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
@@ -192,6 +195,9 @@ func TestTemplateRendersBeforeStartAndRestartsOnChange(t *testing.T) {
 	go tr.Run()
 
 	waitFor(t, "the hook asks for the variable", func() bool { return vars.sawToken("wi-token") })
+	waitFor(t, "the events say what the task waits for", func() bool {
+		return hasEvent(tr.State(), EventTemplate, "Missing: nomad.var.block(nomad/jobs/job@default.global)")
+	})
 	assert.Empty(t, d.Started(), "no start before the first render")
 	assert.Equal(t, StatePending, tr.State().State)
 
@@ -371,4 +377,43 @@ func eventMessages(st *structs.TaskState) string {
 		b.WriteString(e.Type + ": " + e.DisplayMessage + "\n")
 	}
 	return b.String()
+}
+
+// TestTemplateOnceIsNotWatched: a once = true template renders once and
+// its runner stops; a later change re-renders only the watched template
+// (noop: no restart) and leaves the once file as it was.
+func TestTemplateOnceIsNotWatched(t *testing.T) {
+	vars, srv := newFakeVars(t)
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "hello"})
+	d := &recordingDriver{Driver: mock.New(nil)}
+	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
+		{EmbeddedTmpl: greetingTmpl, DestPath: "local/once", ChangeMode: "restart", Once: true},
+		{EmbeddedTmpl: greetingTmpl, DestPath: "local/watched", ChangeMode: "noop"},
+	}}
+	tr, dir := newTemplateRunner(t, task, d, srv, false)
+	go tr.Run()
+	waitFor(t, "the task starts", func() bool { return len(d.Started()) == 1 })
+	tr.templates.mu.Lock()
+	done := tr.templates.runDone
+	tr.templates.mu.Unlock()
+	require.Len(t, done, 2, "a watched runner and a once runner")
+	waitFor(t, "the once runner ends by itself", func() bool {
+		select {
+		case <-done[1]:
+			return true
+		default:
+			return false
+		}
+	})
+
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
+	local := dir.TaskDir("web").LocalDir
+	waitFor(t, "the watched template re-renders", func() bool {
+		b, _ := os.ReadFile(filepath.Join(local, "watched"))
+		return string(b) == "bye"
+	})
+	b, err := os.ReadFile(filepath.Join(local, "once"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(b))
+	assert.Len(t, d.Started(), 1, "noop and once change nothing")
 }
