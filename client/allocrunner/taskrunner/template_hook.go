@@ -46,6 +46,7 @@ type templateHook struct {
 	mu      sync.Mutex
 	started bool
 	stopped bool
+	ranPost bool // poststart ran once
 	runners []*manager.Runner
 	// byConfig maps each consul-template config to its template.
 	byConfig map[*ctconf.TemplateConfig]*structs.Template
@@ -113,7 +114,8 @@ func (h *templateHook) restored() {
 // run on the first render too.
 func (h *templateHook) poststart() {
 	h.mu.Lock()
-	first := h.started && h.lastDid != nil && !h.stopped
+	first := h.started && !h.ranPost && !h.stopped
+	h.ranPost = h.ranPost || h.started
 	var scripts []*structs.Template
 	if first {
 		for t := range h.paths {

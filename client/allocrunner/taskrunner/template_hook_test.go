@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,13 +183,17 @@ func hasEvent(st *structs.TaskState, typ, msg string) bool {
 // the token presented is the task's workload identity. When the task is
 // killed the runners stop: no query stays under way.
 func TestTemplateRendersBeforeStartAndRestartsOnChange(t *testing.T) {
+	nobody := 65534
+	if os.Geteuid() != 0 {
+		nobody = -1 // chown to another user needs root: keep the owner
+	}
 	old := templateMissingAfter
 	templateMissingAfter = 50 * time.Millisecond
 	t.Cleanup(func() { templateMissingAfter = old })
 	vars, srv := newFakeVars(t)
 	d := &recordingDriver{Driver: mock.New(nil)}
 	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
-		{EmbeddedTmpl: greetingTmpl, DestPath: "local/greeting.txt", ChangeMode: "restart", Perms: "0600"},
+		{EmbeddedTmpl: greetingTmpl, DestPath: "local/greeting.txt", ChangeMode: "restart", Perms: "0600", Uid: &nobody, Gid: &nobody},
 		{EmbeddedTmpl: "GREETING=" + greetingTmpl + "\n", DestPath: "${NOMAD_SECRETS_DIR}/app.env", ChangeMode: "restart", Envvars: true},
 	}}
 	tr, dir := newTemplateRunner(t, task, d, srv, false)
@@ -210,6 +215,10 @@ func TestTemplateRendersBeforeStartAndRestartsOnChange(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(td.LocalDir, "greeting.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		assert.Equal(t, uint32(nobody), st.Uid, "uid")
+		assert.Equal(t, uint32(nobody), st.Gid, "gid")
+	}
 	assert.Equal(t, "hello", d.Started()[0].Env["GREETING"])
 
 	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
