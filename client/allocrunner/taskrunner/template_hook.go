@@ -550,7 +550,7 @@ func (h *templateHook) stop() {
 
 // templateFailed is the kill reason of a task whose templates failed.
 func templateFailed(now time.Time, err error) *structs.TaskEvent {
-	e := newEvent(EventKilling, now, fmt.Sprintf("Template failed: %v", err))
+	e := newEvent(EventTemplate, now, fmt.Sprintf("Template failed: %v", err))
 	e.FailsTask = true
 	e.Details[DetailFailsTask] = "true"
 	return e

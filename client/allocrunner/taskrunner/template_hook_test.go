@@ -120,6 +120,10 @@ func (d *execDriver) ExecTask(_ context.Context, _ string, opts *drivers.ExecOpt
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.execs = append(d.execs, opts.Command)
+	if opts.Command[0] == "/bin/false" {
+		_, _ = opts.Stderr.Write([]byte("it failed"))
+		return &drivers.ExitResult{ExitCode: 1}, nil
+	}
 	return &drivers.ExitResult{}, nil
 }
 
@@ -425,4 +429,30 @@ func TestTemplateOnceIsNotWatched(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(b))
 	assert.Len(t, d.Started(), 1, "noop and once change nothing")
+}
+
+// TestTemplateScriptFirstRenderAndFailOnError: run_on_first_render runs
+// the script once the task started; a failing script with fail_on_error
+// kills the task, failed, naming the script and its output.
+func TestTemplateScriptFirstRenderAndFailOnError(t *testing.T) {
+	vars, srv := newFakeVars(t)
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "hello"})
+	d := &execDriver{recordingDriver: &recordingDriver{Driver: mock.New(nil)}}
+	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
+		{EmbeddedTmpl: greetingTmpl, DestPath: "local/a", ChangeMode: "script",
+			ChangeScript: &structs.ChangeScript{Command: "/bin/first", RunOnFirstRender: true}},
+		{EmbeddedTmpl: "x" + greetingTmpl, DestPath: "local/b", ChangeMode: "script",
+			ChangeScript: &structs.ChangeScript{Command: "/bin/false", FailOnError: true}},
+	}}
+	tr, _ := newTemplateRunner(t, task, d, srv, false)
+	go tr.Run()
+	waitFor(t, "the first-render script runs after the start", func() bool { return len(d.Execs()) == 1 })
+	assert.Equal(t, []string{"/bin/first"}, d.Execs()[0])
+	assert.Equal(t, StateRunning, tr.State().State)
+
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
+	waitFor(t, "the failing script kills the task", func() bool { return tr.State().State == StateDead })
+	st := tr.State()
+	assert.True(t, st.Failed, "fail_on_error fails the task")
+	assert.True(t, hasEvent(st, EventTemplate, "Template failed: Template failed to run script /bin/false on change: exit code 1: it failed"), "%s", eventMessages(st))
 }
