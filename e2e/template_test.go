@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -96,7 +97,7 @@ func TestTemplates(t *testing.T) {
 		return alloc.ClientStatus == "running" && alloc.TaskStates["app"] != nil && alloc.TaskStates["app"].State == "running" &&
 			alloc.TaskStates["sig"] != nil && alloc.TaskStates["sig"].State == "running"
 	}
-	if !waitUntil(30*time.Second, running) {
+	if !assert.Eventually(t, running, 30*time.Second, 100*time.Millisecond) {
 		t.Fatalf("the tasks never ran: %s\nclient log:\n%s", describeTasks(alloc), lastLines(cl.logs(), 40))
 	}
 
@@ -141,18 +142,6 @@ func TestTemplates(t *testing.T) {
 		a, _, err := mgmt.Allocations().Info(alloc.ID, nil)
 		return err == nil && a.ClientStatus == "complete"
 	}, 30*time.Second, 100*time.Millisecond)
-}
-
-// waitUntil polls cond until it holds or d passes.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return cond()
 }
 
 // describeTasks lists the events of an allocation's tasks.

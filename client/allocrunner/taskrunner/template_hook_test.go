@@ -2,6 +2,7 @@ package taskrunner
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -455,4 +456,32 @@ func TestTemplateScriptFirstRenderAndFailOnError(t *testing.T) {
 	st := tr.State()
 	assert.True(t, st.Failed, "fail_on_error fails the task")
 	assert.True(t, hasEvent(st, EventTemplate, "Template failed: Template failed to run script /bin/false on change: exit code 1: it failed"), "%s", eventMessages(st))
+}
+
+// TestServerDialer: the dialer skips a server it cannot reach and speaks
+// TLS to one that wants it, checking its certificate.
+func TestServerDialer(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("hello over tls"))
+	}))
+	t.Cleanup(srv.Close)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := dead.Addr().String()
+	require.NoError(t, dead.Close())
+
+	tlsCfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	dial := ServerDialer([]string{deadAddr, "https://" + srv.Listener.Addr().String()}, tlsCfg)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}}
+	t.Cleanup(hc.CloseIdleConnections)
+	resp, err := hc.Get("http://drover-server/")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body := make([]byte, 64)
+	n, _ := resp.Body.Read(body)
+	assert.Equal(t, "hello over tls", string(body[:n]))
+
+	// Without the CA the certificate is refused.
+	_, err = ServerDialer([]string{srv.Listener.Addr().String()}, &tls.Config{})(context.Background())
+	assert.ErrorContains(t, err, "certificate")
 }
