@@ -51,6 +51,7 @@ type templateHook struct {
 	// byConfig maps each consul-template config to its template.
 	byConfig map[*ctconf.TemplateConfig]*structs.Template
 	paths    map[*structs.Template]templatePaths
+	order    []*structs.Template // the templates the runners render, in task order
 	lastDid  map[*structs.Template]time.Time // last render seen, per template
 	stopCh   chan struct{}                   // closed by stop
 	wg       sync.WaitGroup                  // the watch and script goroutines
@@ -118,7 +119,7 @@ func (h *templateHook) poststart() {
 	h.ranPost = h.ranPost || h.started
 	var scripts []*structs.Template
 	if first {
-		for t := range h.paths {
+		for _, t := range h.order {
 			if t.ChangeMode == structs.TemplateChangeModeScript && t.ChangeScript != nil && t.ChangeScript.RunOnFirstRender {
 				scripts = append(scripts, t)
 			}
@@ -206,6 +207,7 @@ func (h *templateHook) start(task *structs.Task) error {
 		return fmt.Errorf("%w: the task is stopping", ErrAborted)
 	}
 	h.started, h.runners, h.byConfig, h.paths, h.dialer = true, runners, byConfig, paths, dialer
+	h.order = task.Templates
 	h.lastDid = map[*structs.Template]time.Time{}
 	for _, r := range runners {
 		done := make(chan struct{})
@@ -481,10 +483,10 @@ func (h *templateHook) runScript(t *structs.Template) {
 // environment (from the next start on).
 func (h *templateHook) loadEnv() error {
 	h.mu.Lock()
-	paths := h.paths
+	paths, order := h.paths, h.order
 	h.mu.Unlock()
 	var env map[string]string
-	for _, t := range h.tr.Task().Templates {
+	for _, t := range order { // the runners' templates: an in-place update keeps them
 		p, ok := paths[t]
 		if !t.Envvars || !ok {
 			continue

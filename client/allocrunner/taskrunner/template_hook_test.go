@@ -226,6 +226,24 @@ func TestTemplateRendersBeforeStartAndRestartsOnChange(t *testing.T) {
 	}
 	assert.Equal(t, "hello", d.Started()[0].Env["GREETING"])
 
+	// An in-place update (new values of the task, the same templates)
+	// before the change: the env template still reaches the next start.
+	tr.mu.Lock()
+	a := *tr.alloc
+	tr.mu.Unlock()
+	job, tg := *a.Job, *a.Job.TaskGroups[0]
+	nt := *tg.Tasks[0]
+	nt.Meta = map[string]string{"v": "2"}
+	nt.Templates = nil
+	for _, tm := range tg.Tasks[0].Templates {
+		c := *tm
+		nt.Templates = append(nt.Templates, &c)
+	}
+	tg.Tasks = []*structs.Task{&nt}
+	job.TaskGroups = []*structs.TaskGroup{&tg}
+	a.Job = &job
+	tr.Update(&a)
+
 	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
 	waitFor(t, "the task restarts", func() bool { return len(d.Started()) == 2 })
 	assert.Equal(t, "bye", d.Started()[1].Env["GREETING"])
