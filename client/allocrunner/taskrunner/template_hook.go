@@ -51,7 +51,7 @@ type templateHook struct {
 	// byConfig maps each consul-template config to its template.
 	byConfig map[*ctconf.TemplateConfig]*structs.Template
 	paths    map[*structs.Template]templatePaths
-	order    []*structs.Template // the templates the runners render, in task order
+	order    []*structs.Template             // the templates the runners render, in task order
 	lastDid  map[*structs.Template]time.Time // last render seen, per template
 	stopCh   chan struct{}                   // closed by stop
 	wg       sync.WaitGroup                  // the watch and script goroutines
