@@ -28,8 +28,8 @@ func (tr *TaskRunner) Run() {
 	tr.recoverErr = nil
 	tr.mu.Unlock()
 	defer close(tr.waitCh)
+	defer tr.templates.stop() // after cancel: a change script under way ends
 	defer tr.cancel()
-	defer tr.templates.stop()
 
 	for {
 		tr.runUntilDead(recoverErr)
