@@ -94,8 +94,9 @@ func (h *templateHook) prestart() bool {
 }
 
 // restored starts the runners again for a task Restore reattached to,
-// without holding anything: the files are in place, and a change from now
-// on applies its change_mode.
+// without holding anything: the files are in place, and a render that
+// writes one (its data changed meanwhile, or from now on) applies its
+// change_mode; one that finds the file as it would write it does nothing.
 func (h *templateHook) restored() {
 	task := h.tr.Task()
 	h.mu.Lock()
@@ -108,7 +109,7 @@ func (h *templateHook) restored() {
 		h.tr.Kill(templateFailed(h.tr.now(), err))
 		return
 	}
-	h.watch()
+	h.watch() // lastDid is empty: every write counts as a change
 }
 
 // poststart runs, after the first start, the change scripts that ask to
@@ -289,7 +290,7 @@ func (h *templateHook) waitFirstRender() bool {
 	}
 	h.mu.Lock()
 	for _, r := range runners {
-		h.noteRenders(r)
+		h.markSeen(r)
 	}
 	h.mu.Unlock()
 	h.tr.emit(newEvent(EventTemplate, h.tr.now(), "Templates rendered"))
@@ -330,8 +331,25 @@ func (h *templateHook) allRendered(r *manager.Runner) bool {
 	return true
 }
 
-// noteRenders records the last render of each template of r and returns
-// the templates rendered since the previous call. Call with h.mu held.
+// markSeen records the renders of r so far as the starting point: only
+// later ones are changes. Call with h.mu held.
+func (h *templateHook) markSeen(r *manager.Runner) {
+	events := r.RenderEvents()
+	for id, tcs := range r.TemplateConfigMapping() {
+		var at time.Time
+		if ev, ok := events[id]; ok {
+			at = ev.LastDidRender
+		}
+		for _, tc := range tcs {
+			if t := h.byConfig[tc]; t != nil {
+				h.lastDid[t] = at
+			}
+		}
+	}
+}
+
+// noteRenders returns the templates of r written since the last call (or
+// markSeen) and records their renders. Call with h.mu held.
 func (h *templateHook) noteRenders(r *manager.Runner) []*structs.Template {
 	var changed []*structs.Template
 	events := r.RenderEvents()
@@ -345,10 +363,8 @@ func (h *templateHook) noteRenders(r *manager.Runner) []*structs.Template {
 			if t == nil {
 				continue
 			}
-			if prev, seen := h.lastDid[t]; !seen || ev.LastDidRender.After(prev) {
-				if seen {
-					changed = append(changed, t)
-				}
+			if ev.LastDidRender.After(h.lastDid[t]) {
+				changed = append(changed, t)
 				h.lastDid[t] = ev.LastDidRender
 			}
 		}

@@ -142,6 +142,13 @@ func newTemplateRunner(t *testing.T, task *structs.Task, d drivers.Driver, srv *
 	dir, err := allocdir.New(t.TempDir(), "a1")
 	require.NoError(t, err)
 	require.NoError(t, dir.Build([]string{task.Name}))
+	return templateRunnerIn(t, task, d, srv, sandboxOff, dir, newFakeDB()), dir
+}
+
+// templateRunnerIn is newTemplateRunner on an existing alloc dir and
+// state DB (a restarted client).
+func templateRunnerIn(t *testing.T, task *structs.Task, d drivers.Driver, srv *httptest.Server, sandboxOff bool, dir *allocdir.AllocDir, db StateDB) *TaskRunner {
+	t.Helper()
 	task.Identity = &structs.WorkloadIdentity{Name: structs.WorkloadIdentityDefaultName}
 	alloc := testAlloc(task)
 	alloc.SignedIdentities = map[string]string{task.Name: "wi-token"}
@@ -150,7 +157,7 @@ func newTemplateRunner(t *testing.T, task *structs.Task, d drivers.Driver, srv *
 		addr = srv.Listener.Addr().String()
 	}
 	tr, err := New(&Config{
-		Alloc: alloc, TaskName: task.Name, Driver: d, AllocDir: dir, StateDB: newFakeDB(),
+		Alloc: alloc, TaskName: task.Name, Driver: d, AllocDir: dir, StateDB: db,
 		Templates: &TemplateConfig{
 			Dial: func(ctx context.Context) (net.Conn, error) {
 				var nd net.Dialer
@@ -164,7 +171,7 @@ func newTemplateRunner(t *testing.T, task *structs.Task, d drivers.Driver, srv *
 		tr.Kill(nil)
 		<-runDone(tr)
 	})
-	return tr, dir
+	return tr
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -502,4 +509,37 @@ func TestServerDialer(t *testing.T) {
 	// Without the CA the certificate is refused.
 	_, err = ServerDialer([]string{srv.Listener.Addr().String()}, &tls.Config{})(context.Background())
 	assert.ErrorContains(t, err, "certificate")
+}
+
+// TestTemplateWatchedAgainAfterRestore: a client restart leaves the task
+// running; the new runner reattaches, watches the templates again without
+// treating the files in place as a change, and restarts the task on the
+// next change.
+func TestTemplateWatchedAgainAfterRestore(t *testing.T) {
+	vars, srv := newFakeVars(t)
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "hello"})
+	d := &recordingDriver{Driver: mock.New(nil)}
+	task := func() *structs.Task {
+		return &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
+			{EmbeddedTmpl: greetingTmpl, DestPath: "local/g", ChangeMode: "restart"},
+		}}
+	}
+	dir, err := allocdir.New(t.TempDir(), "a1")
+	require.NoError(t, err)
+	require.NoError(t, dir.Build([]string{"web"}))
+	db := newFakeDB()
+	tr1 := templateRunnerIn(t, task(), d, srv, false, dir, db)
+	go tr1.Run()
+	waitFor(t, "the task starts", func() bool { return tr1.State().State == StateRunning })
+	tr1.Shutdown()
+	<-tr1.WaitCh()
+
+	tr2 := templateRunnerIn(t, task(), d, srv, false, dir, db)
+	require.NoError(t, tr2.Restore())
+	go tr2.Run()
+	waitFor(t, "the new runner watches the variable", func() bool { return vars.queriesUnderWay() == 1 })
+	assert.Len(t, d.Started(), 1, "reattached, not started again")
+
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
+	waitFor(t, "the change restarts the task", func() bool { return len(d.Started()) == 2 })
 }
