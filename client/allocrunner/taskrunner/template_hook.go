@@ -293,7 +293,6 @@ func (h *templateHook) waitFirstRender() bool {
 		h.markSeen(r)
 	}
 	h.mu.Unlock()
-	h.tr.emit(newEvent(EventTemplate, h.tr.now(), "Templates rendered"))
 	return true
 }
 
