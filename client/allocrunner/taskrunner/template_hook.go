@@ -106,9 +106,14 @@ func (h *templateHook) restored() {
 		return
 	}
 	if err := h.start(task); err != nil {
-		h.tr.Kill(templateFailed(h.tr.now(), err))
+		if !errors.Is(err, ErrAborted) {
+			h.tr.Kill(templateFailed(h.tr.now(), err))
+		}
 		return
 	}
+	h.mu.Lock()
+	h.ranPost = true // the first render's scripts ran before the client restart
+	h.mu.Unlock()
 	h.watch() // lastDid is empty: every write counts as a change
 }
 
@@ -126,7 +131,6 @@ func (h *templateHook) poststart() {
 			}
 		}
 		for _, t := range scripts {
-			t := t
 			h.wg.Add(1)
 			go func() {
 				defer h.wg.Done()
