@@ -288,6 +288,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		HostEnv:         c.cfg.HostEnv,
 		TaskAPI:         c.listenTaskAPI,
 		RenewIdentities: c.renewIdentities,
+		Templates:       c.templates,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/client/allocrunner"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/client/state"
 	"github.com/drover-project/drover/client/taskapi"
@@ -48,6 +49,8 @@ type Client struct {
 
 	// taskAPI serves the tasks' task API sockets; immutable after New.
 	taskAPI *taskapi.Server
+	// templates is how tasks' templates reach the servers; immutable.
+	templates *taskrunner.TemplateConfig
 
 	allocsMu sync.Mutex
 	allocs   map[string]*allocEntry // by alloc ID; guarded by allocsMu
@@ -149,6 +152,11 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		updates:    newPendingUpdates(),
 		registered: make(chan struct{}),
 		reregister: make(chan struct{}, 1),
+	}
+	c.templates = &taskrunner.TemplateConfig{
+		Dial:               taskrunner.ServerDialer(cfg.Servers, cfg.TLS),
+		FunctionDenylist:   cfg.TemplateFunctionDenylist,
+		DisableFileSandbox: cfg.TemplateDisableFileSandbox,
 	}
 	c.taskAPI = taskapi.New(taskapi.Config{
 		ACLEnabled: cfg.ACLEnabled, KnownIdentity: c.knownIdentity, Logger: logger.Named("task_api"),

@@ -75,6 +75,11 @@ type Config struct {
 	// "https"; nil and "" mean http.DefaultTransport over plain HTTP.
 	PeerTransport http.RoundTripper
 	PeerScheme    string
+	// TemplateFunctionDenylist and TemplateDisableFileSandbox are the
+	// client's template block (function_denylist, disable_file_sandbox):
+	// nil is Nomad's default denylist, ["plugin", "writeToFile"].
+	TemplateFunctionDenylist   []string
+	TemplateDisableFileSandbox bool
 
 	Logger hclog.Logger     // default: a null logger
 	Now    func() time.Time // default: time.Now

@@ -106,9 +106,9 @@ func (sg *identitySigner) sign(alloc *structs.Allocation, task string, wi *struc
 // does not carry yet (an in-place update keeps the ones it has). It runs on
 // the leader before the plan is committed through raft: signing is not
 // deterministic (jti, iat), so the FSM only stores the result. Tasks
-// without an identity block get nothing: signing costs an RSA operation
-// per task, which a system job on thousands of nodes should not pay for
-// tokens no task sees.
+// without an identity block get nothing (unless their templates need the
+// default one): signing costs an RSA operation per task, which a system
+// job on thousands of nodes should not pay for tokens no task sees.
 func (s *Server) signPlanIdentities(req *structs.ApplyPlanResultsRequest) error {
 	var sg *identitySigner
 	for _, a := range req.AllocsUpdated {
@@ -125,7 +125,7 @@ func (s *Server) signPlanIdentities(req *structs.ApplyPlanResultsRequest) error 
 		}
 		var signed map[string]string
 		for _, t := range tg.Tasks {
-			for _, wi := range t.AllIdentities() {
+			for _, wi := range t.IdentitiesToSign() {
 				key := structs.IdentityKey(t.Name, wi)
 				if _, ok := a.SignedIdentities[key]; ok {
 					continue

@@ -148,6 +148,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			HostEnv:         cfg.HostEnv,
 			TaskAPIAddr:     taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
 			RenewIdentities: cfg.RenewIdentities,
+			Templates:       cfg.Templates,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)

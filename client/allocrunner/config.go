@@ -56,6 +56,10 @@ type Config struct {
 	// RenewIdentities has the servers sign again a task's workload
 	// identities with a ttl before they expire; nil: they are not renewed.
 	RenewIdentities taskrunner.RenewFunc
+
+	// Templates renders the tasks' template blocks; nil: a task with
+	// templates fails before it starts.
+	Templates *taskrunner.TemplateConfig
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -170,6 +171,10 @@ func (a *Agent) startClient() error {
 	if cfg.Ports.HTTP == 0 {
 		httpAddr = a.httpLn.Addr().String()
 	}
+	// The template library logs through the standard logger: its lines
+	// become the agent's debug lines.
+	log.SetFlags(0)
+	log.SetOutput(a.logger.Named("template").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
 	plugins := map[string]map[string]any{}
 	for name, p := range cfg.Plugins {
 		plugins[name] = p.Config
@@ -189,6 +194,9 @@ func (a *Agent) startClient() error {
 		// that nothing could reattach or stop.
 		StopAllocsOnShutdown: cfg.DevMode,
 		IntroToken:           cfg.Client.IntroToken,
+		// The client's template block.
+		TemplateFunctionDenylist:   cfg.Client.Template.FunctionDenylist,
+		TemplateDisableFileSandbox: cfg.Client.Template.DisableFileSandbox,
 		// Another node's client (ephemeral_disk migrate) is dialled as
 		// the servers dial nodes.
 		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),

@@ -206,6 +206,9 @@ func TestJobRoundTrip_EveryField(t *testing.T) {
 			for _, s := range t.Services {
 				s.Provider = ServiceProviderNomad
 			}
+			for _, tm := range t.Templates { // api canonicalizes signal names upper-case
+				tm.ChangeSignal = strings.ToUpper(tm.ChangeSignal)
+			}
 		}
 	}
 	back, _, err := JobFromAPI(JobToAPI(j))

@@ -28,7 +28,7 @@ const ServiceProviderNomad = "nomad"
 // has no counterpart in structs (a block Drover does not carry out) makes
 // the error a *structs.ValidationError naming each such block and why, e.g.
 //
-//	group "web": task "x": template: templates are not rendered by Drover yet
+//	group "web": task "x": artifact: artifacts are not fetched by Drover yet
 //
 // and the job returned is converted without them (for the caller to
 // report its other problems too; it must not be run). warnings lists only what changes nothing at run
@@ -42,6 +42,7 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	if err := checkNulls(j); err != nil {
 		return nil, nil, err
 	}
+	dropZeroVaultGrace(j)
 	refused, warnings := unsupportedFields(j)
 	refused = append(refused, refusedServiceProviders(j)...)
 	if len(refused) > 0 {
@@ -87,6 +88,21 @@ func staggerSetByUser(j *api.Job) map[string]bool {
 	return out
 }
 
+// dropZeroVaultGrace clears template vault_grace values of 0: what
+// api.Template.Canonicalize fills in, and what a job read back carries.
+// Only a grace that asks for something is refused.
+func dropZeroVaultGrace(j *api.Job) {
+	for _, tg := range j.TaskGroups {
+		for _, t := range tg.Tasks {
+			for _, tmpl := range t.Templates {
+				if tmpl != nil && tmpl.VaultGrace != nil && *tmpl.VaultGrace == 0 {
+					tmpl.VaultGrace = nil
+				}
+			}
+		}
+	}
+}
+
 // checkNulls rejects JSON nulls inside lists, which api.Job.Canonicalize
 // would dereference.
 func checkNulls(j *api.Job) error {
@@ -97,6 +113,11 @@ func checkNulls(j *api.Job) error {
 		for k, t := range tg.Tasks {
 			if t == nil {
 				return fmt.Errorf("task group %q: task %d is null", deref(tg.Name), k)
+			}
+			for n, tmpl := range t.Templates {
+				if tmpl == nil {
+					return fmt.Errorf("task group %q: task %q: template %d is null", deref(tg.Name), t.Name, n)
+				}
 			}
 			for n, s := range t.Services {
 				if s == nil {
@@ -182,7 +203,7 @@ var inertAPIFields = map[string]string{
 // refusalReasons say why a set api field that Drover does not keep is
 // refused; fields not listed get "is not supported by Drover yet".
 var refusalReasons = map[string]string{
-	"Task.Templates":                      "templates are not rendered by Drover yet",
+	"Template.VaultGrace":                 "vault_grace is for Vault tokens: this cluster has no Vault integration",
 	"Task.Artifacts":                      "artifacts are not fetched by Drover yet",
 	"Task.Vault":                          "this cluster has no Vault integration",
 	"Task.Consul":                         "this cluster has no Consul integration",

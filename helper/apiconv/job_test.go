@@ -247,7 +247,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	tg := j.TaskGroups[0]
 	task := tg.Tasks[0]
 	task.Name = "x"
-	task.Templates = []*api.Template{{EmbeddedTmpl: new("{{ key \"x\" }}")}}
+	task.Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/x"), VaultGrace: new(5 * time.Second)}}
 	task.Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/a.tgz")}}
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
@@ -268,7 +268,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": device: device plugins are not supported by Drover`,
 		`group "proxy": task "x": artifact: artifacts are not fetched by Drover yet`,
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
-		`group "proxy": task "x": template: templates are not rendered by Drover yet`,
+		`group "proxy": task "x": vault_grace: vault_grace is for Vault tokens: this cluster has no Vault integration`,
 		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,
 		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,

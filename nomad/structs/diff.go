@@ -192,7 +192,8 @@ func taskUpdateType(old, new *Task) string {
 		old.Leader != new.Leader || !equalSpec(old.Config, new.Config) ||
 		!equalSpec(old.Env, new.Env) || !equalSpec(old.Resources, new.Resources) ||
 		!equalSpec(old.Lifecycle, new.Lifecycle) ||
-		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) {
+		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) ||
+		!equalSpec(old.Templates, new.Templates) {
 		return UpdateTypeDestructive
 	}
 	if !equalSpec(old, new) {

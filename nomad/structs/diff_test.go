@@ -250,6 +250,9 @@ func TestTaskGroupUpdateType(t *testing.T) {
 
 		{"group networks", func(j *Job) { tg(j).Networks[0].DynamicPorts[0].To = 9090 }, UpdateTypeDestructive},
 		{"ephemeral disk", func(j *Job) { tg(j).EphemeralDisk.SizeMB = 500 }, UpdateTypeDestructive},
+		{"templates (rendered before the start)", func(j *Job) {
+			task(j).Templates = []*Template{{EmbeddedTmpl: "x", DestPath: "local/x", ChangeMode: "noop"}}
+		}, UpdateTypeDestructive},
 		{"task added", func(j *Job) {
 			extra := testJob().TaskGroups[0].Tasks[0]
 			extra.Name = "sidecar"

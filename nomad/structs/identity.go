@@ -65,6 +65,18 @@ func (t *Task) canonicalizeIdentities() {
 	}
 }
 
+// IdentitiesToSign are the identities the server signs for the task:
+// AllIdentities, and the default identity (Nomad's audience, no TTL) for a
+// task without an identity block whose templates read the servers with it.
+func (t *Task) IdentitiesToSign() []*WorkloadIdentity {
+	all := t.AllIdentities()
+	if t.Identity == nil && len(t.Templates) > 0 {
+		def := &WorkloadIdentity{Name: WorkloadIdentityDefaultName, Audience: []string{WorkloadIdentityDefaultAudience}}
+		all = append([]*WorkloadIdentity{def}, all...)
+	}
+	return all
+}
+
 // AllIdentities returns the task's default identity (when set) followed by
 // its named identities.
 func (t *Task) AllIdentities() []*WorkloadIdentity {

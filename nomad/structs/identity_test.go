@@ -79,3 +79,20 @@ func TestTaskUpdateType_IdentityIsDestructive(t *testing.T) {
 	same := testJob().TaskGroups[0].Tasks[0]
 	assert.Equal(t, UpdateTypeNone, taskUpdateType(old, same))
 }
+
+func TestIdentitiesToSign(t *testing.T) {
+	plain := &Task{Name: "t"}
+	assert.Empty(t, plain.IdentitiesToSign(), "no identity block, no templates: nothing to sign")
+
+	tmpl := &Task{Name: "t", Templates: []*Template{{EmbeddedTmpl: "x", DestPath: "local/x"}}}
+	got := tmpl.IdentitiesToSign()
+	require.Len(t, got, 1, "templates read the servers with the default identity")
+	assert.Equal(t, WorkloadIdentityDefaultName, got[0].Name)
+	assert.Equal(t, []string{WorkloadIdentityDefaultAudience}, got[0].Audience)
+	assert.False(t, got[0].Env || got[0].File, "it is not handed to the task")
+	assert.Equal(t, "t", IdentityKey("t", got[0]))
+
+	own := &WorkloadIdentity{Name: WorkloadIdentityDefaultName, Env: true}
+	tmpl.Identity = own
+	assert.Equal(t, []*WorkloadIdentity{own}, tmpl.IdentitiesToSign(), "the task's own block is used")
+}

@@ -167,6 +167,9 @@ type Task struct {
 	DispatchPayload *DispatchPayloadConfig
 	Identity        *WorkloadIdentity   // the default identity; see identity.go
 	Identities      []*WorkloadIdentity // named identities
+	// Templates are rendered by the client before the task starts; see
+	// template.go.
+	Templates []*Template
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

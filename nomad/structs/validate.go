@@ -331,6 +331,7 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 		p = append(p, t.DispatchPayload.validate()...)
 	}
 	t.validateIdentities(&p)
+	t.validateTemplates(&p)
 	t.undoneTask(&p)
 	p = append(p, t.validateDriverConfig()...)
 	return p

@@ -29,6 +29,10 @@ type Input struct {
 	// UnixAddr is the task API's address, unix://<secrets dir>/api.sock,
 	// set as NOMAD_UNIX_ADDR; "" when the task has no task API socket.
 	UnixAddr string
+	// TemplateEnv are the variables the task's env = true templates
+	// rendered; they override the task's env block (the identities'
+	// NOMAD_TOKEN* are set after them).
+	TemplateEnv map[string]string
 }
 
 // Env is a built task environment. It is immutable.
@@ -55,8 +59,17 @@ func Build(in Input) *Env {
 			e.vars[k] = base.Replace(v)
 		}
 	}
+	maps.Copy(e.vars, in.TemplateEnv)
 	e.addIdentities(in.Alloc, in.Task)
 	return e
+}
+
+// With returns a copy of e whose variables vars override (node
+// references are kept).
+func (e *Env) With(vars map[string]string) *Env {
+	out := &Env{vars: maps.Clone(e.vars), node: e.node}
+	maps.Copy(out.vars, vars)
+	return out
 }
 
 // addIdentities exposes the task's signed workload identities that ask for

@@ -52,7 +52,14 @@
 // driver. Task events keep the last 10; consecutive prepare progress events
 // replace each other.
 //
+// Prestart hooks run before every start, after Prepare: the template hook
+// (template_hook.go) renders the task's template blocks with
+// consul-template's manager and holds the first start until each rendered
+// once; later renders apply their change_mode (restart, signal, script,
+// noop). Its runners stop when Run returns.
+//
 // Importers: client/allocrunner, and the client agent (package client) for
-// its errors. It imports drivers, drivers/logrotate, nomad/structs and
-// the allocdir, restarts and taskenv packages.
+// its errors and the template dialer. It imports drivers, drivers/logrotate,
+// nomad/structs, helper/pathguard, the allocdir, restarts and taskenv
+// packages, and consul-template (manager, config, renderer).
 package taskrunner

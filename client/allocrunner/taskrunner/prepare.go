@@ -103,6 +103,9 @@ func (tr *TaskRunner) onProgress(p drivers.PrepareProgress) {
 // key), directories and log files, resources.
 func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	alloc, task := tr.currentAlloc()
+	tr.mu.Lock()
+	tmplEnv := tr.templateEnv
+	tr.mu.Unlock()
 	td := tr.allocDir.TaskDir(tr.name)
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err
@@ -110,7 +113,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	env := taskenv.Build(taskenv.Input{
 		Alloc: alloc, Task: task, Node: tr.node,
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
-		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr,
+		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr, TemplateEnv: tmplEnv,
 	})
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {

@@ -28,6 +28,7 @@ func (tr *TaskRunner) Run() {
 	tr.recoverErr = nil
 	tr.mu.Unlock()
 	defer close(tr.waitCh)
+	defer tr.templates.stop() // after cancel: a change script under way ends
 	defer tr.cancel()
 	if tr.renew != nil {
 		go tr.renewIdentities(tr.ctx)
@@ -98,12 +99,22 @@ func (tr *TaskRunner) runOnce() (exit *drivers.ExitResult, ev *structs.TaskEvent
 			}
 			return nil, nil, true
 		}
+		// Prestart hooks, in order, before every start.
+		if !tr.templates.prestart() {
+			if tr.killed() && !tr.shuttingDown() {
+				tr.finishKilled()
+			}
+			return nil, nil, true
+		}
 		if err := tr.start(); err != nil {
 			ev := NewDriverFailure(tr.now(), err)
 			ev.FailsTask = !drivers.IsRecoverable(err)
 			ev.Details[DetailFailsTask] = boolString(ev.FailsTask)
 			return &drivers.ExitResult{Err: err}, ev, false
 		}
+		tr.templates.poststart()
+	} else {
+		tr.templates.restored() // reattached: watch the templates again
 	}
 	return tr.waitExit()
 }
@@ -313,7 +324,7 @@ func (tr *TaskRunner) killRunning(h *drivers.TaskHandle, ch <-chan *drivers.Exit
 		if res != nil {
 			term = eventTerminated(now, res)
 		}
-		tr.setDead(st, false, term, eventKilled(now))
+		tr.setDead(st, reason != nil && reason.FailsTask, term, eventKilled(now))
 		return true
 	})
 }
@@ -331,7 +342,7 @@ func (tr *TaskRunner) finishKilled() {
 		if !st.StartedAt.IsZero() {
 			killed = eventKilled(now)
 		}
-		tr.setDead(st, false, reason, killed)
+		tr.setDead(st, reason != nil && reason.FailsTask, reason, killed)
 		return true
 	})
 }

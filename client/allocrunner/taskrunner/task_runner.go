@@ -66,6 +66,9 @@ type Config struct {
 	// driver that inherits the host environment (drivers.HostEnvInheritor)
 	// start from it; others never see it.
 	HostEnv map[string]string
+	// Templates renders the task's template blocks; nil: a task with
+	// templates fails before it starts.
+	Templates *TemplateConfig
 	// TaskAPIAddr is the task API's address (unix://<secrets>/api.sock)
 	// when the alloc runner serves one; the task gets it as
 	// NOMAD_UNIX_ADDR if its driver runs it on the host's filesystem
@@ -97,6 +100,7 @@ type TaskRunner struct {
 	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
 	renew          RenewFunc         // or nil
 	identityCh     chan struct{}     // buffered(1): Update wakes the identity renewal
+	templates      *templateHook     // immutable pointer; see template_hook.go
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -135,6 +139,7 @@ type TaskRunner struct {
 	checkRestart  string                 // reason of a pending RestartUnhealthy, or ""
 	restartReason string                 // reason of a pending restart other than the user's, or ""
 	tokens        map[string]string      // renewed identities by structs.IdentityKey
+	templateEnv   map[string]string      // variables of the env = true templates, or nil
 }
 
 // New returns a task runner for cfg.TaskName of cfg.Alloc; the task is
@@ -195,6 +200,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 	}
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	tr.gate, tr.keepAfterDone, tr.rerunCh = cfg.Gate, cfg.KeepAfterDone, make(chan struct{}, 1)
+	tr.templates = newTemplateHook(tr, cfg.Templates)
 	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }

@@ -176,6 +176,20 @@ type ClientConfig struct {
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
 	IntroToken string
+	// Template is the client's template block: how it renders the tasks'
+	// template blocks.
+	Template ClientTemplateConfig
+}
+
+// ClientTemplateConfig is the client's `template` block, as in Nomad.
+type ClientTemplateConfig struct {
+	// FunctionDenylist (function_denylist) are template functions a task's
+	// template may not call; nil is Nomad's default, ["plugin",
+	// "writeToFile"], and an empty list allows every function.
+	FunctionDenylist []string
+	// DisableFileSandbox (disable_file_sandbox) lets templates read files
+	// (source, the file function) outside the allocation directory.
+	DisableFileSandbox bool
 }
 
 // PluginConfig is one `plugin "NAME"` block.
@@ -329,6 +343,10 @@ func (c *Config) Merge(o *Config) *Config {
 	if len(o.Client.ChrootEnv) > 0 {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}
+	if o.Client.Template.FunctionDenylist != nil {
+		out.Client.Template.FunctionDenylist = slices.Clone(o.Client.Template.FunctionDenylist)
+	}
+	out.Client.Template.DisableFileSandbox = out.Client.Template.DisableFileSandbox || o.Client.Template.DisableFileSandbox
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 

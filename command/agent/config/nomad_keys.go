@@ -69,6 +69,13 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			{name: "raft_boltdb"}, {name: "raft_logstore"}, {name: "search"},
 		},
 	},
+	"client.template": {
+		attrs: []string{"max_stale", "block_query_wait"},
+		blocks: []nomadOnlyBlock{
+			{name: "wait"}, {name: "wait_bounds"}, {name: "consul_retry"},
+			{name: "vault_retry"}, {name: "nomad_retry"},
+		},
+	},
 	"server.server_join": {attrs: []string{"retry_interval", "retry_max", "start_join"}},
 	"client": {
 		attrs: []string{
@@ -83,7 +90,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"cgroup_parent", "no_host_uuid", "common_plugin_dir", "host_volumes_dir",
 		},
 		blocks: []nomadOnlyBlock{
-			{name: "reserved"}, {name: "server_join"}, {name: "template"}, {name: "artifact"},
+			{name: "reserved"}, {name: "server_join"}, {name: "artifact"},
 			{name: "drain_on_shutdown"}, {name: "users"}, {name: "host_network", labels: 1},
 			{name: "host_volume", labels: 1},
 		},

@@ -150,6 +150,10 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}},
+	}
+	clientTemplateSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "function_denylist"}, {Name: "disable_file_sandbox"}},
 	}
 	pluginSchema = &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
@@ -305,6 +309,36 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		m, d := decodeStringMap(a)
 		diags = append(diags, d...)
 		cl.ChrootEnv = m
+	}
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks {
+		if b.Type != "template" {
+			continue
+		}
+		if d := checkDuplicate(seen, b, "client.template"); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		diags = append(diags, decodeClientTemplate(c, b.Body, &cl.Template)...)
+	}
+	return diags
+}
+
+// decodeClientTemplate decodes client.template; function_denylist = []
+// is kept as an empty (non-nil) list: every function allowed.
+func decodeClientTemplate(c *Config, body hcl.Body, t *ClientTemplateConfig) hcl.Diagnostics {
+	content, diags := body.Content(withNomadOnly(clientTemplateSchema, "client.template"))
+	noteNomadOnly(c, content, "client.template", clientTemplateSchema)
+	var deny []string
+	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
+		"function_denylist":    &deny,
+		"disable_file_sandbox": &t.DisableFileSandbox,
+	})...)
+	if _, ok := content.Attributes["function_denylist"]; ok {
+		if deny == nil {
+			deny = []string{}
+		}
+		t.FunctionDenylist = deny
 	}
 	return diags
 }

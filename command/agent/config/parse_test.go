@@ -314,3 +314,48 @@ func TestParseRegistrySettings(t *testing.T) {
 	_, err = Parse("reg.hcl", []byte("server {\n  registry_request_budget = \"many\"\n}\n"))
 	require.ErrorContains(t, err, "registry_request_budget")
 }
+
+func TestParseClientTemplate(t *testing.T) {
+	c, err := Parse("t.hcl", []byte(`client {
+  enabled = true
+  template {
+    function_denylist    = ["plugin", "sockaddr"]
+    disable_file_sandbox = true
+    max_stale            = "10s"
+    wait {
+      min = "1s"
+      max = "2s"
+    }
+  }
+}
+`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"plugin", "sockaddr"}, c.Client.Template.FunctionDenylist)
+	require.True(t, c.Client.Template.DisableFileSandbox)
+	require.Equal(t, []string{"client.template.max_stale", "client.template.wait"}, c.Ignored)
+	merged := DefaultConfig().Merge(c)
+	require.Equal(t, c.Client.Template, merged.Client.Template)
+
+	// An empty denylist allows every function: it is kept, not defaulted.
+	c, err = Parse("t.hcl", []byte("client {\n  template {\n    function_denylist = []\n  }\n}\n"))
+	require.NoError(t, err)
+	require.NotNil(t, c.Client.Template.FunctionDenylist)
+	require.Empty(t, c.Client.Template.FunctionDenylist)
+	require.False(t, c.Client.Template.DisableFileSandbox)
+
+	// None: nil, the client's default (["plugin", "writeToFile"]).
+	c, err = Parse("t.hcl", []byte("client {\n  enabled = true\n}\n"))
+	require.NoError(t, err)
+	require.Nil(t, DefaultConfig().Merge(c).Client.Template.FunctionDenylist)
+
+	_, err = Parse("t.hcl", []byte("client {\n  template {\n    disable_sandbox = true\n  }\n}\n"))
+	require.ErrorContains(t, err, "t.hcl:3")
+	_, err = Parse("t.hcl", []byte("client {\n  template {}\n  template {}\n}\n"))
+	require.ErrorContains(t, err, "Duplicate client.template block")
+}
+
+func TestParseClientTemplate_JSON(t *testing.T) {
+	c, err := Parse("t.json", []byte(`{"client":{"enabled":true,"template":{"function_denylist":["plugin"],"disable_file_sandbox":true}}}`))
+	require.NoError(t, err)
+	require.Equal(t, ClientTemplateConfig{FunctionDenylist: []string{"plugin"}, DisableFileSandbox: true}, c.Client.Template)
+}
