@@ -187,11 +187,11 @@ func TestContractJobRefusalsAndValidationInOneAnswer(t *testing.T) {
 	job := testJob("both")
 	job.Priority = new(500)
 	task := job.TaskGroups[0].Tasks[0]
-	task.Templates = []*api.Template{{EmbeddedTmpl: new("x")}}
+	task.Vault = &api.Vault{Role: "web"}
 	task.Driver = "docker"
 	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "mac_address": "02:68:b3:29:da:98"}
 	want := []string{
-		`task "server": template: templates are not rendered by Drover yet`,
+		`task "server": vault: this cluster has no Vault integration`,
 		"priority must be between 1 and 100",
 		"mac_address is not supported by Drover's docker driver yet",
 	}
