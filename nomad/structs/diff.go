@@ -192,7 +192,8 @@ func taskUpdateType(old, new *Task) string {
 		old.Leader != new.Leader || !equalSpec(old.Config, new.Config) ||
 		!equalSpec(old.Env, new.Env) || !equalSpec(old.Resources, new.Resources) ||
 		!equalSpec(old.Lifecycle, new.Lifecycle) ||
-		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) {
+		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) ||
+		!equalSpec(old.Artifacts, new.Artifacts) {
 		return UpdateTypeDestructive
 	}
 	if !equalSpec(old, new) {
@@ -503,6 +504,7 @@ var elemNames = map[string]string{
 	"Checks":        "Check",
 	"ReservedPorts": "Static Port",
 	"DynamicPorts":  "Dynamic Port",
+	"Artifacts":     "Artifact",
 }
 
 func elemName(field string) string {

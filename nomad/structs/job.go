@@ -167,6 +167,9 @@ type Task struct {
 	DispatchPayload *DispatchPayloadConfig
 	Identity        *WorkloadIdentity   // the default identity; see identity.go
 	Identities      []*WorkloadIdentity // named identities
+	// Artifacts are fetched into the task directory before the task
+	// starts; see artifact.go.
+	Artifacts []*TaskArtifact
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.
