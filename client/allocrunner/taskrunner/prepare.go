@@ -109,11 +109,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err
 	}
-	env := taskenv.Build(taskenv.Input{
-		Alloc: alloc, Task: task, Node: tr.node,
-		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
-		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr,
-	})
+	env := tr.buildEnv(alloc, task)
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
 		return nil, err
@@ -150,6 +146,16 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	return cfg, nil
+}
+
+// buildEnv is the task's environment, for its config and its hooks.
+func (tr *TaskRunner) buildEnv(alloc *structs.Allocation, task *structs.Task) *taskenv.Env {
+	td := tr.allocDir.TaskDir(tr.name)
+	return taskenv.Build(taskenv.Input{
+		Alloc: alloc, Task: task, Node: tr.node,
+		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
+		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr,
+	})
 }
 
 // Nomad's logs block defaults (api.Task.Canonicalize fills them in; a

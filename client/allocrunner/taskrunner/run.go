@@ -95,6 +95,9 @@ func (tr *TaskRunner) runOnce() (exit *drivers.ExitResult, ev *structs.TaskEvent
 			}
 			return nil, nil, true
 		}
+		if exit, ev, stop := tr.runPrestart(); exit != nil || stop {
+			return exit, ev, stop
+		}
 		if err := tr.start(); err != nil {
 			ev := NewDriverFailure(tr.now(), err)
 			ev.FailsTask = !drivers.IsRecoverable(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/restarts"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	// NOMAD_UNIX_ADDR if its driver runs it on the host's filesystem
 	// (drivers.HostEnvInheritor), where that path is the task's too.
 	TaskAPIAddr string
+	// Artifact is the client's artifact {} settings; nil means the
+	// defaults.
+	Artifact *getter.Config
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -92,6 +96,7 @@ type TaskRunner struct {
 	onStateChange  func()
 	hostEnv        map[string]string // nil unless the driver inherits it
 	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
+	prestart       []prestartHook    // run before every start, in order; owned by Run
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -186,6 +191,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 	}
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	tr.gate, tr.keepAfterDone, tr.rerunCh = cfg.Gate, cfg.KeepAfterDone, make(chan struct{}, 1)
+	tr.prestart = tr.prestartHooks(cfg)
 	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }
