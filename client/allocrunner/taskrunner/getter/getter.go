@@ -156,15 +156,29 @@ func getters(cfg *Config, r Request) map[string]gg.Getter {
 		ReadTimeout:           cfg.HTTPReadTimeout,
 		XTerraformGetDisabled: true,
 	}
+	fresh := &freshFileGetter{httpG}
 	out := map[string]gg.Getter{
-		"http":  httpG,
-		"https": httpG,
+		"http":  fresh,
+		"https": fresh,
 		"file":  &fileGetter{FileGetter: &gg.FileGetter{Copy: true}, allocDir: r.AllocDir, anywhere: cfg.DisableFilesystemIsolation},
 	}
 	if _, err := exec.LookPath("git"); err == nil {
 		out["git"] = &gg.GitGetter{Timeout: cfg.GitTimeout}
 	}
 	return out
+}
+
+// freshFileGetter removes a file left by an earlier attempt before
+// downloading it again: go-getter writes over it without truncating.
+type freshFileGetter struct{ *gg.HttpGetter }
+
+func (g *freshFileGetter) GetFile(dst string, u *url.URL) error {
+	if fi, err := os.Lstat(dst); err == nil && !fi.IsDir() {
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	return g.HttpGetter.GetFile(dst, u)
 }
 
 // fileGetter copies local files; unless anywhere, only from inside the
