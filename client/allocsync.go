@@ -286,6 +286,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		StateUpdater: c.runnerUpdated,
 		Now:          c.cfg.Now,
 		HostEnv:      c.cfg.HostEnv,
+		Artifact:     c.cfg.Artifact,
 		TaskAPI:      c.listenTaskAPI,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {

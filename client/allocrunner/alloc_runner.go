@@ -146,6 +146,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			PrepareTimeout: ar.prepareTimeout,
 			OnStateChange:  ar.taskStateChanged,
 			HostEnv:        cfg.HostEnv,
+			Artifact:       cfg.Artifact,
 			TaskAPIAddr:    taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
 		})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	// TaskAPI, when set, opens a task's task API socket in its secrets
 	// dir (which must stay inside its task dir); nil: tasks get none.
 	TaskAPI func(taskDir, secretsDir string) (io.Closer, error)
+	// Artifact is the client's artifact {} settings for the tasks'
+	// artifact downloads; nil means the defaults.
+	Artifact *getter.Config
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

@@ -176,6 +176,8 @@ type ClientConfig struct {
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
 	IntroToken string
+	// Artifact is the `artifact` block (artifact.go); nil when absent.
+	Artifact *ArtifactConfig
 }
 
 // PluginConfig is one `plugin "NAME"` block.
@@ -244,6 +246,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
 	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
+	out.Client.Artifact = c.Client.Artifact.copy()
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -329,6 +332,7 @@ func (c *Config) Merge(o *Config) *Config {
 	if len(o.Client.ChrootEnv) > 0 {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}
+	out.Client.Artifact = mergeArtifact(out.Client.Artifact, o.Client.Artifact)
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 

@@ -150,6 +150,7 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "artifact"}},
 	}
 	pluginSchema = &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
@@ -305,6 +306,18 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		m, d := decodeStringMap(a)
 		diags = append(diags, d...)
 		cl.ChrootEnv = m
+	}
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks {
+		if b.Type != "artifact" {
+			continue // Nomad-only blocks, noted above
+		}
+		if d := checkDuplicate(seen, b, b.Type); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		cl.Artifact = &ArtifactConfig{}
+		diags = append(diags, decodeArtifact(c, b.Body, cl.Artifact)...)
 	}
 	return diags
 }

@@ -31,9 +31,9 @@ type Config struct {
 // Defaults, as in Nomad.
 const (
 	DefaultHTTPReadTimeout             = 30 * time.Minute
-	DefaultHTTPMaxSize                 = 100 << 30 // 100GB
+	DefaultHTTPMaxSize                 = 100_000_000_000 // "100GB"
 	DefaultTimeout                     = 30 * time.Minute
-	DefaultDecompressionSizeLimit      = 100 << 30 // 100GB
+	DefaultDecompressionSizeLimit      = 100_000_000_000 // "100GB"
 	DefaultDecompressionFileCountLimit = 4096
 )
 
