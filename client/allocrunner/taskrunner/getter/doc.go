@@ -22,7 +22,7 @@
 //     inside the allocation directory (the task's own files), as the
 //     sandbox allows in Nomad.
 //
-// Importers: client/allocrunner/taskrunner (its artifacts hook) and
-// command/agent (for Config and its defaults). It imports go-getter,
+// Importers: client/allocrunner/taskrunner (its artifacts hook); client,
+// client/allocrunner and command/agent for Config. It imports go-getter,
 // helper/pathguard and the standard library.
 package getter
