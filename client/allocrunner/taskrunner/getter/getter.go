@@ -89,8 +89,18 @@ func Fetch(ctx context.Context, cfg *Config, r Request) error {
 }
 
 // destination resolves r.Dest from the task directory, symlinks followed,
-// and refuses one that leaves the allocation directory.
+// and refuses one that leaves the allocation directory. An absolute
+// destination inside the allocation directory (an interpolated
+// ${NOMAD_ALLOC_DIR}/... of a task on the host's file system) is taken as
+// it is; any other absolute one is taken from the task directory.
 func destination(r Request) (string, error) {
+	if filepath.IsAbs(r.Dest) && pathguard.Inside(r.AllocDir, filepath.Clean(r.Dest)) {
+		dest, err := pathguard.Within(r.AllocDir, r.Dest)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q: %w", ErrDestEscapes, r.Dest, err)
+		}
+		return dest, nil
+	}
 	taskRel, err := filepath.Rel(r.AllocDir, r.TaskDir)
 	if err != nil || taskRel == ".." || strings.HasPrefix(taskRel, "../") {
 		return "", fmt.Errorf("getter: task directory %s is not inside %s", r.TaskDir, r.AllocDir)

@@ -189,6 +189,15 @@ func TestFetch_DestinationThroughSymlinkRefused(t *testing.T) {
 	assert.Equal(t, "x", readFile(t, filepath.Join(d.alloc, "alloc", "app.conf")))
 }
 
+func TestFetch_AbsoluteDestinations(t *testing.T) {
+	srv := newServer(t, map[string][]byte{"/app.conf": []byte("x")})
+	d := newDirs(t)
+	require.NoError(t, Fetch(context.Background(), nil, d.req(srv.URL+"/app.conf", filepath.Join(d.alloc, "alloc", "conf")+"/")))
+	assert.Equal(t, "x", readFile(t, filepath.Join(d.alloc, "alloc", "conf", "app.conf")), "an interpolated host path inside the allocation")
+	require.NoError(t, Fetch(context.Background(), nil, d.req(srv.URL+"/app.conf", "/etc/app/")))
+	assert.Equal(t, "x", readFile(t, filepath.Join(d.task, "etc", "app", "app.conf")), "any other absolute path is taken from the task dir")
+}
+
 func TestFetch_HTTPMaxSize(t *testing.T) {
 	big := bytes.Repeat([]byte("z"), 4096)
 	srv := newServer(t, map[string][]byte{"/big.bin": big})
