@@ -289,6 +289,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		TaskAPI:         c.listenTaskAPI,
 		RenewIdentities: c.renewIdentities,
 		Templates:       c.templates,
+		Artifact:        c.cfg.Artifact,
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

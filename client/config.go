@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/client/allocrunner/taskenv"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -35,6 +36,9 @@ type Config struct {
 	// environment; nil means the agent's own (os.Environ) less the
 	// env.denylist of Options, as Nomad does.
 	HostEnv map[string]string
+	// Artifact is the artifact {} block: limits and timeouts of the
+	// tasks' artifact downloads; nil means Nomad's defaults.
+	Artifact *getter.Config
 
 	// DataDir holds the client's state: <DataDir>/client/state.db (bbolt)
 	// and the allocation directories under <DataDir>/alloc. Required.
@@ -219,6 +223,10 @@ func (c *Config) normalize() (*Config, error) {
 		n.HostEnv = taskenv.HostEnv(os.Environ(), taskenv.EnvDenylist(n.Options))
 	} else {
 		n.HostEnv = maps.Clone(n.HostEnv)
+	}
+	if n.Artifact != nil {
+		a := *n.Artifact
+		n.Artifact = &a
 	}
 	if n.Now == nil {
 		n.Now = time.Now

@@ -149,6 +149,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			TaskAPIAddr:     taskAPIAddr(cfg.TaskAPI, ar.allocDir.TaskDir(task.Name).SecretsDir),
 			RenewIdentities: cfg.RenewIdentities,
 			Templates:       cfg.Templates,
+			Artifact:        cfg.Artifact,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -60,6 +61,10 @@ type Config struct {
 	// Templates renders the tasks' template blocks; nil: a task with
 	// templates fails before it starts.
 	Templates *taskrunner.TemplateConfig
+
+	// Artifact is the client's artifact {} settings for the tasks'
+	// artifact downloads; nil means the defaults.
+	Artifact *getter.Config
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/client"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/command/agent/config"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/gc"
@@ -197,6 +199,7 @@ func (a *Agent) startClient() error {
 		// The client's template block.
 		TemplateFunctionDenylist:   cfg.Client.Template.FunctionDenylist,
 		TemplateDisableFileSandbox: cfg.Client.Template.DisableFileSandbox,
+		Artifact:                   artifactConfig(cfg.Client.Artifact),
 		// Another node's client (ephemeral_disk migrate) is dialled as
 		// the servers dial nodes.
 		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),
@@ -291,6 +294,45 @@ func (a *Agent) cleanup() {
 	if a.tempDir != "" {
 		_ = os.RemoveAll(a.tempDir)
 	}
+}
+
+// artifactConfig is the client's artifact {} block over Nomad's defaults.
+func artifactConfig(a *config.ArtifactConfig) *getter.Config {
+	out := getter.DefaultConfig()
+	if a == nil {
+		return out
+	}
+	for _, d := range []struct {
+		dst *time.Duration
+		src *time.Duration
+	}{
+		{&out.HTTPReadTimeout, a.HTTPReadTimeout}, {&out.GCSTimeout, a.GCSTimeout},
+		{&out.GitTimeout, a.GitTimeout}, {&out.HgTimeout, a.HgTimeout}, {&out.S3Timeout, a.S3Timeout},
+	} {
+		if d.src != nil {
+			*d.dst = *d.src
+		}
+	}
+	if a.HTTPMaxSize != nil {
+		out.HTTPMaxSize = *a.HTTPMaxSize
+	}
+	if a.DecompressionSizeLimit != nil {
+		out.DecompressionSizeLimit = *a.DecompressionSizeLimit
+	}
+	if a.DecompressionFileCountLimit != nil {
+		out.DecompressionFileCountLimit = *a.DecompressionFileCountLimit
+	}
+	if a.DisableFilesystemIsolation != nil {
+		out.DisableFilesystemIsolation = *a.DisableFilesystemIsolation
+	}
+	if a.SetEnvironmentVariables != nil {
+		for _, name := range strings.Split(*a.SetEnvironmentVariables, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				out.SetEnvironmentVariables = append(out.SetEnvironmentVariables, name)
+			}
+		}
+	}
+	return out
 }
 
 // withChrootEnv returns the exec plugin's config with client.chroot_env as

@@ -204,7 +204,6 @@ var inertAPIFields = map[string]string{
 // refused; fields not listed get "is not supported by Drover yet".
 var refusalReasons = map[string]string{
 	"Template.VaultGrace":                 "vault_grace is for Vault tokens: this cluster has no Vault integration",
-	"Task.Artifacts":                      "artifacts are not fetched by Drover yet",
 	"Task.Vault":                          "this cluster has no Vault integration",
 	"Task.Consul":                         "this cluster has no Consul integration",
 	"TaskGroup.Consul":                    "this cluster has no Consul integration",

@@ -248,7 +248,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	task := tg.Tasks[0]
 	task.Name = "x"
 	task.Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/x"), VaultGrace: new(5 * time.Second)}}
-	task.Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/a.tgz")}}
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
 	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data"}}
@@ -266,7 +265,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	require.ErrorIs(t, err, structs.ErrBadRequest, "an HTTP 400")
 	assert.Equal(t, []string{
 		`group "proxy": task "x": device: device plugins are not supported by Drover`,
-		`group "proxy": task "x": artifact: artifacts are not fetched by Drover yet`,
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": vault_grace: vault_grace is for Vault tokens: this cluster has no Vault integration`,
 		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,

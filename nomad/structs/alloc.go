@@ -187,6 +187,7 @@ type TaskEvent struct {
 	KillTimeout    time.Duration
 	DriverError    string
 	SetupError     string
+	DownloadError  string // "Failed Artifact Download": why
 }
 
 // AllocationMetric explains how the scheduler chose (or failed to choose) nodes.

@@ -193,7 +193,8 @@ func taskUpdateType(old, new *Task) string {
 		!equalSpec(old.Env, new.Env) || !equalSpec(old.Resources, new.Resources) ||
 		!equalSpec(old.Lifecycle, new.Lifecycle) ||
 		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) ||
-		!equalSpec(old.Templates, new.Templates) {
+		!equalSpec(old.Templates, new.Templates) ||
+		!equalSpec(old.Artifacts, new.Artifacts) {
 		return UpdateTypeDestructive
 	}
 	if !equalSpec(old, new) {
@@ -504,6 +505,7 @@ var elemNames = map[string]string{
 	"Checks":        "Check",
 	"ReservedPorts": "Static Port",
 	"DynamicPorts":  "Dynamic Port",
+	"Artifacts":     "Artifact",
 }
 
 func elemName(field string) string {

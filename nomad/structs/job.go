@@ -170,6 +170,9 @@ type Task struct {
 	// Templates are rendered by the client before the task starts; see
 	// template.go.
 	Templates []*Template
+	// Artifacts are fetched into the task directory before the task
+	// starts; see artifact.go.
+	Artifacts []*TaskArtifact
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

@@ -330,6 +330,13 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 	if t.DispatchPayload != nil {
 		p = append(p, t.DispatchPayload.validate()...)
 	}
+	for i, a := range t.Artifacts {
+		if a == nil {
+			p.addf("artifact %d: must not be null", i+1)
+			continue
+		}
+		p.addAll(fmt.Sprintf("artifact %d: ", i+1), a.validate())
+	}
 	t.validateIdentities(&p)
 	t.validateTemplates(&p)
 	t.undoneTask(&p)

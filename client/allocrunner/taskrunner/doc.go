@@ -15,7 +15,12 @@
 //	          │          driver prepare step: "Driver" progress events
 //	          │          (failure or timeout: "Driver Failure" ──► dead, failed)
 //	          ▼
-//	        start ── error ──► "Driver Failure" ─┐
+//	        prestart hooks, in order (prestart.go), before every start:
+//	          artifacts: "Downloading Artifacts", fetch the artifact blocks
+//	          not fetched yet ── error ──► "Failed Artifact Download" ──┐
+//	          ▼                                                          │
+//	        start ── error ──► "Driver Failure" ─┐                       │
+//	          │                                  │ ◄─────────────────────┘
 //	          │                                  │
 //	          ▼ "Started"                        │
 //	        running ── exit ──► "Terminated" ────┤
@@ -60,6 +65,7 @@
 //
 // Importers: client/allocrunner, and the client agent (package client) for
 // its errors and the template dialer. It imports drivers, drivers/logrotate,
-// nomad/structs, helper/pathguard, the allocdir, restarts and taskenv
-// packages, and consul-template (manager, config, renderer).
+// nomad/structs, helper/pathguard, the allocdir, restarts, taskenv and
+// taskrunner/getter packages, and consul-template (manager, config,
+// renderer).
 package taskrunner

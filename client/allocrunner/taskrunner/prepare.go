@@ -103,18 +103,11 @@ func (tr *TaskRunner) onProgress(p drivers.PrepareProgress) {
 // key), directories and log files, resources.
 func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	alloc, task := tr.currentAlloc()
-	tr.mu.Lock()
-	tmplEnv := tr.templateEnv
-	tr.mu.Unlock()
 	td := tr.allocDir.TaskDir(tr.name)
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err
 	}
-	env := taskenv.Build(taskenv.Input{
-		Alloc: alloc, Task: task, Node: tr.node,
-		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
-		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr, TemplateEnv: tmplEnv,
-	})
+	env := tr.buildEnv(alloc, task)
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
 		return nil, err
@@ -151,6 +144,19 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	return cfg, nil
+}
+
+// buildEnv is the task's environment, for its config and its hooks.
+func (tr *TaskRunner) buildEnv(alloc *structs.Allocation, task *structs.Task) *taskenv.Env {
+	tr.mu.Lock()
+	tmplEnv := tr.templateEnv
+	tr.mu.Unlock()
+	td := tr.allocDir.TaskDir(tr.name)
+	return taskenv.Build(taskenv.Input{
+		Alloc: alloc, Task: task, Node: tr.node,
+		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
+		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr, TemplateEnv: tmplEnv,
+	})
 }
 
 // Nomad's logs block defaults (api.Task.Canonicalize fills them in; a

@@ -99,7 +99,11 @@ func (tr *TaskRunner) runOnce() (exit *drivers.ExitResult, ev *structs.TaskEvent
 			}
 			return nil, nil, true
 		}
-		// Prestart hooks, in order, before every start.
+		// Prestart hooks, in order, before every start: artifacts (the
+		// prestart list), then templates, which may read what they fetched.
+		if exit, ev, stop := tr.runPrestart(); exit != nil || stop {
+			return exit, ev, stop
+		}
 		if !tr.templates.prestart() {
 			if tr.killed() && !tr.shuttingDown() {
 				tr.finishKilled()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner/allocdir"
 	"github.com/drover-project/drover/client/allocrunner/restarts"
+	"github.com/drover-project/drover/client/allocrunner/taskrunner/getter"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -77,6 +78,10 @@ type Config struct {
 	// RenewIdentities has the servers sign again the task's identities
 	// with a ttl before they expire; nil: they are not renewed.
 	RenewIdentities RenewFunc
+
+	// Artifact is the client's artifact {} settings; nil means the
+	// defaults.
+	Artifact *getter.Config
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -101,6 +106,7 @@ type TaskRunner struct {
 	renew          RenewFunc         // or nil
 	identityCh     chan struct{}     // buffered(1): Update wakes the identity renewal
 	templates      *templateHook     // immutable pointer; see template_hook.go
+	prestart       []prestartHook    // run before every start, in order; owned by Run
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -201,6 +207,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	tr.gate, tr.keepAfterDone, tr.rerunCh = cfg.Gate, cfg.KeepAfterDone, make(chan struct{}, 1)
 	tr.templates = newTemplateHook(tr, cfg.Templates)
+	tr.prestart = tr.prestartHooks(cfg)
 	tr.tracker = restarts.NewTaskTracker(restartPolicy(tg, task, tr.jobType), tr.jobType, task.Lifecycle, nil)
 	return tr, nil
 }

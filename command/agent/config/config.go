@@ -176,6 +176,9 @@ type ClientConfig struct {
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
 	IntroToken string
+	// Artifact is the `artifact` block (artifact.go); nil when absent.
+	Artifact *ArtifactConfig
+
 	// Template is the client's template block: how it renders the tasks'
 	// template blocks.
 	Template ClientTemplateConfig
@@ -258,6 +261,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
 	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
+	out.Client.Artifact = c.Client.Artifact.copy()
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -347,6 +351,7 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Client.Template.FunctionDenylist = slices.Clone(o.Client.Template.FunctionDenylist)
 	}
 	out.Client.Template.DisableFileSandbox = out.Client.Template.DisableFileSandbox || o.Client.Template.DisableFileSandbox
+	out.Client.Artifact = mergeArtifact(out.Client.Artifact, o.Client.Artifact)
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 

@@ -77,6 +77,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		},
 	},
 	"server.server_join": {attrs: []string{"retry_interval", "retry_max", "start_join"}},
+	"client.artifact":    {attrs: []string{"filesystem_isolation_extra_paths"}},
 	"client": {
 		attrs: []string{
 			"alloc_dir", "alloc_mounts_dir", "state_dir", "cni_path", "cni_config_dir",
@@ -90,7 +91,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"cgroup_parent", "no_host_uuid", "common_plugin_dir", "host_volumes_dir",
 		},
 		blocks: []nomadOnlyBlock{
-			{name: "reserved"}, {name: "server_join"}, {name: "artifact"},
+			{name: "reserved"}, {name: "server_join"},
 			{name: "drain_on_shutdown"}, {name: "users"}, {name: "host_network", labels: 1},
 			{name: "host_volume", labels: 1},
 		},

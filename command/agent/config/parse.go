@@ -150,7 +150,7 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}},
 	}
 	clientTemplateSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "function_denylist"}, {Name: "disable_file_sandbox"}},
@@ -312,14 +312,21 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 	}
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
-		if b.Type != "template" {
-			continue
+		switch b.Type {
+		case "template":
+			if d := checkDuplicate(seen, b, "client.template"); d != nil {
+				diags = append(diags, d)
+				continue
+			}
+			diags = append(diags, decodeClientTemplate(c, b.Body, &cl.Template)...)
+		case "artifact":
+			if d := checkDuplicate(seen, b, b.Type); d != nil {
+				diags = append(diags, d)
+				continue
+			}
+			cl.Artifact = &ArtifactConfig{}
+			diags = append(diags, decodeArtifact(c, b.Body, cl.Artifact)...)
 		}
-		if d := checkDuplicate(seen, b, "client.template"); d != nil {
-			diags = append(diags, d)
-			continue
-		}
-		diags = append(diags, decodeClientTemplate(c, b.Body, &cl.Template)...)
 	}
 	return diags
 }
