@@ -333,11 +333,22 @@ func (cc *corpusCluster) waitAllocs(t *testing.T, jobID string, n int, status st
 		if time.Now().After(deadline) {
 			var b strings.Builder
 			for _, s := range stubs {
-				fmt.Fprintf(&b, "\n%s on %s: %s/%s", s.ID, s.NodeName, s.DesiredStatus, s.ClientStatus)
+				fmt.Fprintf(&b, "\n%s on %s: %s/%s %s", s.ID, s.NodeName, s.DesiredStatus, s.ClientStatus, s.ClientDescription)
 				for task, ts := range s.TaskStates {
 					for _, e := range ts.Events {
-						fmt.Fprintf(&b, "\n  %s: %s: %s", task, e.Type, e.DisplayMessage)
+						fmt.Fprintf(&b, "\n  %s: %s: %s %s%s%s", task, e.Type, e.DisplayMessage, e.DriverError, e.SetupError, e.Message)
 					}
+				}
+			}
+			for _, s := range stubs {
+				for _, cl := range cc.clients {
+					var lines []string
+					for _, l := range strings.Split(cl.logs(), "\n") {
+						if strings.Contains(l, s.ID) && (strings.Contains(l, "ERROR") || strings.Contains(l, "WARN")) {
+							lines = append(lines, l)
+						}
+					}
+					fmt.Fprintf(&b, "\n%s", lastLines(strings.Join(lines, "\n"), 3))
 				}
 			}
 			t.Fatalf("%s: not %d allocations %s within 90s:%s", jobID, n, status, b.String())
@@ -388,10 +399,14 @@ func (cc *corpusCluster) inspect(t *testing.T, allocID, task string) container.I
 
 // TestCorpusJobsRunAsTheirBlocksSay registers every accepted corpus file
 // (corpusRuns) on one cluster, side by side, and checks each does what its
-// blocks say.
+// blocks say. DROVER_CORPUS_ONLY=name,... runs only those files.
 func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
 	cc := newCorpusCluster(t)
 	names := acceptedCorpusFiles(t)
+	if only := os.Getenv("DROVER_CORPUS_ONLY"); only != "" {
+		// While working on some files: DROVER_CORPUS_ONLY=a,b runs those.
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(strings.Split(only, ","), n) })
+	}
 	jobs := map[string]*api.Job{}
 	var order []string
 	for _, name := range names {
