@@ -126,9 +126,6 @@ var corpusRuns = map[string]corpusRun{
 	"functions-collections": metaRun("collections", "g", "t", map[string]string{
 		"element": "b", "for_expr": "N1,N2", "range": "[1,4,7]", "lookup": "0", "splat": "a,b",
 	}, "corpus-c"), // datacenters = sort(distinct(nodes)): n1, n2, n3
-	"functions-conversion": metaRun("conversion", "g", "t", map[string]string{
-		"can_ok": "true", "can_fail": "false", "try": "0", "try_lookup": "default", "tonumber": "43", "toset": "2",
-	}, ""),
 	"functions-crypto": metaRun("crypto", "g", "t", map[string]string{
 		"md5": "5d41402abc4b2a76b9719d911017c592", "bcrypt_prefix": "$2a$06$", "bcrypt_length": "60",
 	}, ""),

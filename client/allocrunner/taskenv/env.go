@@ -3,6 +3,7 @@ package taskenv
 import (
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,7 +46,7 @@ func Build(in Input) *Env {
 	}
 	e.addAlloc(in)
 	e.addResources(in.Alloc, in.Task)
-	e.addPorts(in.Alloc, in.Node)
+	e.addPorts(in.Alloc, in.Task, in.Node)
 	e.addMeta(in.Alloc, in.Task)
 	if in.Task != nil {
 		// The env block is interpolated against the NOMAD_* variables and
@@ -139,10 +140,11 @@ func (e *Env) addResources(a *structs.Allocation, t *structs.Task) {
 	}
 }
 
-// addPorts adds the group's ports. NOMAD_PORT_ is the port the task listens
-// on (To when mapped, else the host port); the HOST_ variants and ADDR are
-// the host side.
-func (e *Env) addPorts(a *structs.Allocation, n *structs.Node) {
+// addPorts adds the group's ports, then those of the task's own network
+// (the legacy resources { network { ... } } form). NOMAD_PORT_ is the port
+// the task listens on (To when mapped, else the host port); the HOST_
+// variants and ADDR are the host side.
+func (e *Env) addPorts(a *structs.Allocation, t *structs.Task, n *structs.Node) {
 	if a == nil || a.AllocatedResources == nil {
 		return
 	}
@@ -150,22 +152,37 @@ func (e *Env) addPorts(a *structs.Allocation, n *structs.Node) {
 	if n != nil && n.Attributes[NodeIPAttribute] != "" {
 		fallbackIP = n.Attributes[NodeIPAttribute]
 	}
-	for _, p := range a.AllocatedResources.Shared.Ports {
-		label := CleanKey(p.Label)
-		ip := p.HostIP
+	add := func(label, ip string, value, to int) {
+		label = CleanKey(label)
 		if ip == "" {
 			ip = fallbackIP
 		}
-		host := strconv.Itoa(p.Value)
+		host := strconv.Itoa(value)
 		port := host
-		if p.To > 0 {
-			port = strconv.Itoa(p.To)
+		if to > 0 {
+			port = strconv.Itoa(to)
 		}
 		e.vars["NOMAD_IP_"+label] = ip
 		e.vars["NOMAD_PORT_"+label] = port
 		e.vars["NOMAD_HOST_PORT_"+label] = host
 		e.vars["NOMAD_ADDR_"+label] = net.JoinHostPort(ip, host)
 		e.vars["NOMAD_HOST_ADDR_"+label] = net.JoinHostPort(ip, host)
+	}
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		add(p.Label, p.HostIP, p.Value, p.To)
+	}
+	if t == nil {
+		return
+	}
+	if tr := a.AllocatedResources.Tasks[t.Name]; tr != nil {
+		for _, nw := range tr.Networks {
+			if nw == nil {
+				continue
+			}
+			for _, p := range slices.Concat(nw.ReservedPorts, nw.DynamicPorts) {
+				add(p.Label, nw.IP, p.Value, p.To)
+			}
+		}
 	}
 }
 

@@ -208,3 +208,25 @@ func TestBuildUnixAddr(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "unix:///data/a/web/secrets/api.sock", addr)
 }
+
+// A task's own network (the legacy resources { network { ... } } form)
+// gives it its ports as a group network does; another task's do not.
+func TestBuildTaskNetworkPorts(t *testing.T) {
+	in := testInput()
+	in.Alloc.AllocatedResources.Tasks["web"].Networks = []*structs.NetworkResource{{
+		IP:            "10.0.0.9",
+		ReservedPorts: []structs.Port{{Label: "legacy", Value: 8080}},
+		DynamicPorts:  []structs.Port{{Label: "rpc", Value: 25010}},
+	}}
+	in.Alloc.AllocatedResources.Tasks["other"] = &structs.AllocatedTaskResources{Networks: []*structs.NetworkResource{{
+		DynamicPorts: []structs.Port{{Label: "others", Value: 25011}},
+	}}}
+	env := Build(in).Map()
+	require.Equal(t, "8080", env["NOMAD_PORT_legacy"])
+	require.Equal(t, "8080", env["NOMAD_HOST_PORT_legacy"])
+	require.Equal(t, "10.0.0.9:8080", env["NOMAD_ADDR_legacy"])
+	require.Equal(t, "25010", env["NOMAD_PORT_rpc"])
+	require.Equal(t, "10.0.0.9", env["NOMAD_IP_rpc"])
+	require.Equal(t, "25000", env["NOMAD_HOST_PORT_http"], "the group's ports stay")
+	require.NotContains(t, env, "NOMAD_PORT_others")
+}
