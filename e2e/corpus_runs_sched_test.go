@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
@@ -239,7 +240,7 @@ var nodeExporterRun = corpusRun{
 		// This engine's root is not a shared mount, so it refuses the
 		// rslave propagation ("path / is mounted on / but it is not a
 		// shared or slave mount"): the root is bound read-only without it.
-		require.Equal(t, []string{"/:/host:ro,rslave"}, task.Config["volumes"])
+		require.Equal(t, []string{"/:/host:ro,rslave"}, stringsOf(task.Config["volumes"]))
 		task.Config["volumes"] = []string{"/:/host:ro"}
 	},
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
@@ -249,7 +250,9 @@ var nodeExporterRun = corpusRun{
 			nodes = append(nodes, corpusNodeOf(t, cc, a.NodeID).name)
 			ins := cc.inspect(t, a.ID, "node-exporter")
 			require.Equal(t, "host", string(ins.HostConfig.NetworkMode))
-			require.Contains(t, ins.HostConfig.Binds, "/:/host:ro")
+			require.True(t, slices.ContainsFunc(ins.Mounts, func(m container.MountPoint) bool {
+				return m.Source == "/" && m.Destination == "/host" && !m.RW
+			}), "the host's root at /host, read-only: %+v", ins.Mounts)
 			rep := cc.reportOf(t, a.ID, "node-exporter", nil)
 			require.Equal(t, []string{"--path.rootfs=/host"}, rep.Args)
 			require.Equal(t, "9100", rep.Env["NOMAD_PORT_metrics"])
