@@ -157,6 +157,7 @@ type corpusCluster struct {
 	nodeIDs  map[string]string     // node name -> node ID
 	probeBin string                // the probe, for raw_exec tasks
 	image    string                // the probe image reference
+	pushed   []string              // its references, to remove at cleanup
 	uniq     string                // prefix of Docker objects this run creates
 }
 
@@ -193,8 +194,9 @@ func newCorpusCluster(t *testing.T) *corpusCluster {
 	img, err := images.Build(images.BuildOptions{Version: "corpus"})
 	require.NoError(t, err)
 	cc.image = reg.Ref("drover-e2e/"+cc.uniq, "probe")
-	_, err = images.Push(img, cc.image)
+	digest, err := images.Push(img, cc.image)
 	require.NoError(t, err)
+	cc.pushed = []string{cc.image, cc.image + "@" + digest} // the engine knows it by digest (pinned)
 
 	cc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1, top: `region = "eu"`})
 	waitLeader(t, cc.srv)
@@ -245,7 +247,7 @@ func (cc *corpusCluster) cleanup(t *testing.T) {
 		}
 	}
 	removeAllocContainers(t, allocIDs)
-	removeImages(t, []string{cc.image})
+	removeImages(t, cc.pushed)
 	if d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation()); err == nil {
 		_ = d.VolumeRemove(context.Background(), cc.uniq+"-agent-wal", true)
 		_ = d.Close()

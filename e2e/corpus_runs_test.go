@@ -21,8 +21,9 @@ import (
 var corpusRuns = map[string]corpusRun{
 	"affinities": {
 		// Placed first, on empty nodes: the affinities outweigh binpacking.
-		// Three of five nodes meet them and at least two nodes are scored
-		// per placement, so a scheduler that honours them always picks one.
+		// Three of five nodes meet them and a service placement scores
+		// three nodes (⌈log2 5⌉), so a scheduler that honours them always
+		// picks one; one that ignored them would miss in two runs of five.
 		first: true,
 		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			cc.probe(corpusTask(t, job, "redis", "redis"), "hold")
