@@ -170,9 +170,7 @@ var sysbatchRun = corpusRun{
 // localsRun: count, job name, env and service name come from locals
 // (referring to each other in any order, across locals blocks).
 var localsRun = corpusRun{
-	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		cc.probe(corpusTask(t, job, "search", "opensearch"), "hold")
-	},
+	prepare: holdProbe("search", "opensearch"),
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		allocs := cc.waitAllocs(t, "search", 4, "running", nil) // local.replicas
 		rep := cc.reportOf(t, allocs[0].ID, "opensearch", nil)
@@ -186,9 +184,7 @@ var localsRun = corpusRun{
 // bounds, and a scale request within them changes the count while one
 // beyond max is refused. memory_max is the task's memory limit.
 var scalingRun = corpusRun{
-	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		cc.probe(corpusTask(t, job, "api", "api"), "hold")
-	},
+	prepare: holdProbe("api", "api"),
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		allocs := cc.waitAllocs(t, "autoscaled-api", 2, "running", nil)
 		requireResources(t, cc, allocs[0].ID, "api", 500, 256, 768)
@@ -214,11 +210,7 @@ var scalingRun = corpusRun{
 // node). corpus-a and corpus-b share rack r2: spreading by node alone would
 // put four there.
 var spreadsRun = corpusRun{
-	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		task := corpusTask(t, job, "frontend", "frontend")
-		task.Driver = "raw_exec" // ten of them: processes, not containers
-		cc.probe(task, "hold")
-	},
+	prepare: holdProbeProcess("frontend", "frontend"), // ten of them: processes, not containers
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		allocs := cc.waitAllocs(t, "frontend", 10, "running", nil)
 		racks := map[string]int{}
@@ -297,11 +289,7 @@ var taskServiceRun = corpusRun{
 // places the group's one canary beside them and, once healthy, promotes it
 // (auto_promote).
 var updateCanaryRun = corpusRun{
-	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		task := corpusTask(t, job, "web", "web")
-		task.Driver = "raw_exec" // six, then more: processes, not containers
-		cc.probe(task, "hold")
-	},
+	prepare: holdProbeProcess("web", "web"), // six, then more: processes, not containers
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		q := &api.QueryOptions{Namespace: "shop"}
 		waitDeploy := func(version uint64, what string, ok func(*api.Deployment) bool) *api.Deployment {

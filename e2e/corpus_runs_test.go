@@ -24,10 +24,8 @@ var corpusRuns = map[string]corpusRun{
 		// Three of five nodes meet them and a service placement scores
 		// three nodes (⌈log2 5⌉), so a scheduler that honours them always
 		// picks one; one that ignored them would miss in two runs of five.
-		first: true,
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "redis", "redis"), "hold")
-		},
+		first:   true,
+		prepare: holdProbe("redis", "redis"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			a := cc.waitAllocs(t, "cache", 1, "running", nil)[0]
 			require.Contains(t, []string{cc.nodeIDs["corpus-a"], cc.nodeIDs["corpus-b"], cc.nodeIDs["corpus-c"]}, a.NodeID,
@@ -48,9 +46,7 @@ var corpusRuns = map[string]corpusRun{
 		},
 	},
 	"constraints": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "db", "db"), "hold")
-		},
+		prepare: holdProbe("db", "db"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			// No node here is an AWS instance with 8 cores: every node is
 			// filtered out by a constraint and nothing runs.
@@ -142,9 +138,7 @@ var corpusRuns = map[string]corpusRun{
 		"md5": "5d41402abc4b2a76b9719d911017c592", "bcrypt_prefix": "$2a$06$", "bcrypt_length": "60",
 	}, ""),
 	"functions-numeric": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "g", "t"), "hold")
-		},
+		prepare: holdProbe("g", "t"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			allocs := cc.waitAllocs(t, "numeric", 2, "running", nil) // max(1, floor(5 / 2))
 			for _, s := range allocs {
@@ -163,9 +157,7 @@ var corpusRuns = map[string]corpusRun{
 		"uuidv4_len": "36", "uuidv4_ver": "4", "timeadd": "2024-03-03T02:05:00Z",
 	}, ""),
 	"functions-encoding": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "g", "t"), "hold")
-		},
+		prepare: holdProbe("g", "t"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			a := cc.waitAllocs(t, "encoding", 1, "running", nil)[0]
 			rep := cc.reportOf(t, a.ID, "t", nil)
@@ -241,9 +233,7 @@ var corpusRuns = map[string]corpusRun{
 		},
 	},
 	"legacy-style": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "app", "app"), "hold")
-		},
+		prepare: holdProbe("app", "app"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			// One dc1 node: distinct_hosts leaves the second allocation
 			// unplaced.
@@ -262,9 +252,7 @@ var corpusRuns = map[string]corpusRun{
 	"parameterized-transcode": transcodeRun,
 	"periodic-cron":           periodicCronRun,
 	"reverse": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "g", "t"), "hold")
-		},
+		prepare: holdProbe("g", "t"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			a := cc.waitAllocs(t, "reverse", 1, "running", nil)[0]
 			require.Equal(t, cc.nodeIDs["corpus-d"], a.NodeID, "datacenters = reverse([dc-b, dc-a])")
@@ -282,11 +270,7 @@ var corpusRuns = map[string]corpusRun{
 	"task-service":         taskServiceRun,
 	"update-canary":        updateCanaryRun,
 	"variables-inputs": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			task := corpusTask(t, job, "checkout", "checkout")
-			task.Driver = "raw_exec" // seven of them: processes, not containers
-			cc.probe(task, "hold")
-		},
+		prepare: holdProbeProcess("checkout", "checkout"), // seven of them: processes, not containers
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			// -var replicas=7 over the var file's 5 over NOMAD_VAR_replicas=3;
 			// datacenters prod-a, prod-b, prod-c from the var file.
@@ -315,9 +299,7 @@ var corpusRuns = map[string]corpusRun{
 		},
 	},
 	"variables-types": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "app", "app"), "hold")
-		},
+		prepare: holdProbe("app", "app"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			allocs := cc.waitAllocs(t, "app", 2, "running", nil)
 			for _, a := range allocs {
@@ -330,9 +312,7 @@ var corpusRuns = map[string]corpusRun{
 		},
 	},
 	"variables-validation": {
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, "inventory", "inventory"), "hold")
-		},
+		prepare: holdProbe("inventory", "inventory"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			a := cc.waitAllocs(t, "inventory", 1, "running", nil)[0]
 			rep := cc.reportOf(t, a.ID, "inventory", nil)
@@ -343,15 +323,32 @@ var corpusRuns = map[string]corpusRun{
 	"web-docker": webRun,
 }
 
+// holdProbe is the prepare of an entry whose one task runs the probe
+// ("hold").
+func holdProbe(group, task string) func(*testing.T, *corpusCluster, *api.Job) {
+	return func(t *testing.T, cc *corpusCluster, job *api.Job) {
+		cc.probe(corpusTask(t, job, group, task), "hold")
+	}
+}
+
+// holdProbeProcess is holdProbe under raw_exec: for files of many
+// allocations whose blocks are the scheduler's, processes start faster
+// than containers.
+func holdProbeProcess(group, task string) func(*testing.T, *corpusCluster, *api.Job) {
+	return func(t *testing.T, cc *corpusCluster, job *api.Job) {
+		tk := corpusTask(t, job, group, task)
+		tk.Driver = "raw_exec"
+		cc.probe(tk, "hold")
+	}
+}
+
 // metaRun is the entry of a file whose blocks under test are meta values
 // computed by HCL functions: the task sees them (NOMAD_META_*), spot values
 // are the functions' known results. node, when set, is where the job's
 // datacenters put it.
 func metaRun(jobID, group, task string, spot map[string]string, node string) corpusRun {
 	return corpusRun{
-		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-			cc.probe(corpusTask(t, job, group, task), "hold")
-		},
+		prepare: holdProbe(group, task),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			a := cc.waitAllocs(t, jobID, 1, "running", nil)[0]
 			if node != "" {
