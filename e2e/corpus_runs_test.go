@@ -56,6 +56,14 @@ var corpusRuns = map[string]corpusRun{
 				filtered += n
 			}
 			require.Equal(t, len(corpusNodes), filtered, "every node fails a constraint: %v", m.ConstraintFiltered)
+			var own []string // the file's constraints as placement names them
+			tg := job.TaskGroups[0]
+			for _, c := range slices.Concat(job.Constraints, tg.Constraints, tg.Tasks[0].Constraints) {
+				own = append(own, fmt.Sprintf("%s %s %s", c.LTarget, c.Operand, c.RTarget))
+			}
+			for reason := range m.ConstraintFiltered {
+				require.Contains(t, own, reason, "nodes are filtered by the file's constraints")
+			}
 			allocs, _, err := cc.c.Jobs().Allocations("db-cluster", true, nil)
 			require.NoError(t, err)
 			require.Empty(t, allocs)
