@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +150,8 @@ var periodicCronRun = func() corpusRun {
 }()
 
 // sysbatchRun: one allocation per eligible node of the file's datacenters
-// (only corpus-a is in dc1 or dc2), which completes.
+// (only corpus-a is in dc1 or dc2), which completes; its 12 MB of output
+// rotate in files of at most 5 MB, the newest 2 kept (the logs block).
 var sysbatchRun = corpusRun{
 	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		task := corpusTask(t, job, "prune", "prune")
@@ -156,14 +159,29 @@ var sysbatchRun = corpusRun{
 		if os.Geteuid() != 0 {
 			task.User = "" // a raw_exec client not run as root cannot switch users
 		}
-		onRawExec(task, "/bin/sh", "-c", "echo pruned")
+		onRawExec(task, "/bin/sh", "-c", "head -c 12582912 /dev/zero | tr '\\0' x; echo; echo pruned")
 	},
 	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		s := cc.waitAllocs(t, "docker-prune", 1, "complete", nil)[0]
 		require.Equal(t, cc.nodeIDs["corpus-a"], s.NodeID, "datacenters = [dc1, dc2]")
 		a, _, err := cc.c.Allocations().Info(s.ID, nil)
 		require.NoError(t, err)
-		require.Contains(t, taskStdout(t, cc.c, a, "prune"), "pruned")
+		files, _, err := cc.c.AllocFS().List(a, "alloc/logs", nil)
+		require.NoError(t, err)
+		var stdout []string
+		for _, f := range files {
+			if strings.HasPrefix(f.Name, "prune.stdout.") {
+				stdout = append(stdout, f.Name)
+				require.LessOrEqual(t, f.Size, int64(5<<20), "max_file_size = 5 (MB): %s", f.Name)
+			}
+		}
+		require.Equal(t, []string{"prune.stdout.1", "prune.stdout.2"}, stdout, "max_files = 2: the newest two of three")
+		r, err := cc.c.AllocFS().Cat(a, "alloc/logs/prune.stdout.2", nil)
+		require.NoError(t, err)
+		defer r.Close()
+		last, err := io.ReadAll(r)
+		require.NoError(t, err)
+		require.True(t, strings.HasSuffix(string(last), "\npruned\n"), "the output's end is in the newest file")
 	},
 }
 
