@@ -178,9 +178,10 @@ var corpusNodes = []corpusNode{
 	{"corpus-e", "prod-b", "", map[string]string{"rack": "r4"}},
 }
 
-// corpusPortBase puts the clients' dynamic ports in [27000, 31099], apart
-// from the other Docker suites' ranges.
-const corpusPortBase = 26000
+// corpusPortBase puts client i's dynamic ports in [27000+1000*i, +99]
+// (28000 to 32099), apart from the other Docker suites' ranges and below
+// the kernel's ephemeral ports.
+const corpusPortBase = 27000
 
 func newCorpusCluster(t *testing.T) *corpusCluster {
 	t.Helper()
