@@ -178,10 +178,10 @@ var corpusNodes = []corpusNode{
 	{"corpus-e", "prod-b", "", map[string]string{"rack": "r4"}},
 }
 
-// corpusPortBase puts client i's dynamic ports in [27000+1000*i, +99]
-// (28000 to 32099), apart from the other Docker suites' ranges and below
+// corpusPortBase puts client i's dynamic ports in [24000+200*i, +99]
+// (24000 to 24899), apart from the other Docker suites' ranges and below
 // the kernel's ephemeral ports.
-const corpusPortBase = 27000
+const corpusPortBase = 24000
 
 func newCorpusCluster(t *testing.T) *corpusCluster {
 	t.Helper()
@@ -209,7 +209,7 @@ func newCorpusCluster(t *testing.T) *corpusCluster {
 		for k, v := range n.meta {
 			fmt.Fprintf(&meta, "    %s = %q\n", k, v)
 		}
-		minPort := corpusPortBase + 1000*(i+1)
+		minPort := corpusPortBase + 200*i
 		clientExtra := fmt.Sprintf("node_class = %q\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  meta {\n%s  }", n.class, minPort, minPort+99, meta.String())
 		top := fmt.Sprintf(`region = "eu"
 datacenter = %q
