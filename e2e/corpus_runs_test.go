@@ -222,7 +222,14 @@ var corpusRuns = map[string]corpusRun{
 			require.Equal(t, token, rep.Files["/secrets/nomad_token"], "file = true")
 			aws := rep.Files["/secrets/nomad_aws.jwt"]
 			require.NotEmpty(t, aws, `identity "aws" has file = true`)
-			require.Contains(t, jwtClaims(t, aws), `"sts.amazonaws.com"`, "aud")
+			var claims struct {
+				Aud any   `json:"aud"`
+				Iat int64 `json:"iat"`
+				Exp int64 `json:"exp"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(jwtClaims(t, aws)), &claims))
+			require.Contains(t, fmt.Sprint(claims.Aud), "sts.amazonaws.com", "aud")
+			require.Equal(t, int64(3600), claims.Exp-claims.Iat, `ttl = "1h"`)
 			require.Empty(t, rep.Files["/secrets/nomad_vault_default.jwt"], "vault_default has neither file nor env")
 		},
 	},
