@@ -1,49 +1,129 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	dockerclient "github.com/docker/docker/client"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/jobspec"
+	"github.com/drover-project/drover/testutil/images"
+	"github.com/drover-project/drover/testutil/registry"
 )
 
 // corpusDir is jobspec's corpus of job files written the way operators
 // write them; each that parses has the server's verdict in name.verdict.
 var corpusDir = filepath.Join("..", "jobspec", "testdata", "corpus")
 
-// corpusJob parses the corpus file name as `nomad job run` does, after
-// checking that its curated verdict is "accepted": what runs here is what
-// the server registers.
-func corpusJob(t *testing.T, name string) *api.Job {
+// corpusRun is how TestCorpusJobsRunAsTheirBlocksSay runs one accepted
+// corpus file: prepare rewrites what cannot run here as written (the
+// programs and images the files name are not on a CI machine; the blocks
+// under test do not depend on them), check asserts what the file's blocks
+// say happens. A file that cannot run here at all has a reason instead.
+type corpusRun struct {
+	// first registers the job before all others and waits for its
+	// placement (placement scores that the other jobs' load would blur).
+	first   bool
+	prepare func(t *testing.T, cc *corpusCluster, job *api.Job)
+	check   func(t *testing.T, cc *corpusCluster, job *api.Job)
+	reason  string
+}
+
+// corpusVerdict is the outcome line ("accepted" or "refused") of a
+// corpus file's .verdict.
+func corpusVerdict(t *testing.T, name string) string {
 	t.Helper()
 	verdict, err := os.ReadFile(filepath.Join(corpusDir, name+".verdict"))
 	require.NoError(t, err)
-	outcome := ""
 	for _, line := range strings.Split(string(verdict), "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
-			outcome = line
-			break
+			return line
 		}
 	}
-	require.Equal(t, "accepted", outcome, "%s.verdict", name)
-	job, err := jobspec.ParseFile(filepath.Join(corpusDir, name+".nomad.hcl"), jobspec.Options{Strict: true})
+	return ""
+}
+
+// acceptedCorpusFiles lists the corpus files whose verdict is "accepted".
+func acceptedCorpusFiles(t *testing.T) []string {
+	t.Helper()
+	verdicts, err := filepath.Glob(filepath.Join(corpusDir, "*.verdict"))
+	require.NoError(t, err)
+	var names []string
+	for _, v := range verdicts {
+		name := strings.TrimSuffix(filepath.Base(v), ".verdict")
+		if corpusVerdict(t, name) == "accepted" {
+			names = append(names, name)
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
+}
+
+// TestCorpusEveryAcceptedFileRuns fails when an accepted corpus file has no
+// entry in corpusRuns (so a file that becomes accepted cannot go unrun),
+// when an entry names a file that is not accepted, and when an entry
+// neither runs nor says why it cannot.
+func TestCorpusEveryAcceptedFileRuns(t *testing.T) {
+	accepted := acceptedCorpusFiles(t)
+	for _, name := range accepted {
+		run, ok := corpusRuns[name]
+		if !assertTrue(t, ok, "%s.verdict is accepted but corpusRuns has no entry for it: add one that runs it and asserts what its blocks say", name) {
+			continue
+		}
+		if run.reason != "" {
+			require.Nil(t, run.check, "%s: an entry that cannot run has no check", name)
+			continue
+		}
+		require.NotNil(t, run.check, "%s: an entry runs and checks, or says why it cannot", name)
+	}
+	for name := range corpusRuns {
+		require.Contains(t, accepted, name, "corpusRuns has an entry for %s, which is not an accepted corpus file", name)
+	}
+}
+
+func assertTrue(t *testing.T, ok bool, msg string, args ...any) bool {
+	t.Helper()
+	if !ok {
+		t.Errorf(msg, args...)
+	}
+	return ok
+}
+
+// corpusJob parses the corpus file name as `nomad job run` does, with the
+// variables of its name.options.json, from the corpus directory (file()
+// paths are relative to it), after checking that its verdict is
+// "accepted": what runs here is what the server registers.
+func corpusJob(t *testing.T, name string) *api.Job {
+	t.Helper()
+	require.Equal(t, "accepted", corpusVerdict(t, name), "%s.verdict", name)
+	opts := jobspec.Options{Strict: true}
+	if raw, err := os.ReadFile(filepath.Join(corpusDir, name+".options.json")); err == nil {
+		require.NoError(t, json.Unmarshal(raw, &opts), "%s.options.json", name)
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(corpusDir))
+	job, err := jobspec.ParseFile(name+".nomad.hcl", opts)
+	require.NoError(t, os.Chdir(wd))
 	require.NoError(t, err)
 	return job
 }
 
 // onRawExec makes task run command with args under raw_exec, keeping every
 // other setting of the corpus file (lifecycle, resources, services, env,
-// dispatch_payload, user, ...): the programs the files name (nginx,
-// ffmpeg, ...) are not on a CI machine, the blocks under test do not
-// depend on them.
+// dispatch_payload, user, ...).
 func onRawExec(task *api.Task, command string, args ...string) {
 	task.Driver = "raw_exec"
 	task.Config = map[string]any{"command": command, "args": args}
@@ -65,223 +145,324 @@ func corpusTask(t *testing.T, job *api.Job, group, task string) *api.Task {
 	return nil
 }
 
-// TestCorpusJobsRunAsTheirBlocksSay runs accepted corpus job files on one
-// server and two raw_exec clients (datacenters dc1 and eu-west-1a) and
-// checks what their blocks say happens:
-//
-//   - web-docker: a service of three allocations in the file's
-//     datacenters, whose http check passes on each; the update block's
-//     deployment succeeds on those checks. (Drover has no service catalog
-//     to read the registrations from yet: /v1/services.)
-//   - lifecycle: the prestart task ends before the leader starts, the
-//     prestart sidecar starts before it, the poststart task after it, and
-//     the poststop task after the leader and the sidecar ended.
-//   - parameterized-transcode: a dispatch creates a child job whose task
-//     reads the payload at dispatch_payload's file and the dispatch meta
-//     (the optional key defaulted from the job's meta).
-//   - periodic-cron: "@hourly" launches next at the top of the hour; a
-//     forced launch creates a child that completes.
-//   - backup-periodic: the cron launches next at 02:30 in its time_zone.
-//   - job-level-task: a task outside any group runs in a group of its name
-//     and completes with the file's output.
-//   - sysbatch-prune: one allocation per eligible node of the file's
-//     datacenters (only the dc1 node), which completes.
-func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
-	httpok := filepath.Join(t.TempDir(), "httpok")
-	build := exec.Command("go", "build", "-o", httpok, "./testdata/httpok")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build httpok: %s", out)
+// corpusCluster is one server (region "eu", namespace "shop" created: the
+// corpus names them) and five clients with raw_exec and Docker, each in a
+// datacenter some corpus file names, with node classes and meta the
+// affinity, spread and constraint files test against. Docker tasks run the
+// probe image from an in-process registry.
+type corpusCluster struct {
+	srv      *agentProc
+	c        *api.Client
+	clients  map[string]*agentProc // by node name
+	nodeIDs  map[string]string     // node name -> node ID
+	probeBin string                // the probe, for raw_exec tasks
+	image    string                // the probe image reference
+	pushed   []string              // its references, to remove at cleanup
+	uniq     string                // prefix of Docker objects this run creates
+}
 
-	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
-	waitLeader(t, srv)
-	c := srv.client(t)
-	dc1 := newClientAgentWith(t, "client-dc1", "", `datacenter = "dc1"`, srv.httpHostPort())
-	eu := newClientAgentWith(t, "client-eu", "", `datacenter = "eu-west-1a"`, srv.httpHostPort())
-	waitReadyNodes(t, c, 2)
-	clients := map[string]*agentProc{nodeIDOf(t, c, "client-dc1"): dc1, nodeIDOf(t, c, "client-eu"): eu}
-	register := func(job *api.Job) {
-		t.Helper()
-		resp, _, err := c.Jobs().Register(job, nil)
-		require.NoError(t, err, *job.ID)
-		require.Empty(t, resp.Warnings, *job.ID)
+// corpusNode is one client of the corpus cluster.
+type corpusNode struct {
+	name, dc, class string
+	meta            map[string]string
+}
+
+// corpusNodes: three nodes meet the affinities file's preferences (disks
+// ssd and nvme, class mem-*), two do not (corpus-d is in rack r1, which it
+// repels); corpus-a and corpus-b share rack r2.
+var corpusNodes = []corpusNode{
+	{"corpus-a", "dc1", "mem-a", map[string]string{"rack": "r2", "disks": "ssd,nvme"}},
+	{"corpus-b", "eu-west-1a", "mem-b", map[string]string{"rack": "r2", "disks": "nvme,ssd"}},
+	{"corpus-c", "n2", "mem-c", map[string]string{"rack": "r3", "disks": "ssd,nvme,hdd"}},
+	{"corpus-d", "dc-a", "", map[string]string{"rack": "r1", "disks": "hdd"}},
+	{"corpus-e", "prod-b", "", map[string]string{"rack": "r4"}},
+}
+
+// corpusPortBase puts client i's dynamic ports in [24000+200*i, +99]
+// (24000 to 24899), apart from the other Docker suites' ranges and below
+// the kernel's ephemeral ports.
+const corpusPortBase = 24000
+
+func newCorpusCluster(t *testing.T) *corpusCluster {
+	t.Helper()
+	requireDocker(t)
+	cc := &corpusCluster{clients: map[string]*agentProc{}, nodeIDs: map[string]string{}, uniq: fmt.Sprintf("corpus%d", time.Now().UnixNano())}
+	cc.probeBin = filepath.Join(t.TempDir(), "probe")
+	out, err := exec.Command("go", "build", "-o", cc.probeBin, "../testutil/images/webserver").CombinedOutput()
+	require.NoError(t, err, "build the probe: %s", out)
+
+	reg := registry.Start(t, registry.Options{})
+	img, err := images.Build(images.BuildOptions{Version: "corpus"})
+	require.NoError(t, err)
+	cc.image = reg.Ref("drover-e2e/"+cc.uniq, "probe")
+	digest, err := images.Push(img, cc.image)
+	require.NoError(t, err)
+	cc.pushed = []string{cc.image, cc.image + "@" + digest} // the engine knows it by digest (pinned)
+
+	cc.srv = newServer(t, serverSpec{name: "server", bootstrapExpect: 1, top: `region = "eu"`})
+	waitLeader(t, cc.srv)
+	cc.c = cc.srv.client(t)
+	_, err = cc.c.Namespaces().Register(&api.Namespace{Name: "shop"}, nil)
+	require.NoError(t, err)
+	for i, n := range corpusNodes {
+		var meta strings.Builder
+		for k, v := range n.meta {
+			fmt.Fprintf(&meta, "    %s = %q\n", k, v)
+		}
+		minPort := corpusPortBase + 200*i
+		clientExtra := fmt.Sprintf("node_class = %q\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  meta {\n%s  }", n.class, minPort, minPort+99, meta.String())
+		top := fmt.Sprintf(`region = "eu"
+datacenter = %q
+plugin "docker" {
+  config {
+    image_delay = "2s"
+    volumes {
+      enabled = true
+    }
+    allow_caps = ["audit_write", "chown", "dac_override", "fowner", "fsetid", "kill", "mknod", "net_bind_service", "setfcap", "setgid", "setpcap", "setuid", "sys_chroot", "net_raw"]
+  }
+}`, n.dc)
+		cc.clients[n.name] = newClientAgentWith(t, n.name, clientExtra, top, cc.srv.httpHostPort())
 	}
-
-	// Register everything first: the jobs run side by side.
-	web := corpusJob(t, "web-docker")
-	onRawExec(corpusTask(t, web, "frontend", "nginx"), httpok, "-addr", "127.0.0.1:${NOMAD_HOST_PORT_http}", "-path", "/healthz")
-	register(web)
-
-	shop := corpusJob(t, "lifecycle")
-	for name, script := range map[string]string{
-		"migrate":     `log "migrate start"; sleep 0.5; log "migrate end"`,
-		"log-shipper": untilStopped("log-shipper"),
-		"shop":        untilStopped("shop"),
-		// A poststart task starts once the leader's process runs, maybe
-		// before its shell logged: it waits half a second (see
-		// lifecycleJob).
-		"warm-cache": `sleep 0.5; log "warm-cache start"`,
-		"deregister": `log "deregister start"`,
-	} {
-		task := corpusTask(t, shop, "shop", name)
-		onRawExec(task, "/bin/sh", "-c", lifecycleScript(script))
-		task.KillTimeout = new(5 * time.Second)
+	waitReadyNodes(t, cc.c, len(corpusNodes))
+	for _, n := range corpusNodes {
+		cc.nodeIDs[n.name] = nodeIDOf(t, cc.c, n.name)
 	}
-	register(shop)
+	t.Cleanup(func() { cc.cleanup(t) })
+	return cc
+}
 
-	transcode := corpusJob(t, "parameterized-transcode")
-	onRawExec(corpusTask(t, transcode, "transcode", "ffmpeg"), "/bin/sh", "-c",
-		`cat "$NOMAD_TASK_DIR/job.json"; echo; echo "input=$NOMAD_META_input profile=$NOMAD_META_profile"`)
-	register(transcode)
-
-	report := corpusJob(t, "periodic-cron")
-	onRawExec(corpusTask(t, report, "report", "generate"), "/bin/sh", "-c", "echo report generated")
-	before := time.Now()
-	register(report)
-	after := time.Now()
-
-	backup := corpusJob(t, "backup-periodic")
-	onRawExec(corpusTask(t, backup, "backup", "dump"), "/bin/sh", "-c", "echo dumped")
-	register(backup)
-
-	// The file's own command, under raw_exec instead of exec (which needs
-	// an isolating client).
-	hello := corpusJob(t, "job-level-task")
-	corpusTask(t, hello, "hello", "hello").Driver = "raw_exec"
-	register(hello)
-
-	prune := corpusJob(t, "sysbatch-prune")
-	pruneTask := corpusTask(t, prune, "prune", "prune")
-	require.Equal(t, "root", pruneTask.User)
-	if os.Geteuid() != 0 {
-		pruneTask.User = "" // a raw_exec client not run as root cannot switch users
+// cleanup stops every job and removes what Docker holds of this run (runs
+// before the agents are killed).
+func (cc *corpusCluster) cleanup(t *testing.T) {
+	var allocIDs []string
+	for _, ns := range []string{"default", "shop"} {
+		q := &api.QueryOptions{Namespace: ns}
+		jobs, _, _ := cc.c.Jobs().List(q)
+		for _, j := range jobs {
+			stubs, _, _ := cc.c.Jobs().Allocations(j.ID, true, q)
+			for _, s := range stubs {
+				allocIDs = append(allocIDs, s.ID)
+			}
+			_, _, _ = cc.c.Jobs().Deregister(j.ID, true, &api.WriteOptions{Namespace: ns})
+		}
 	}
-	onRawExec(pruneTask, "/bin/sh", "-c", "echo pruned")
-	register(prune)
+	removeAllocContainers(t, allocIDs)
+	removeImages(t, cc.pushed)
+	if d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation()); err == nil {
+		_ = d.VolumeRemove(context.Background(), cc.uniq+"-agent-wal", true)
+		_ = d.Close()
+	}
+}
 
-	t.Run("web-docker", func(t *testing.T) {
-		d := waitDeploymentStatus(t, c, "web", "successful")
-		require.Equal(t, 3, d.TaskGroups["frontend"].HealthyAllocs)
-		allocs, _, err := c.Jobs().Allocations("web", false, nil)
-		require.NoError(t, err)
-		require.Len(t, allocs, 3)
-		euID := nodeIDOf(t, c, "client-eu")
-		for _, a := range allocs {
-			require.Equal(t, "running", a.ClientStatus)
-			require.Equal(t, euID, a.NodeID, "datacenters = [eu-west-1a, eu-west-1b]: only the eu node")
-			checks, err := c.Allocations().Checks(a.ID, nil)
+// probe makes task run the probe in mode "report" (print what the task
+// got, exit) or "hold" (print, then run until stopped), keeping the rest of
+// its config: a Docker task runs the probe image with the probe as
+// entrypoint (its args follow); another task runs the probe under
+// raw_exec, its args after the mode. show are files whose content the
+// probe prints.
+func (cc *corpusCluster) probe(task *api.Task, mode string, show ...string) {
+	if task.Driver == "docker" {
+		task.Config["image"] = cc.image
+		task.Config["entrypoint"] = []string{"/server", "probe", mode}
+		delete(task.Config, "command")
+	} else {
+		onRawExec(task, cc.probeBin, append([]string{"probe", mode}, stringsOf(task.Config["args"])...)...)
+	}
+	if len(show) > 0 {
+		if task.Env == nil {
+			task.Env = map[string]string{}
+		}
+		task.Env["PROBE_SHOW"] = strings.Join(show, ":")
+	}
+}
+
+// probeReport is what the probe printed.
+type probeReport struct {
+	Env      map[string]string `json:"env"`
+	Args     []string          `json:"args"`
+	Hostname string            `json:"hostname"`
+	NoFile   string            `json:"nofile"`
+	Files    map[string]string `json:"files"`
+}
+
+// reportOf waits for the probe line in task's stdout of allocation id.
+func (cc *corpusCluster) reportOf(t *testing.T, allocID, task string, q *api.QueryOptions) probeReport {
+	t.Helper()
+	var line string
+	require.Eventually(t, func() bool {
+		a, _, err := cc.c.Allocations().Info(allocID, q)
+		if err != nil {
+			return false
+		}
+		r, err := cc.c.AllocFS().Cat(a, filepath.Join("alloc", "logs", task+".stdout.0"), q)
+		if err != nil {
+			return false
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
+		for _, l := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(l, "PROBE "); ok {
+				line = rest
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 200*time.Millisecond, "the probe of task %s of %s reports", task, allocID)
+	var rep probeReport
+	require.NoError(t, json.Unmarshal([]byte(line), &rep))
+	return rep
+}
+
+// waitAllocs waits until job has n allocations that want to run and are
+// all in status, and returns them.
+func (cc *corpusCluster) waitAllocs(t *testing.T, jobID string, n int, status string, q *api.QueryOptions) []*api.AllocationListStub {
+	t.Helper()
+	var live []*api.AllocationListStub
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		stubs, _, err := cc.c.Jobs().Allocations(jobID, true, q)
+		if err == nil {
+			live = live[:0]
+			for _, s := range stubs {
+				if s.DesiredStatus == "run" {
+					live = append(live, s)
+				}
+			}
+			if len(live) == n && !slices.ContainsFunc(live, func(s *api.AllocationListStub) bool { return s.ClientStatus != status }) {
+				return live
+			}
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, s := range stubs {
+				fmt.Fprintf(&b, "\n%s on %s: %s/%s %s", s.ID, s.NodeName, s.DesiredStatus, s.ClientStatus, s.ClientDescription)
+				for task, ts := range s.TaskStates {
+					if a, _, err := cc.c.Allocations().Info(s.ID, q); err == nil {
+						if r, err := cc.c.AllocFS().Cat(a, filepath.Join("alloc", "logs", task+".stderr.0"), q); err == nil {
+							out, _ := io.ReadAll(r)
+							r.Close()
+							fmt.Fprintf(&b, "\n  %s stderr: %s", task, lastLines(string(out), 5))
+						}
+					}
+					for _, e := range ts.Events {
+						fmt.Fprintf(&b, "\n  %s: %s: %s %s%s%s", task, e.Type, e.DisplayMessage, e.DriverError, e.SetupError, e.Message)
+					}
+				}
+			}
+			for _, s := range stubs {
+				for _, cl := range cc.clients {
+					var lines []string
+					for _, l := range strings.Split(cl.logs(), "\n") {
+						if strings.Contains(l, s.ID) && (strings.Contains(l, "ERROR") || strings.Contains(l, "WARN")) {
+							lines = append(lines, l)
+						}
+					}
+					fmt.Fprintf(&b, "\n%s", lastLines(strings.Join(lines, "\n"), 3))
+				}
+			}
+			t.Fatalf("%s: not %d allocations %s within 90s:%s", jobID, n, status, b.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// blockedMetrics waits for job's blocked evaluation and returns the
+// failed placement metric of group.
+func (cc *corpusCluster) blockedMetrics(t *testing.T, jobID, group string) *api.AllocationMetric {
+	t.Helper()
+	var m *api.AllocationMetric
+	require.Eventually(t, func() bool {
+		evals, _, err := cc.c.Jobs().Evaluations(jobID, nil)
+		if err != nil {
+			return false
+		}
+		for _, e := range evals {
+			if e.Status == "complete" && e.FailedTGAllocs[group] != nil {
+				m = e.FailedTGAllocs[group]
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 200*time.Millisecond, "%s: a placement of %s fails", jobID, group)
+	return m
+}
+
+// inspect returns the container of task in allocation allocID.
+func (cc *corpusCluster) inspect(t *testing.T, allocID, task string) container.InspectResponse {
+	t.Helper()
+	d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer d.Close()
+	list, err := d.ContainerList(context.Background(), container.ListOptions{All: true})
+	require.NoError(t, err)
+	for _, ct := range list {
+		if ct.Labels["drover.alloc_id"] == allocID && ct.Labels["drover.task_name"] == task {
+			ins, err := d.ContainerInspect(context.Background(), ct.ID)
 			require.NoError(t, err)
-			require.Len(t, checks, 1)
-			for _, cs := range checks {
-				require.Equal(t, "success", cs.Status, "check of %s: %s", a.ID, cs.Output)
-			}
+			return ins
+		}
+	}
+	t.Fatalf("no container of task %s of allocation %s", task, allocID)
+	return container.InspectResponse{}
+}
+
+// TestCorpusJobsRunAsTheirBlocksSay registers every accepted corpus file
+// (corpusRuns) on one cluster, side by side, and checks each does what its
+// blocks say. DROVER_CORPUS_ONLY=name,... runs only those files.
+func TestCorpusJobsRunAsTheirBlocksSay(t *testing.T) {
+	cc := newCorpusCluster(t)
+	names := acceptedCorpusFiles(t)
+	if only := os.Getenv("DROVER_CORPUS_ONLY"); only != "" {
+		// While working on some files: DROVER_CORPUS_ONLY=a,b runs those.
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(strings.Split(only, ","), n) })
+	}
+	jobs := map[string]*api.Job{}
+	var order []string
+	for _, name := range names {
+		run, ok := corpusRuns[name]
+		require.True(t, ok, "%s has no entry in corpusRuns", name)
+		if run.reason != "" {
+			t.Logf("%s does not run here: %s", name, run.reason)
+			continue
+		}
+		job := corpusJob(t, name)
+		if run.prepare != nil {
+			run.prepare(t, cc, job)
+		}
+		jobs[name] = job
+		if run.first {
+			order = append([]string{name}, order...)
+		} else {
+			order = append(order, name)
+		}
+	}
+	for _, name := range order {
+		cc.register(t, jobs[name])
+		if corpusRuns[name].first {
+			cc.waitAllocs(t, *jobs[name].ID, 1, "running", nil)
+		}
+	}
+	t.Run("files", func(t *testing.T) {
+		for _, name := range order {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				corpusRuns[name].check(t, cc, jobs[name])
+			})
 		}
 	})
+}
 
-	t.Run("lifecycle", func(t *testing.T) {
-		allocID := onlyAllocOf(t, c, "shop")
-		a, _, err := c.Allocations().Info(allocID, nil)
-		require.NoError(t, err)
-		cl := clients[a.NodeID]
-		require.NotNil(t, cl)
-		require.Eventually(t, func() bool {
-			got, _ := orderLog(t, cl, allocID)
-			_, ok := got["warm-cache start"]
-			return ok
-		}, 30*time.Second, 100*time.Millisecond, "the poststart task runs")
-		got, raw := orderLog(t, cl, allocID)
-		for _, k := range []string{"migrate end", "log-shipper start", "shop start"} {
-			require.Contains(t, got, k, raw)
-		}
-		require.Less(t, got["migrate end"], got["shop start"], raw)
-		require.Less(t, got["log-shipper start"], got["shop start"], raw)
-		require.Less(t, got["shop start"], got["warm-cache start"], raw)
-		require.NotContains(t, got, "deregister start", "poststop waits for the job to stop:\n%s", raw)
-
-		_, _, err = c.Jobs().Deregister("shop", false, nil)
-		require.NoError(t, err)
-		require.Eventually(t, func() bool {
-			a, _, err = c.Allocations().Info(allocID, nil)
-			return err == nil && a.ClientStatus == "complete"
-		}, 30*time.Second, 100*time.Millisecond, "the stopped allocation completes")
-		got, raw = orderLog(t, cl, allocID)
-		for _, k := range []string{"deregister start", "shop end", "log-shipper end"} {
-			require.Contains(t, got, k, raw)
-		}
-		require.Less(t, got["shop end"], got["deregister start"], raw)
-		require.Less(t, got["log-shipper end"], got["deregister start"], raw)
-	})
-
-	t.Run("parameterized-transcode", func(t *testing.T) {
-		resp, _, err := c.Jobs().Dispatch("transcode", map[string]string{"input": "s3://in/movie.mov"}, []byte(`{"frames":24}`), "", nil)
-		require.NoError(t, err)
-		child, _, err := c.Jobs().Info(resp.DispatchedJobID, nil)
-		require.NoError(t, err)
-		require.Equal(t, "transcode", *child.ParentID)
-		allocID := onlyAllocOf(t, c, resp.DispatchedJobID)
-		var a *api.Allocation
-		require.Eventually(t, func() bool {
-			a, _, err = c.Allocations().Info(allocID, nil)
-			return err == nil && a.ClientStatus == "complete"
-		}, 30*time.Second, 100*time.Millisecond, "the dispatched job completes")
-		logs := taskStdout(t, c, a, "ffmpeg")
-		require.Contains(t, logs, `{"frames":24}`)
-		require.Contains(t, logs, "input=s3://in/movie.mov profile=1080p")
-	})
-
-	t.Run("periodic-cron", func(t *testing.T) {
-		plan, _, err := c.Jobs().Plan(report, false, nil)
-		require.NoError(t, err)
-		next := plan.NextPeriodicLaunch.UTC()
-		require.Contains(t, []time.Time{before.UTC().Truncate(time.Hour).Add(time.Hour), after.UTC().Truncate(time.Hour).Add(time.Hour)}, next,
-			"@hourly launches at the top of the next hour")
-		_, _, err = c.Jobs().PeriodicForce("report", nil)
-		require.NoError(t, err)
-		var childID string
-		require.Eventually(t, func() bool {
-			stubs, _, err := c.Jobs().List(&api.QueryOptions{Prefix: "report/periodic-"})
-			if err != nil || len(stubs) != 1 {
-				return false
-			}
-			childID = stubs[0].ID
-			allocs, _, err := c.Jobs().Allocations(childID, true, nil)
-			return err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "complete"
-		}, 30*time.Second, 100*time.Millisecond, "the forced launch runs to completion")
-	})
-
-	t.Run("backup-periodic", func(t *testing.T) {
-		plan, _, err := c.Jobs().Plan(backup, false, nil)
-		require.NoError(t, err)
-		berlin, err := time.LoadLocation("Europe/Berlin")
-		require.NoError(t, err)
-		require.Equal(t, nextDaily(time.Now(), 2, 30, berlin), plan.NextPeriodicLaunch.In(berlin),
-			`crons = ["30 2 * * *"] in time_zone "Europe/Berlin"`)
-	})
-
-	t.Run("job-level-task", func(t *testing.T) {
-		allocID := onlyAllocOf(t, c, "hello")
-		var a *api.Allocation
-		require.Eventually(t, func() bool {
-			var err error
-			a, _, err = c.Allocations().Info(allocID, nil)
-			return err == nil && a.ClientStatus == "complete"
-		}, 30*time.Second, 100*time.Millisecond, "the batch job completes")
-		require.Equal(t, "hello", a.TaskGroup, "a task outside any group gets a group of its name")
-		require.Equal(t, "hello world\n", taskStdout(t, c, a, "hello"))
-	})
-
-	t.Run("sysbatch-prune", func(t *testing.T) {
-		dc1ID := nodeIDOf(t, c, "client-dc1")
-		require.Eventually(t, func() bool {
-			allocs, _, err := c.Jobs().Allocations("docker-prune", true, nil)
-			return err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "complete"
-		}, 30*time.Second, 100*time.Millisecond, "one allocation, completed")
-		allocs, _, err := c.Jobs().Allocations("docker-prune", true, nil)
-		require.NoError(t, err)
-		require.Equal(t, dc1ID, allocs[0].NodeID, "datacenters = [dc1, dc2]: not the eu node")
-		a, _, err := c.Allocations().Info(allocs[0].ID, nil)
-		require.NoError(t, err)
-		require.Contains(t, taskStdout(t, c, a, "prune"), "pruned")
-	})
+// register submits job and requires it accepted without warnings.
+func (cc *corpusCluster) register(t *testing.T, job *api.Job) {
+	t.Helper()
+	var w *api.WriteOptions
+	if job.Namespace != nil {
+		w = &api.WriteOptions{Namespace: *job.Namespace}
+	}
+	resp, _, err := cc.c.Jobs().Register(job, w)
+	require.NoError(t, err, *job.ID)
+	require.Empty(t, resp.Warnings, *job.ID)
 }
 
 // nextDaily is the first hour:minute in loc after now.

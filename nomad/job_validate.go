@@ -3,6 +3,8 @@ package nomad
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/drover-project/drover/drivers"
 	_ "github.com/drover-project/drover/drivers/builtin" // the drivers whose task config schemas ValidateJob checks
@@ -43,6 +45,9 @@ func ValidateJob(job *structs.Job) (driverConfigValidated bool, err error) {
 			for _, e := range leafErrors(err) {
 				problems = append(problems, fmt.Sprintf("Task group %q validation failed: task %q: config: %v", tg.Name, t.Name, e))
 			}
+			for _, label := range unknownPortLabels(tg, t) {
+				problems = append(problems, fmt.Sprintf("Task group %q validation failed: task %q: config: ports names port %q, which is not a port of the group's network block", tg.Name, t.Name, label))
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -73,4 +78,38 @@ func validateSubmitted(job *structs.Job) error {
 		return &structs.RequestError{Kind: structs.ErrBadRequest, Msg: err.Error()}
 	}
 	return nil
+}
+
+// unknownPortLabels are the labels of a Docker task's ports that no
+// network of its group (or the task's own, legacy) defines: the task could
+// never start (the client refuses it), so the job is refused instead. A
+// label holding an interpolation is the node's to resolve.
+func unknownPortLabels(tg *structs.TaskGroup, t *structs.Task) []string {
+	if t.Driver != "docker" {
+		return nil
+	}
+	labels, _, err := drivers.ConfigStringSlice(t.Config, "ports")
+	if err != nil || len(labels) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	networks := slices.Clone(tg.Networks)
+	if t.Resources != nil {
+		networks = append(networks, t.Resources.Networks...)
+	}
+	for _, n := range networks {
+		if n == nil {
+			continue
+		}
+		for _, p := range slices.Concat(n.ReservedPorts, n.DynamicPorts) {
+			known[p.Label] = true
+		}
+	}
+	var unknown []string
+	for _, l := range labels {
+		if !known[l] && !strings.Contains(l, "${") {
+			unknown = append(unknown, l)
+		}
+	}
+	return unknown
 }

@@ -67,3 +67,40 @@ func validJob(t *testing.T) *structs.Job {
 	require.NoError(t, job.Validate())
 	return job
 }
+
+// A Docker task's ports must name ports of its group's network (or its
+// own, legacy): the client could never start it otherwise.
+func TestValidateJob_DockerPortsNameNetworkPorts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ports   []any
+		task    bool // the port is in the task's resources network, not the group's
+		problem string
+	}{
+		{"group port", []any{"http"}, false, ""},
+		{"task port (legacy)", []any{"http"}, true, ""},
+		{"interpolated", []any{"${NOMAD_META_port}"}, false, ""},
+		{"unknown", []any{"http", "80"}, false, `Task group "web" validation failed: task "server": config: ports names port "80", which is not a port of the group's network block`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := validJob(t)
+			tg := job.TaskGroups[0]
+			task := tg.Tasks[0]
+			task.Driver, task.Config = "docker", map[string]any{"image": "nginx:1", "ports": tc.ports}
+			net := &structs.NetworkResource{DynamicPorts: []structs.Port{{Label: "http"}}}
+			if tc.task {
+				task.Resources.Networks = []*structs.NetworkResource{net}
+			} else {
+				tg.Networks = []*structs.NetworkResource{net}
+			}
+			_, err := ValidateJob(job)
+			if tc.problem == "" {
+				require.NoError(t, err)
+				return
+			}
+			var verr *structs.ValidationError
+			require.ErrorAs(t, err, &verr)
+			require.Equal(t, []string{tc.problem}, verr.Problems)
+		})
+	}
+}

@@ -16,10 +16,19 @@
 // with $NOMAD_TOKEN; prints "taskapi <status>" and the body), and "sleep"
 // (until SIGTERM). A failed
 // step prints "probe: ..." to stderr and exits 3.
+//
+// "report" and "hold" take every argument after them (a task's config
+// args) and print one line "PROBE <json>" describing what the task got: its
+// environment, those arguments, its hostname, its open-files limit
+// ("soft:hard") and the content of each file named in $PROBE_SHOW
+// (colon-separated paths; "" for a missing one). "report" then exits 0,
+// "hold" waits for SIGTERM. The server prints the same line at start when
+// $PROBE_REPORT is set, and also answers GET /metrics with 200.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -42,6 +51,9 @@ func main() {
 		port = "8080"
 	}
 	version := os.Getenv("VERSION")
+	if os.Getenv("PROBE_REPORT") != "" {
+		report(os.Args[1:])
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
@@ -49,6 +61,9 @@ func main() {
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "up 1")
 	})
 	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
@@ -131,9 +146,13 @@ func probe(args []string) {
 			fmt.Printf("taskapi %d\n%s\n", code, body)
 		case "sleep":
 			need(0)
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-			<-ctx.Done()
-			stop()
+			untilSignal()
+		case "report", "hold":
+			report(args[1:])
+			if args[0] == "hold" {
+				untilSignal()
+			}
+			args = nil
 		default:
 			fail(fmt.Errorf("unknown step %q", args[0]))
 		}
@@ -165,4 +184,41 @@ func taskAPIGet(path string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
+}
+
+func untilSignal() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	<-ctx.Done()
+	stop()
+}
+
+// report prints the "PROBE <json>" line (see the package doc).
+func report(args []string) {
+	r := struct {
+		Env      map[string]string `json:"env"`
+		Args     []string          `json:"args"`
+		Hostname string            `json:"hostname"`
+		NoFile   string            `json:"nofile"`
+		Files    map[string]string `json:"files"`
+	}{Env: map[string]string{}, Args: args, Files: map[string]string{}}
+	if r.Args == nil {
+		r.Args = []string{}
+	}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		r.Env[k] = v
+	}
+	r.Hostname, _ = os.Hostname()
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		r.NoFile = fmt.Sprintf("%d:%d", lim.Cur, lim.Max)
+	}
+	for _, p := range strings.Split(os.Getenv("PROBE_SHOW"), ":") {
+		if p != "" {
+			b, _ := os.ReadFile(p)
+			r.Files[p] = string(b)
+		}
+	}
+	b, _ := json.Marshal(r)
+	fmt.Printf("PROBE %s\n", b)
 }
