@@ -32,6 +32,10 @@ const (
 	// ACLResolveResponse) resolves a caller's token for the client agent's
 	// own endpoints.
 	RouteNodeACLResolve = "/v1/internal/node/{id}/acl/resolve"
+	// RouteNodeServices (PUT NodeServicesRequest, answer api.WriteMeta)
+	// sets the native service catalog's registrations of the node's
+	// allocations listed.
+	RouteNodeServices = "/v1/internal/node/{id}/services"
 )
 
 // NodePath is route with {id} replaced by the path-escaped nodeID.
@@ -122,4 +126,18 @@ type ACLResolveResponse struct {
 	// read-logs, read-fs) that the token holds in the namespace.
 	Capabilities []string
 	NodeRead     bool
+}
+
+// NodeServicesRequest is the body of a node's service registrations: for
+// each allocation listed, the registrations it advertises now (an empty
+// list removes them all). The server fills in the namespace, job, node and
+// datacenter from its own records.
+type NodeServicesRequest struct {
+	Allocs []*AllocServices
+}
+
+// AllocServices is one allocation's registrations, in the api form.
+type AllocServices struct {
+	AllocID  string
+	Services []*api.ServiceRegistration
 }

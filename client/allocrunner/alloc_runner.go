@@ -27,6 +27,7 @@ type AllocRunner struct {
 	now            func() time.Time
 	stateDB        StateDB
 	stateUpdater   func(*structs.Allocation) // or nil
+	servicesUpd    func(*structs.Allocation) // or nil
 	prevAlloc      PrevAllocController       // or nil
 	allocDir       *allocdir.AllocDir
 	tasks          []*taskrunner.TaskRunner // in the group's order
@@ -98,6 +99,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		now:          cfg.Now,
 		stateDB:      cfg.StateDB,
 		stateUpdater: cfg.StateUpdater,
+		servicesUpd:  cfg.ServicesUpdater,
 		prevAlloc:    cfg.PrevAlloc,
 		allocDir:     dir,
 		killCh:       make(chan struct{}),
@@ -373,6 +375,9 @@ func (ar *AllocRunner) publish() {
 	ar.publishMu.Lock()
 	defer ar.publishMu.Unlock()
 	ar.stateUpdater(ar.snapshot(true))
+	if ar.servicesUpd != nil {
+		ar.servicesUpd(ar.snapshot(false))
+	}
 }
 
 // Alloc returns a copy of the allocation (the latest server version) with

@@ -19,6 +19,18 @@ const (
 	ServiceRegistrationDeleteRequestType MessageType = 103
 )
 
+// ServiceProviderNomad is the provider of the native service catalog, the
+// one Drover has.
+const ServiceProviderNomad = "nomad"
+
+// Service address modes (service address_mode).
+const (
+	ServiceAddressModeAuto   = "auto"
+	ServiceAddressModeHost   = "host"
+	ServiceAddressModeAlloc  = "alloc"
+	ServiceAddressModeDriver = "driver"
+)
+
 // ServiceRegistration is one allocation advertising one service of the
 // native catalog (provider "nomad"): the client of the allocation's node
 // writes it while the service's task runs, the server removes it when the
