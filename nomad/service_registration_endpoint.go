@@ -52,7 +52,8 @@ type ServiceGetOptions struct {
 
 // ServiceGet is the instances of service name in the namespace the
 // options name, sorted by ID, as a blocking query: those opts.Filter (over
-// the api form) accepts, then those with every tag, then the chosen ones.
+// the api form) accepts, then those with every tag, then the chosen ones,
+// then the page opts.PerPage and opts.NextToken (an ID) ask for.
 // An unknown service is an empty list; a malformed choose is a bad request.
 func (s *Server) ServiceGet(ctx context.Context, opts QueryOptions, name string, get ServiceGetOptions) ([]*structs.ServiceRegistration, QueryMeta, error) {
 	ns := opts.namespace()
@@ -66,6 +67,7 @@ func (s *Server) ServiceGet(ctx context.Context, opts QueryOptions, name string,
 		return nil, s.refusedMeta(), structs.BadRequestf("%v", err)
 	}
 	var out []*structs.ServiceRegistration
+	var next string
 	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
 		regs, err := snap.ServiceRegistrationsByName(ws, ns, name)
 		if err != nil {
@@ -76,9 +78,13 @@ func (s *Server) ServiceGet(ctx context.Context, opts QueryOptions, name string,
 			return 0, err
 		}
 		regs = withTags(regs, get.Tags)
-		out, err = structs.ChooseServices(regs, get.Choose)
-		return tableIndex(snap, state.TableServiceRegistrations), err
+		if regs, err = structs.ChooseServices(regs, get.Choose); err != nil {
+			return 0, err
+		}
+		out, next = paginate(&opts, regs, func(r *structs.ServiceRegistration) string { return r.ID })
+		return tableIndex(snap, state.TableServiceRegistrations), nil
 	})
+	meta.NextToken = next
 	return out, meta, err
 }
 

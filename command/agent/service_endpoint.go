@@ -41,7 +41,8 @@ func (h *HTTPServer) servicesList(w http.ResponseWriter, r *http.Request) (any, 
 }
 
 // serviceGet serves GET /v1/service/{name} (blocking): its instances,
-// narrowed by filter, every ?tag= and ?choose=<n>|<key>.
+// narrowed by filter, every ?tag= and ?choose=<n>|<key>, paged by
+// per_page and next_token.
 func (h *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	f, err := parseFilter(r)
 	if err != nil {
@@ -51,6 +52,9 @@ func (h *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) (any, ui
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := pageParams(r, &opts); err != nil {
+		return nil, 0, err
+	}
 	opts.Filter = filterOf(f, func(s *structs.ServiceRegistration) any { return apiconv.ServiceRegistrationToAPI(s) })
 	q := r.URL.Query()
 	get := nomad.ServiceGetOptions{Tags: q["tag"], Choose: q.Get("choose")}
@@ -58,6 +62,7 @@ func (h *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) (any, ui
 	if err != nil {
 		return nil, metaIndex(meta), err
 	}
+	setNextToken(w, meta.NextToken)
 	out := make([]*api.ServiceRegistration, 0, len(regs))
 	for _, s := range regs {
 		out = append(out, apiconv.ServiceRegistrationToAPI(s))
