@@ -165,7 +165,7 @@ func eventFor(obj any, deleted bool) (Event, bool) {
 	case *structs.NodePool:
 		return Event{Topic: TopicNodePool, Key: o.Name, Payload: o}, true
 	case *structs.ServiceRegistration:
-		return Event{Topic: TopicService, Key: o.ServiceName, FilterKeys: keys(o.ID, o.AllocID, o.JobID),
+		return Event{Topic: TopicService, Key: o.ID, FilterKeys: keys(o.JobID, o.ServiceName, o.AllocID),
 			Namespace: o.Namespace, Payload: o}, true
 	case *structs.VariableEncrypted:
 		// Only the metadata travels: never the ciphertext.
