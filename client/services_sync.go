@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -44,6 +45,19 @@ func (s *serviceSync) set(allocID string, regs []*api.ServiceRegistration) {
 	differs := !sameRegistrations(regs, s.sent[allocID])
 	s.mu.Unlock()
 	if differs {
+		s.wake()
+	}
+}
+
+// resync forgets what the servers acknowledged, so that everything is
+// sent again: they may have lost it (the node was marked down, an operator
+// deleted a registration).
+func (s *serviceSync) resync() {
+	s.mu.Lock()
+	s.sent = map[string][]*api.ServiceRegistration{}
+	n := len(s.want)
+	s.mu.Unlock()
+	if n > 0 {
 		s.wake()
 	}
 }
@@ -94,18 +108,26 @@ func (s *serviceSync) acked(batch []*wire.AllocServices) {
 	}
 }
 
+// serviceResync is how often the client sends every registration again,
+// whatever the servers acknowledged (unchanged ones write nothing there).
+const serviceResync = time.Minute
+
 // serviceLoop sends the pending registrations when kicked, retrying with
-// backoff until ctx ends. A batch the servers refuse (an allocation they
-// collected meanwhile) is sent again without the allocations the client
-// no longer tracks.
+// backoff until ctx ends, and everything every serviceResync. A batch the
+// servers refuse (an allocation they collected meanwhile) is sent again
+// without the allocations the client no longer tracks.
 func (c *Client) serviceLoop(ctx context.Context) {
 	failures := 0
+	resync := time.NewTicker(serviceResync)
+	defer resync.Stop()
 	for {
 		if failures == 0 {
 			select {
 			case <-ctx.Done():
 				return
 			case <-c.services.kick:
+			case <-resync.C:
+				c.services.resync()
 			}
 		} else if !sleepCtx(ctx, backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures)) {
 			return

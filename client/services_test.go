@@ -130,6 +130,8 @@ func TestServiceSync_PendingUntilAcknowledged(t *testing.T) {
 	s.acked(batch)
 	require.NotContains(t, s.want, "a1", "taken back and acknowledged: forgotten")
 
+	s.resync()
+	require.Equal(t, []string{"a2"}, allocIDsOf(s.pending()), "after a resync everything is sent again")
 	s.forget("a2")
 	require.Empty(t, s.pending())
 	require.NotContains(t, s.sent, "a2")

@@ -157,8 +157,8 @@ func serviceDelete(m *Meta, args []string) int {
 	const help = `Usage: drover service delete [options] <service_name> <service_id>
 
   Delete one registration of the native catalog. Needs submit-job in its
-  namespace. The allocation's client writes it again only when what the
-  allocation advertises changes (a task restarts, the job is updated).`
+  namespace. While the allocation runs, its client writes it again within
+  a minute (clients send their registrations every minute).`
 	fs := m.FlagSet("service delete")
 	if code, ok := m.parse(fs, args, help); !ok {
 		return code
