@@ -19,6 +19,21 @@ func serviceCommands() *command {
 	}}
 }
 
+// jsonOrTemplate prints v as -json or -t ask (not both); done is false
+// when neither was asked for.
+func (m *Meta) jsonOrTemplate(jsonOut bool, tmpl string, v any) (code int, done bool) {
+	switch {
+	case jsonOut && tmpl != "":
+		m.errorf("Both json and template formatting are not allowed")
+		return 1, true
+	case jsonOut:
+		return m.printJSON(v), true
+	case tmpl != "":
+		return m.renderTemplate(tmpl, v), true
+	}
+	return 0, false
+}
+
 // serviceTags renders tags as the service commands do: [a,b].
 func serviceTags(tags []string) string { return "[" + strings.Join(tags, ",") + "]" }
 
@@ -46,14 +61,8 @@ List Options:
 		m.errorf("Error listing service registrations: %s", err)
 		return 1
 	}
-	switch {
-	case jsonOut && tmpl != "":
-		m.errorf("Both json and template formatting are not allowed")
-		return 1
-	case jsonOut:
-		return m.printJSON(list)
-	case tmpl != "":
-		return m.renderTemplate(tmpl, list)
+	if code, done := m.jsonOrTemplate(jsonOut, tmpl, list); done {
+		return code
 	}
 	if len(list) == 0 {
 		m.outf("No service registrations found")
@@ -111,14 +120,8 @@ Info Options:
 		m.errorf("Error listing service registrations: %s", err)
 		return 1
 	}
-	switch {
-	case jsonOut && tmpl != "":
-		m.errorf("Both json and template formatting are not allowed")
-		return 1
-	case jsonOut:
-		return m.printJSON(regs)
-	case tmpl != "":
-		return m.renderTemplate(tmpl, regs)
+	if code, done := m.jsonOrTemplate(jsonOut, tmpl, regs); done {
+		return code
 	}
 	if len(regs) == 0 {
 		m.outf("No service registrations found")

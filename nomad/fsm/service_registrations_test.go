@@ -20,23 +20,33 @@ func svcReg(a *structs.Allocation, node, name string, port int) *structs.Service
 	}
 }
 
+// catalogFSM is an FSM with a node running two allocations of job "web"
+// (indexes 1 to 3); edit, if set, changes the first before it is placed.
+func catalogFSM(t *testing.T, edit func(a1 *structs.Allocation)) (*FSM, *structs.Node, *structs.Allocation, *structs.Allocation) {
+	t.Helper()
+	f := newFSM()
+	node := testNode()
+	mustApply(t, f, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
+	mustApply(t, f, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("web")})
+	stored, err := f.State().JobByID(nil, "", "web")
+	require.NoError(t, err)
+	a1, a2 := testAlloc(stored, node.ID), testAlloc(stored, node.ID)
+	if edit != nil {
+		edit(a1)
+	}
+	mustApply(t, f, 3, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
+		Job: stored, AllocsUpdated: []*structs.Allocation{a1, a2}, UpdatedAt: 3,
+	})
+	return f, node, a1, a2
+}
+
 // TestServiceRegistrations_ApplyAndEvents: entries 102 and 103 write and
 // delete registrations (an unchanged upsert writes nothing); an allocation
 // its client reports over loses its registrations, and so does a node that
 // goes down. Each change is a Service event: ServiceRegistration, or
 // ServiceDeregistration for a removal, whatever entry removed it.
 func TestServiceRegistrations_ApplyAndEvents(t *testing.T) {
-	f := newFSM()
-	node := testNode()
-	job := testJob("web")
-	mustApply(t, f, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
-	mustApply(t, f, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
-	stored, err := f.State().JobByID(nil, "", "web")
-	require.NoError(t, err)
-	a1, a2 := testAlloc(stored, node.ID), testAlloc(stored, node.ID)
-	mustApply(t, f, 3, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
-		Job: stored, AllocsUpdated: []*structs.Allocation{a1, a2}, UpdatedAt: 3,
-	})
+	f, node, a1, a2 := catalogFSM(t, nil)
 	r1, r2 := svcReg(a1, node.ID, "web", 8080), svcReg(a2, node.ID, "web", 8081)
 	mustApply(t, f, 4, structs.ServiceRegistrationUpsertRequestType, &structs.ServiceRegistrationUpsertRequest{Services: []*structs.ServiceRegistration{r1, r2}})
 	mustApply(t, f, 5, structs.ServiceRegistrationUpsertRequestType, &structs.ServiceRegistrationUpsertRequest{Services: []*structs.ServiceRegistration{r1}})
@@ -106,18 +116,9 @@ func TestServiceRegistrations_ApplyAndEvents(t *testing.T) {
 // collection of an allocation, and the deletion of a node, delete their
 // registrations in the same entry.
 func TestServiceRegistrations_GoWithCollectedAllocsAndNodes(t *testing.T) {
-	f := newFSM()
-	node := testNode()
-	job := testJob("web")
-	mustApply(t, f, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
-	mustApply(t, f, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
-	stored, err := f.State().JobByID(nil, "", "web")
-	require.NoError(t, err)
-	a1, a2 := testAlloc(stored, node.ID), testAlloc(stored, node.ID)
-	a1.DesiredStatus = structs.AllocDesiredStatusStop
-	a1.ClientStatus = structs.AllocClientStatusComplete
-	mustApply(t, f, 3, structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
-		Job: stored, AllocsUpdated: []*structs.Allocation{a1, a2}, UpdatedAt: 3,
+	f, node, a1, a2 := catalogFSM(t, func(a1 *structs.Allocation) {
+		a1.DesiredStatus = structs.AllocDesiredStatusStop
+		a1.ClientStatus = structs.AllocClientStatusComplete
 	})
 	r1, r2 := svcReg(a1, node.ID, "web", 8080), svcReg(a2, node.ID, "api", 8081)
 	mustApply(t, f, 4, structs.ServiceRegistrationUpsertRequestType, &structs.ServiceRegistrationUpsertRequest{Services: []*structs.ServiceRegistration{r1, r2}})
