@@ -218,3 +218,52 @@ func registrationOf(a *structs.Allocation, node *structs.Node, r *structs.Servic
 }
 
 func registrationNamespace(r *structs.ServiceRegistration) string { return r.Namespace }
+
+// ServicesOfJob is the registrations of job jobID in the namespace the
+// options name (read-job there), sorted by ID, as a blocking query; an
+// unknown job is not found.
+func (s *Server) ServicesOfJob(ctx context.Context, opts QueryOptions, jobID string) ([]*structs.ServiceRegistration, QueryMeta, error) {
+	ns := opts.namespace()
+	if err := requireNamespace(opts.ACL, ns, acl.NamespaceCapabilityReadJob); err != nil {
+		return nil, s.refusedMeta(), err
+	}
+	var out []*structs.ServiceRegistration
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		job, err := snap.JobByID(ws, ns, jobID)
+		if err != nil {
+			return 0, err
+		}
+		if job == nil {
+			return tableIndex(snap, state.TableJobs), structs.NotFoundf("job not found")
+		}
+		out, err = snap.ServiceRegistrationsByJob(ws, ns, jobID)
+		slices.SortFunc(out, byRegistrationID)
+		return tableIndex(snap, state.TableJobs, state.TableServiceRegistrations), err
+	})
+	return out, meta, err
+}
+
+// ServicesOfAlloc is the registrations of allocation allocID (read-job in
+// its namespace), sorted by ID, as a blocking query; an unknown allocation
+// is not found.
+func (s *Server) ServicesOfAlloc(ctx context.Context, opts QueryOptions, allocID string) ([]*structs.ServiceRegistration, QueryMeta, error) {
+	a, err := s.State().AllocByID(nil, allocID)
+	if err != nil {
+		return nil, s.refusedMeta(), err
+	}
+	if a == nil {
+		return nil, s.refusedMeta(), structs.NotFoundf("alloc not found")
+	}
+	if err := requireNamespace(opts.ACL, a.Namespace, acl.NamespaceCapabilityReadJob); err != nil {
+		return nil, s.refusedMeta(), err
+	}
+	var out []*structs.ServiceRegistration
+	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
+		out, err = snap.ServiceRegistrationsByAlloc(ws, allocID)
+		slices.SortFunc(out, byRegistrationID)
+		return tableIndex(snap, state.TableServiceRegistrations), err
+	})
+	return out, meta, err
+}
+
+func byRegistrationID(a, b *structs.ServiceRegistration) int { return strings.Compare(a.ID, b.ID) }

@@ -132,6 +132,18 @@ func TestContractServices_WhatNomadServiceReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none, "an unknown service is an empty list")
 
+	// The services of a job and of an allocation.
+	ofJob, _, err := c.Jobs().Services("web", nil)
+	require.NoError(t, err)
+	require.Len(t, ofJob, 3)
+	ofAlloc, _, err := c.Allocations().Services(alloc.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, ofJob, ofAlloc)
+	_, _, err = c.Jobs().Services("nope", nil)
+	requireStatus(t, err, http.StatusNotFound, "job not found")
+	_, _, err = c.Allocations().Services("00000000-0000-0000-0000-000000000000", nil)
+	requireStatus(t, err, http.StatusNotFound, "alloc not found")
+
 	// A blocking read is answered by the next change.
 	_, qm, err = c.Services().Get("web", nil)
 	require.NoError(t, err)
@@ -213,6 +225,13 @@ func TestContractServices_ACL(t *testing.T) {
 	require.Empty(t, theirs, "the default namespace's services are filtered out")
 	_, _, err = ta.clientWith(t, "").Services().List(nil)
 	requireStatus(t, err, http.StatusForbidden, "")
+	_, _, err = oc.Jobs().Services("web", nil)
+	requireStatus(t, err, http.StatusForbidden, "")
+	_, _, err = oc.Allocations().Services(alloc.ID, nil)
+	requireStatus(t, err, http.StatusForbidden, "")
+	ofAlloc, _, err := rc.Allocations().Services(alloc.ID, nil)
+	require.NoError(t, err)
+	require.Len(t, ofAlloc, 1)
 
 	// The allocation's own workload identity reads its namespace.
 	wi := alloc.SignedIdentities["server"]

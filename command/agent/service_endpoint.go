@@ -16,12 +16,14 @@ import (
 // submit-job to delete) and encode. Routes use the caller() rule for that
 // reason.
 
-// registerServiceRoutes adds /v1/services, /v1/service/{name} and the
-// clients' internal route.
+// registerServiceRoutes adds /v1/services, /v1/service/{name}, the
+// services of a job and of an allocation, and the clients' internal route.
 func (h *HTTPServer) registerServiceRoutes(get, put, del func(string, authRule, handlerFunc)) {
 	get("/v1/services", caller(), h.servicesList)
 	get("/v1/service/{name}", caller(), h.serviceGet)
 	del("/v1/service/{name}/{id}", caller(), h.serviceDelete)
+	get("/v1/job/{id}/services", caller(), h.jobServices)
+	get("/v1/allocation/{id}/services", caller(), h.allocServices)
 	put(wire.RouteNodeServices, nodeSecret(), h.internalNodeServices)
 }
 
@@ -63,11 +65,41 @@ func (h *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) (any, ui
 		return nil, metaIndex(meta), err
 	}
 	setNextToken(w, meta.NextToken)
+	return registrationsToAPI(regs), metaIndex(meta), nil
+}
+
+// jobServices serves GET /v1/job/{id}/services (blocking).
+func (h *HTTPServer) jobServices(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	regs, meta, err := h.srv.ServicesOfJob(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return registrationsToAPI(regs), metaIndex(meta), nil
+}
+
+// allocServices serves GET /v1/allocation/{id}/services (blocking).
+func (h *HTTPServer) allocServices(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	regs, meta, err := h.srv.ServicesOfAlloc(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	return registrationsToAPI(regs), metaIndex(meta), nil
+}
+
+func registrationsToAPI(regs []*structs.ServiceRegistration) []*api.ServiceRegistration {
 	out := make([]*api.ServiceRegistration, 0, len(regs))
 	for _, s := range regs {
 		out = append(out, apiconv.ServiceRegistrationToAPI(s))
 	}
-	return out, metaIndex(meta), nil
+	return out
 }
 
 // serviceDelete serves DELETE /v1/service/{name}/{id}.
