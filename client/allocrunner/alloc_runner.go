@@ -380,6 +380,18 @@ func (ar *AllocRunner) publish() {
 	}
 }
 
+// publishServices hands the allocation to the ServicesUpdater alone: a
+// server update (a stop, new tags) changes what it advertises at once,
+// before any task state changes.
+func (ar *AllocRunner) publishServices() {
+	if ar.servicesUpd == nil {
+		return
+	}
+	ar.publishMu.Lock()
+	defer ar.publishMu.Unlock()
+	ar.servicesUpd(ar.snapshot(false))
+}
+
 // Alloc returns a copy of the allocation (the latest server version) with
 // the current client state: ClientStatus, ClientDescription, TaskStates,
 // and the DeploymentStatus the client decided (else the server's).
@@ -497,6 +509,8 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	}
 	if markedUnknown {
 		ar.publish()
+	} else {
+		ar.publishServices()
 	}
 	ar.noteMaxRunUpdate()
 	switch {
