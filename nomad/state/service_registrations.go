@@ -36,12 +36,28 @@ func serviceRegistrationsTableSchema() *memdb.TableSchema {
 
 // UpsertServiceRegistrations writes regs at index: a new registration is
 // created at index, one that changed keeps its CreateIndex, one that is
-// the same as stored is left alone.
+// the same as stored is left alone. A registration whose allocation is
+// gone or over on its node, or whose node is down, is skipped: the entry
+// may have been proposed before that was written.
 func (s *StateStore) UpsertServiceRegistrations(index uint64, regs []*structs.ServiceRegistration) error {
 	return s.write(index, func(tx *writeTxn) error {
 		for _, r := range regs {
 			if r == nil || r.ID == "" {
 				return fmt.Errorf("state: service registration without an ID")
+			}
+			a, err := tx.allocByID(r.AllocID)
+			if err != nil {
+				return err
+			}
+			if a == nil || a.ClientTerminal() {
+				continue
+			}
+			n, err := nodeByID(tx.Txn, nil, r.NodeID)
+			if err != nil {
+				return err
+			}
+			if n == nil || n.Status == structs.NodeStatusDown {
+				continue
 			}
 			next := r.Copy()
 			next.Namespace = nsOrDefault(next.Namespace)

@@ -23,7 +23,7 @@ func regIDs(regs []*structs.ServiceRegistration) []string {
 // TestServiceRegistrations_Indexes: the readers by namespace, service
 // name, ID, allocation, node and job, in namespace, name and ID order.
 func TestServiceRegistrations_Indexes(t *testing.T) {
-	s := NewStateStore()
+	s, _ := catalogStore(t)
 	require.NoError(t, s.UpsertServiceRegistrations(10, []*structs.ServiceRegistration{
 		reg("default", "web", "w2", "a2", "n1", "shop"),
 		reg("default", "web", "w1", "a1", "n1", "shop"),
@@ -66,19 +66,57 @@ func TestServiceRegistrations_Indexes(t *testing.T) {
 	require.Error(t, s.UpsertServiceRegistrations(12, []*structs.ServiceRegistration{{ServiceName: "x"}}), "a registration needs an ID")
 }
 
-// TestServiceRegistrations_NodeDown: a node that goes down loses its
-// registrations; one that is only drained keeps them.
-func TestServiceRegistrations_NodeDown(t *testing.T) {
+// catalogStore is a store with nodes n1 and n2 and allocations a1 (n1),
+// a2 (n1) and a3 (n2) of job "shop" at indexes 1 to 4.
+func catalogStore(t *testing.T) (*StateStore, *structs.Job) {
+	t.Helper()
 	s := NewStateStore()
-	n := testNode()
-	require.NoError(t, s.UpsertNode(1, n))
-	require.NoError(t, s.UpsertServiceRegistrations(2, []*structs.ServiceRegistration{reg("default", "web", "w1", "a1", n.ID, "shop")}))
-	require.NoError(t, s.UpdateNodeDrain(3, n.ID, true, false, 3))
-	regs, err := s.ServiceRegistrationsByNode(nil, n.ID)
+	for i, id := range []string{"n1", "n2"} {
+		n := testNode()
+		n.ID = id
+		require.NoError(t, s.UpsertNode(uint64(1+i), n))
+	}
+	job := mustJob(t, s, 3, testJob("shop"))
+	var allocs []*structs.Allocation
+	for _, p := range [][2]string{{"a1", "n1"}, {"a2", "n1"}, {"a3", "n2"}} {
+		a := testAlloc(job, p[1])
+		a.ID = p[0]
+		allocs = append(allocs, a)
+	}
+	require.NoError(t, s.UpsertAllocs(4, allocs))
+	return s, job
+}
+
+// TestServiceRegistrations_NodeDown: a node that goes down loses its
+// registrations (one that is only drained keeps them) and takes none.
+func TestServiceRegistrations_NodeDown(t *testing.T) {
+	s, _ := catalogStore(t)
+	require.NoError(t, s.UpsertServiceRegistrations(5, []*structs.ServiceRegistration{reg("default", "web", "w1", "a1", "n1", "shop")}))
+	require.NoError(t, s.UpdateNodeDrain(6, "n1", true, false, 6))
+	regs, err := s.ServiceRegistrationsByNode(nil, "n1")
 	require.NoError(t, err)
 	require.Len(t, regs, 1)
-	require.NoError(t, s.UpdateNodeStatus(4, n.ID, structs.NodeStatusDown, 4, nil))
-	regs, err = s.ServiceRegistrationsByNode(nil, n.ID)
+	require.NoError(t, s.UpdateNodeStatus(7, "n1", structs.NodeStatusDown, 7, nil))
+	regs, err = s.ServiceRegistrationsByNode(nil, "n1")
 	require.NoError(t, err)
 	require.Empty(t, regs)
+	require.NoError(t, s.UpsertServiceRegistrations(8, []*structs.ServiceRegistration{reg("default", "web", "w2", "a2", "n1", "shop")}))
+	regs, err = s.ServiceRegistrationsByNode(nil, "n1")
+	require.NoError(t, err)
+	require.Empty(t, regs, "a down node registers nothing")
+}
+
+// TestServiceRegistrations_SkipsAllocsThatAreOver: a registration of an
+// allocation that is gone or over on its node is not written.
+func TestServiceRegistrations_SkipsAllocsThatAreOver(t *testing.T) {
+	s, _ := catalogStore(t)
+	require.NoError(t, s.UpdateAllocsFromClient(5, []*structs.Allocation{{ID: "a2", ClientStatus: structs.AllocClientStatusFailed}}, 5))
+	require.NoError(t, s.UpsertServiceRegistrations(6, []*structs.ServiceRegistration{
+		reg("default", "web", "w1", "a1", "n1", "shop"),
+		reg("default", "web", "w2", "a2", "n1", "shop"),
+		reg("default", "web", "w9", "gone", "n1", "shop"),
+	}))
+	all, err := s.ServiceRegistrations(nil, "*")
+	require.NoError(t, err)
+	require.Equal(t, []string{"w1"}, regIDs(all))
 }
