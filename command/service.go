@@ -52,9 +52,15 @@ List Options:
 	var tmpl string
 	fs.BoolVar(&jsonOut, "json", false, "")
 	fs.StringVar(&tmpl, "t", "", "")
-	c, code, ok := m.noArg(fs, args, help)
-	if !ok {
+	if code, ok := m.parse(fs, args, help); !ok {
 		return code
+	}
+	if fs.NArg() != 0 {
+		return m.usageError("This command takes no arguments", help)
+	}
+	c, ok := m.mustClient()
+	if !ok {
+		return 1
 	}
 	list, _, err := c.Services().List(nil)
 	if err != nil {
