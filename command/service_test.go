@@ -28,13 +28,20 @@ func newServiceServer(t *testing.T) *serviceServer {
 		{ID: "_nomad-task-bbbbbbbb-3333-group-web-web-http", ServiceName: "web", Namespace: "default", NodeID: "nnnnnnnn-2222",
 			Datacenter: "dc1", JobID: "shop", AllocID: "bbbbbbbb-3333", Tags: []string{"v1"}, Address: "10.0.0.1", Port: 8081},
 	}}
-	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	serveCLI(t, http.HandlerFunc(s.serve))
+	return s
+}
+
+// serveCLI serves h to the CLI of this test: NOMAD_ADDR points at it, and
+// no namespace, region or token comes from the environment.
+func serveCLI(t *testing.T, h http.Handler) {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	t.Setenv("NOMAD_ADDR", srv.URL)
 	for _, v := range []string{"NOMAD_NAMESPACE", "NOMAD_REGION", "NOMAD_TOKEN"} {
 		t.Setenv(v, "")
 	}
-	return s
 }
 
 func (s *serviceServer) serve(w http.ResponseWriter, r *http.Request) {

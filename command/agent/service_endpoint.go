@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/hashicorp/nomad/api"
@@ -70,24 +71,22 @@ func (h *HTTPServer) serviceGet(w http.ResponseWriter, r *http.Request) (any, ui
 
 // jobServices serves GET /v1/job/{id}/services (blocking).
 func (h *HTTPServer) jobServices(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	regs, meta, err := h.srv.ServicesOfJob(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return registrationsToAPI(regs), metaIndex(meta), nil
+	return h.servicesOf(r, h.srv.ServicesOfJob)
 }
 
 // allocServices serves GET /v1/allocation/{id}/services (blocking).
 func (h *HTTPServer) allocServices(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	return h.servicesOf(r, h.srv.ServicesOfAlloc)
+}
+
+// servicesOf answers with the registrations read returns for the
+// object the path's {id} names.
+func (h *HTTPServer) servicesOf(r *http.Request, read func(context.Context, nomad.QueryOptions, string) ([]*structs.ServiceRegistration, nomad.QueryMeta, error)) (any, uint64, error) {
 	opts, err := queryOptions(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	regs, meta, err := h.srv.ServicesOfAlloc(r.Context(), opts, r.PathValue("id"))
+	regs, meta, err := read(r.Context(), opts, r.PathValue("id"))
 	if err != nil {
 		return nil, metaIndex(meta), err
 	}
