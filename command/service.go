@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -74,7 +75,11 @@ List Options:
 		m.outf("No service registrations found")
 		return 0
 	}
-	all := m.namespace == "*"
+	ns := m.namespace
+	if ns == "" {
+		ns = os.Getenv("NOMAD_NAMESPACE")
+	}
+	all := ns == "*"
 	rows := []string{"Service Name|Tags"}
 	if all {
 		rows = []string{"Service Name|Namespace|Tags"}

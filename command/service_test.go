@@ -89,6 +89,11 @@ func TestServiceCommands(t *testing.T) {
 	code, out, _ = runCmd("service", "list", "-namespace=*")
 	require.Equal(t, 0, code)
 	require.Equal(t, "Service Name  Namespace  Tags\nweb           default    [edge,v1]\n", out)
+	t.Setenv("NOMAD_NAMESPACE", "*")
+	code, out, _ = runCmd("service", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "Namespace", "NOMAD_NAMESPACE=* lists every namespace too")
+	t.Setenv("NOMAD_NAMESPACE", "")
 	code, out, _ = runCmd("service", "list", "-json")
 	require.Equal(t, 0, code)
 	var stubs []*api.ServiceRegistrationListStub
