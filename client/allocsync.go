@@ -286,7 +286,7 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		Logger:       c.logger.Named("alloc_runner"),
 		StateUpdater: c.runnerUpdated,
 		ServicesUpdater: func(a *structs.Allocation) {
-			c.services.set(a.ID, serviceRegistrations(a, c.Node()))
+			c.services.set(a.ID, serviceRegistrations(a, c.Node()), definesServices(a))
 		},
 		Now:     c.cfg.Now,
 		HostEnv: c.cfg.HostEnv,

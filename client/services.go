@@ -72,6 +72,35 @@ func serviceRegistrations(a *structs.Allocation, node *structs.Node) []*api.Serv
 	return out
 }
 
+// definesServices reports whether a's group defines services of the
+// native catalog (its own or its tasks').
+func definesServices(a *structs.Allocation) bool {
+	if a == nil || a.Job == nil {
+		return false
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return false
+	}
+	native := func(ss []*structs.Service) bool {
+		for _, s := range ss {
+			if s != nil && (s.Provider == "" || s.Provider == structs.ServiceProviderNomad) {
+				return true
+			}
+		}
+		return false
+	}
+	if native(tg.Services) {
+		return true
+	}
+	for _, t := range tg.Tasks {
+		if native(t.Services) {
+			return true
+		}
+	}
+	return false
+}
+
 // registrationFor is the registration of service s of task (or of the
 // group when task is "").
 func registrationFor(a *structs.Allocation, node *structs.Node, env *taskenv.Env, task string, s *structs.Service, canary bool) *api.ServiceRegistration {

@@ -33,16 +33,20 @@ func newServiceSync() *serviceSync {
 }
 
 // set records what allocID advertises now and wakes the loop if the
-// servers do not have it yet.
-func (s *serviceSync) set(allocID string, regs []*api.ServiceRegistration) {
+// servers do not have it yet. An allocation is tracked from its first
+// report on when its group defines services (even while it advertises
+// none: a restarted client so clears what the servers kept of it), and
+// from its first registration otherwise (a job update may remove them).
+func (s *serviceSync) set(allocID string, regs []*api.ServiceRegistration, defines bool) {
 	s.mu.Lock()
 	_, known := s.want[allocID]
-	if !known && len(regs) == 0 && s.sent[allocID] == nil {
+	if !known && !defines && len(regs) == 0 {
 		s.mu.Unlock()
-		return // nothing advertised, nothing to take back
+		return
 	}
 	s.want[allocID] = regs
-	differs := !sameRegistrations(regs, s.sent[allocID])
+	sent, acked := s.sent[allocID]
+	differs := !acked || !sameRegistrations(regs, sent)
 	s.mu.Unlock()
 	if differs {
 		s.wake()
@@ -63,7 +67,7 @@ func (s *serviceSync) resync() {
 }
 
 // forget drops allocID (the servers collected it, and its registrations
-// with it).
+// with it): an allocation is tracked until then.
 func (s *serviceSync) forget(allocID string) {
 	s.mu.Lock()
 	delete(s.want, allocID)
@@ -85,7 +89,7 @@ func (s *serviceSync) pending() []*wire.AllocServices {
 	defer s.mu.Unlock()
 	var out []*wire.AllocServices
 	for id, regs := range s.want {
-		if !sameRegistrations(regs, s.sent[id]) {
+		if sent, acked := s.sent[id]; !acked || !sameRegistrations(regs, sent) {
 			out = append(out, &wire.AllocServices{AllocID: id, Services: regs})
 		}
 	}
@@ -93,18 +97,14 @@ func (s *serviceSync) pending() []*wire.AllocServices {
 	return out
 }
 
-// acked records that the servers hold batch; an allocation that
-// advertises nothing any more is forgotten.
+// acked records that the servers hold batch.
 func (s *serviceSync) acked(batch []*wire.AllocServices) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, as := range batch {
-		if len(as.Services) == 0 && len(s.want[as.AllocID]) == 0 {
-			delete(s.want, as.AllocID)
-			delete(s.sent, as.AllocID)
-			continue
+		if _, tracked := s.want[as.AllocID]; tracked {
+			s.sent[as.AllocID] = as.Services
 		}
-		s.sent[as.AllocID] = as.Services
 	}
 }
 

@@ -98,43 +98,64 @@ func TestServiceRegistrations_WhatAnAllocationAdvertises(t *testing.T) {
 		})
 	}
 	require.Nil(t, serviceRegistrations(nil, nil))
+
+	a, _ := catalogAlloc()
+	require.True(t, definesServices(a))
+	tg := a.Job.TaskGroups[0]
+	tg.Services, tg.Tasks[1].Services = nil, nil
+	tg.Tasks[0].Services = tg.Tasks[0].Services[3:] // only the other provider's
+	require.False(t, definesServices(a))
+	require.False(t, definesServices(nil))
 }
 
 // TestServiceSync_PendingUntilAcknowledged: what differs from what the
-// servers acknowledged is pending; an allocation taken back to nothing is
-// forgotten once acknowledged; one that never advertised is never sent.
+// servers acknowledged is pending; an allocation of a group with services
+// is sent from its first report (a clear when it advertises nothing yet),
+// one without is not sent until it registers something; a resync sends
+// everything again; a forgotten allocation is not sent.
 func TestServiceSync_PendingUntilAcknowledged(t *testing.T) {
 	s := newServiceSync()
-	s.set("quiet", nil)
-	require.Empty(t, s.pending(), "never advertised: nothing to send")
+	s.set("quiet", nil, false)
+	require.Empty(t, s.pending(), "no services defined, none advertised: nothing to send")
+	s.set("starting", nil, true)
+	batch := s.pending()
+	require.Equal(t, []string{"starting"}, allocIDsOf(batch), "a first clear for a group with services")
+	require.Empty(t, batch[0].Services)
+	s.acked(batch)
+	require.Empty(t, s.pending())
+	s.set("starting", nil, true)
+	require.Empty(t, s.pending(), "cleared once: not again")
 
 	web := []*api.ServiceRegistration{{ID: "_nomad-task-a1-web-web-http", ServiceName: "web", Port: 1}}
-	s.set("a1", web)
-	s.set("a2", []*api.ServiceRegistration{{ID: "_nomad-task-a2-web-web-http", ServiceName: "web", Port: 2}})
+	s.set("a1", web, true)
+	s.set("a2", []*api.ServiceRegistration{{ID: "_nomad-task-a2-web-web-http", ServiceName: "web", Port: 2}}, true)
 	select {
 	case <-s.kick:
 	default:
 		t.Fatal("a change wakes the loop")
 	}
-	batch := s.pending()
+	batch = s.pending()
 	require.Equal(t, []string{"a1", "a2"}, allocIDsOf(batch))
 	s.acked(batch)
 	require.Empty(t, s.pending())
 
-	s.set("a1", web) // the same again
+	s.set("a1", web, true) // the same again
 	require.Empty(t, s.pending())
-	s.set("a1", nil)
+	s.set("a1", nil, true)
 	batch = s.pending()
 	require.Equal(t, []string{"a1"}, allocIDsOf(batch))
 	require.Empty(t, batch[0].Services)
 	s.acked(batch)
-	require.NotContains(t, s.want, "a1", "taken back and acknowledged: forgotten")
+	require.Empty(t, s.pending())
 
 	s.resync()
-	require.Equal(t, []string{"a2"}, allocIDsOf(s.pending()), "after a resync everything is sent again")
+	require.Equal(t, []string{"a1", "a2", "starting"}, allocIDsOf(s.pending()), "after a resync everything is sent again")
+	s.forget("a1")
 	s.forget("a2")
+	s.forget("starting")
 	require.Empty(t, s.pending())
-	require.NotContains(t, s.sent, "a2")
+	s.acked([]*wire.AllocServices{{AllocID: "a2"}})
+	require.NotContains(t, s.sent, "a2", "an answer for a forgotten allocation is not kept")
 }
 
 func allocIDsOf(batch []*wire.AllocServices) []string {
