@@ -137,8 +137,9 @@ type AllocServices struct {
 // others of the allocation are deleted, new or changed ones written. The
 // server fills in what it knows (namespace, job, node, datacenter); the
 // client names the service, its tags, address and port, and an ID of the
-// allocation's own form. An allocation already over on its node, or a node
-// that is down, registers nothing. It returns the index the catalog is
+// allocation's own form. An allocation already over on its node or
+// collected, or a node that is down, registers nothing; an allocation of
+// another node is a bad request. It returns the index the catalog is
 // current at.
 func (s *Server) NodeServicesSync(nodeID string, allocs []AllocServices) (uint64, error) {
 	snap := s.State().Snapshot()
@@ -156,7 +157,10 @@ func (s *Server) NodeServicesSync(nodeID string, allocs []AllocServices) (uint64
 		if err != nil {
 			return 0, err
 		}
-		if a == nil || a.NodeID != nodeID {
+		if a == nil {
+			continue // collected: its registrations went with it
+		}
+		if a.NodeID != nodeID {
 			return 0, structs.BadRequestf("allocation %q does not belong to node %q", as.AllocID, nodeID)
 		}
 		want := map[string]*structs.ServiceRegistration{}

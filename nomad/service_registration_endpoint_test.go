@@ -104,6 +104,8 @@ func TestNodeServicesSync(t *testing.T) {
 	require.ErrorIs(t, err, structs.ErrBadRequest, "an ID of another allocation")
 	_, err = f.srv.NodeServicesSync("missing", nil)
 	require.ErrorIs(t, err, structs.ErrNotFound)
+	_, err = f.srv.NodeServicesSync(f.node.ID, []AllocServices{{AllocID: "collected", Services: []*structs.ServiceRegistration{bad}}})
+	require.NoError(t, err, "a collected allocation registers nothing, and does not fail the others")
 }
 
 // TestServiceReads_NamespacesAndACL: reads need read-job in the namespace;
