@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"sort"
@@ -162,6 +163,26 @@ func TestContractServices_WhatNomadServiceReads(t *testing.T) {
 	require.NoError(t, a.err)
 	require.Greater(t, a.meta.LastIndex, qm.LastIndex)
 	require.Len(t, a.regs, 1, "the instance on alt and web-admin were taken back")
+
+	// The event stream's Service topic, decoded by the api client.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	events, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicService: {"*"}}, 0, nil)
+	require.NoError(t, err)
+	types := map[string]bool{}
+	for !types["ServiceRegistration"] || !types["ServiceDeregistration"] {
+		batch, ok := <-events
+		require.True(t, ok, "the stream ended; seen %v", types)
+		require.NoError(t, batch.Err)
+		for _, e := range batch.Events {
+			reg, err := e.Service()
+			require.NoError(t, err)
+			require.Equal(t, reg.ID, e.Key)
+			require.Equal(t, alloc.ID, reg.AllocID)
+			types[e.Type] = true
+		}
+	}
+	cancel()
 
 	// nomad service delete.
 	_, err = c.Services().Delete("web", "missing", nil)
