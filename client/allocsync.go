@@ -202,6 +202,7 @@ func computeStopHolds(incoming []*structs.Allocation, hasRunner func(allocID str
 func (c *Client) removeAllocLocked(id string) {
 	e := c.allocs[id]
 	delete(c.allocs, id)
+	c.services.forget(id)
 	c.logger.Debug("allocation collected by the server", "alloc_id", id)
 	if e.runner == nil {
 		c.forgetAlloc(id)
@@ -290,6 +291,9 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		RenewIdentities: c.renewIdentities,
 		Templates:       c.templates,
 		Artifact:        c.cfg.Artifact,
+		ServicesUpdater: func(a *structs.Allocation) {
+			c.services.set(a.ID, serviceRegistrations(a, c.Node()), definesServices(a))
+		},
 	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)

@@ -61,6 +61,9 @@ type Client struct {
 	closing   bool // Shutdown began; guarded by allocsMu
 
 	updates *pendingUpdates
+	// services holds the allocations' native catalog registrations
+	// until the servers have them (services_sync.go).
+	services *serviceSync
 	// images feeds the image collector; nil without a Docker driver that
 	// offers image GC.
 	images *imageLeases
@@ -114,7 +117,7 @@ func New(cfg *Config) (*Client, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.noteContact(c.cfg.Now())
-	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop}
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.serviceLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop}
 	if c.images != nil {
 		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
 		c.kickImages() // the restored runners' leases, before any removal
@@ -150,6 +153,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		allocs:     map[string]*allocEntry{},
 		prevPeers:  map[string]prevPeer{},
 		updates:    newPendingUpdates(),
+		services:   newServiceSync(),
 		registered: make(chan struct{}),
 		reregister: make(chan struct{}, 1),
 	}

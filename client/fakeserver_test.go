@@ -17,7 +17,7 @@ import (
 	"github.com/drover-project/drover/wire"
 )
 
-// fakeServer implements the four internal endpoints a client calls, backed
+// fakeServer implements the internal endpoints a client calls, backed
 // by maps, with a blocking allocs query woken by every change.
 type fakeServer struct {
 	t   *testing.T
@@ -42,6 +42,7 @@ type fakeServer struct {
 	peers         map[string]prevPeer                     // migration peers, by alloc ID
 	rights        map[string]*clientRights                // ACL resolve answers, by caller token ("" anonymous)
 	resolves      int                                     // ACL resolve calls
+	services      map[string][]*api.ServiceRegistration   // the catalog, by alloc ID (services_client_test.go)
 }
 
 type updateBatch struct {
@@ -60,6 +61,7 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("PUT "+wire.RouteNodeACLResolve, s.resolveACL)
 	mux.HandleFunc("GET "+wire.RouteNodePrefetch, s.getPrefetch)
 	mux.HandleFunc("PUT "+wire.RouteNodePrefetch, s.putPrefetch)
+	mux.HandleFunc("PUT "+wire.RouteNodeServices, s.putServices)
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	return s

@@ -91,6 +91,7 @@ func commands() []*command {
 				{name: "create", synopsis: "Create a certificate signed by the CA", run: tlsCertCreate},
 			}},
 		}},
+		serviceCommands(),
 		varCommands(),
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
 		// Shortcuts Nomad users know.

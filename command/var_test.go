@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -26,12 +25,7 @@ type varServer struct {
 func newVarServer(t *testing.T) *varServer {
 	t.Helper()
 	vs := &varServer{index: 10, vars: map[string]*api.Variable{}}
-	srv := httptest.NewServer(http.HandlerFunc(vs.serve))
-	t.Cleanup(srv.Close)
-	t.Setenv("NOMAD_ADDR", srv.URL)
-	for _, v := range []string{"NOMAD_NAMESPACE", "NOMAD_REGION", "NOMAD_TOKEN"} {
-		t.Setenv(v, "")
-	}
+	serveCLI(t, http.HandlerFunc(vs.serve))
 	return vs
 }
 

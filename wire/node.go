@@ -36,6 +36,11 @@ const (
 	// IdentityRenewResponse) signs again workload identities of a task
 	// the node runs, for identities with a ttl that near their expiry.
 	RouteNodeIdentities = "/v1/internal/node/{id}/identities"
+
+	// RouteNodeServices (PUT NodeServicesRequest, answer api.WriteMeta)
+	// sets the native service catalog's registrations of the node's
+	// allocations listed.
+	RouteNodeServices = "/v1/internal/node/{id}/services"
 )
 
 // NodePath is route with {id} replaced by the path-escaped nodeID.
@@ -141,4 +146,18 @@ type IdentityRenewRequest struct {
 // NodeAlloc.SignedIdentities is (structs.IdentityKey).
 type IdentityRenewResponse struct {
 	Tokens map[string]string
+}
+
+// NodeServicesRequest is the body of a node's service registrations: for
+// each allocation listed, the registrations it advertises now (an empty
+// list removes them all). The server fills in the namespace, job, node and
+// datacenter from its own records.
+type NodeServicesRequest struct {
+	Allocs []*AllocServices
+}
+
+// AllocServices is one allocation's registrations, in the api form.
+type AllocServices struct {
+	AllocID  string
+	Services []*api.ServiceRegistration
 }

@@ -24,6 +24,8 @@ var jsonNames = map[string][]string{
 	"wire.NodeAlloc":             {"(embedded *api.Allocation)", "Job", "SignedIdentities", "PreviousNodeAddr", "MigrateToken"},
 	"wire.AllocUpdateRequest":    {"Allocs"},
 	"wire.ACLResolveRequest":     {"SecretID", "Namespace"},
+	"wire.NodeServicesRequest":   {"Allocs"},
+	"wire.AllocServices":         {"AllocID", "Services"},
 	"wire.ACLResolveResponse":    {"ACLEnabled", "Management", "Capabilities", "NodeRead"},
 	"wire.IdentityRenewRequest":  {"AllocID", "Task", "Identities"},
 	"wire.IdentityRenewResponse": {"Tokens"},
@@ -57,6 +59,9 @@ func bodies() []any {
 		}),
 		withAPI(func(b *AllocUpdateRequest) { b.Allocs = []*api.Allocation{{ID: "a1", ClientStatus: "running"}} }),
 		withAPI[ACLResolveRequest](nil),
+		withAPI(func(b *NodeServicesRequest) {
+			b.Allocs[0].Services = []*api.ServiceRegistration{{ID: "_nomad-task-a1-web-web-http", ServiceName: "web", Port: 8080}}
+		}),
 		withAPI[ACLResolveResponse](nil),
 		withAPI[IdentityRenewRequest](nil),
 		withAPI[IdentityRenewResponse](nil),

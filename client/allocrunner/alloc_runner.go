@@ -27,6 +27,7 @@ type AllocRunner struct {
 	now            func() time.Time
 	stateDB        StateDB
 	stateUpdater   func(*structs.Allocation) // or nil
+	servicesUpd    func(*structs.Allocation) // or nil
 	prevAlloc      PrevAllocController       // or nil
 	allocDir       *allocdir.AllocDir
 	tasks          []*taskrunner.TaskRunner // in the group's order
@@ -98,6 +99,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		now:          cfg.Now,
 		stateDB:      cfg.StateDB,
 		stateUpdater: cfg.StateUpdater,
+		servicesUpd:  cfg.ServicesUpdater,
 		prevAlloc:    cfg.PrevAlloc,
 		allocDir:     dir,
 		killCh:       make(chan struct{}),
@@ -376,6 +378,21 @@ func (ar *AllocRunner) publish() {
 	ar.publishMu.Lock()
 	defer ar.publishMu.Unlock()
 	ar.stateUpdater(ar.snapshot(true))
+	if ar.servicesUpd != nil {
+		ar.servicesUpd(ar.snapshot(false))
+	}
+}
+
+// publishServices hands the allocation to the ServicesUpdater alone: a
+// server update (a stop, new tags) changes what it advertises at once,
+// before any task state changes.
+func (ar *AllocRunner) publishServices() {
+	if ar.servicesUpd == nil {
+		return
+	}
+	ar.publishMu.Lock()
+	defer ar.publishMu.Unlock()
+	ar.servicesUpd(ar.snapshot(false))
 }
 
 // Alloc returns a copy of the allocation (the latest server version) with
@@ -502,6 +519,8 @@ func (ar *AllocRunner) Update(update *structs.Allocation) {
 	}
 	if markedUnknown {
 		ar.publish()
+	} else {
+		ar.publishServices()
 	}
 	ar.noteMaxRunUpdate()
 	switch {

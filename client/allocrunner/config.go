@@ -40,6 +40,10 @@ type Config struct {
 	// Calls are serialized; each carries the state at the time of the call. It is called from the
 	// runner's goroutines: it must not call Destroy or Shutdown synchronously (Alloc is fine).
 	StateUpdater func(update *structs.Allocation)
+	// ServicesUpdater, or nil, receives the allocation with its client
+	// state and the server's deployment status (Alloc) whenever the state
+	// changes, for the native service catalog.
+	ServicesUpdater func(alloc *structs.Allocation)
 	// PrevAlloc, when the alloc replaces one on the same node (Alloc.PreviousAllocation names a local
 	// alloc), lets the runner stop/wait for it; nil otherwise.
 	PrevAlloc PrevAllocController

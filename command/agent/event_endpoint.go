@@ -26,7 +26,7 @@ var eventHeartbeat atomic.Int64
 func init() { eventHeartbeat.Store(int64(10 * time.Second)) }
 
 // eventTopics are the topics a subscription may name (Nomad's). Drover
-// publishes events of the first six and of Variables; the others are accepted and match
+// publishes events of the first six, of Service and of Variables; the others are accepted and match
 // nothing until Drover has their objects.
 var eventTopics = map[string]bool{
 	"Job": true, "Evaluation": true, "Allocation": true, "Deployment": true, "Node": true,
@@ -207,6 +207,8 @@ func eventPayload(e stream.Event) map[string]any {
 		return map[string]any{"Node": nodeToWire(o)}
 	case *structs.NodePool:
 		return map[string]any{"NodePool": nodePoolToAPI(o)}
+	case *structs.ServiceRegistration:
+		return map[string]any{"Service": apiconv.ServiceRegistrationToAPI(o)}
 	case structs.VariableMeta:
 		m := variableMetaToAPI(&o)
 		m.Lock = nil // lock IDs are for writers only

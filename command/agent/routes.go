@@ -188,6 +188,7 @@ func (h *HTTPServer) registerRoutes() {
 
 	h.registerACLRoutes(get, put, del)
 	h.registerVariableRoutes(get, put, del)
+	h.registerServiceRoutes(get, put, del)
 
 	// Client agents, authenticated by the node's secret ID.
 	put(wire.RouteNodeRegister, nodeSecret(), h.internalNodeRegister)

@@ -16,6 +16,7 @@ import (
 // them. extra_claims, which Drover does not sign yet, is refused.
 func TestJobFromAPI_Identities(t *testing.T) {
 	j := apiSystemJob(t)
+	j.TaskGroups[0].Services[0].Provider = "nomad"
 	task := j.TaskGroups[0].Tasks[0]
 	task.Identities = []*api.WorkloadIdentity{
 		{Env: true, File: true},

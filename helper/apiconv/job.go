@@ -50,7 +50,7 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 		// the caller can report its other problems in the same answer.
 		warnings, err = nil, &structs.ValidationError{Problems: refused}
 	}
-	defaultServiceProviders(j)
+	warnings = append(warnings, defaultServiceProviders(j)...)
 
 	defer func() {
 		if r := recover(); r != nil {
@@ -169,13 +169,18 @@ func refusedServiceProviders(j *api.Job) []string {
 }
 
 // defaultServiceProviders sets the provider of services that name none to
-// "nomad", Drover's own.
-func defaultServiceProviders(j *api.Job) {
-	visitServices(j, func(_ string, s *api.Service) {
+// "nomad", Drover's own catalog, and warns of each: Nomad would have
+// registered it in Consul.
+func defaultServiceProviders(j *api.Job) []string {
+	var out []string
+	visitServices(j, func(prefix string, s *api.Service) {
 		if s.Provider == "" {
 			s.Provider = ServiceProviderNomad
+			out = append(out, fmt.Sprintf("%sservice %q: no provider: registered in Drover's native service catalog (provider %q); Nomad would have used Consul",
+				prefix, s.Name, ServiceProviderNomad))
 		}
 	})
+	return out
 }
 
 // ignoredAPIFields are api fields that Drover drops without a warning:

@@ -56,7 +56,8 @@ func TestJobFromAPI_RealisticSystemJob(t *testing.T) {
 
 	job, warnings, err := JobFromAPI(in)
 	require.NoError(t, err)
-	assert.Empty(t, warnings)
+	assert.Equal(t, []string{`group "proxy": service "proxy": no provider: registered in Drover's native service catalog (provider "nomad"); Nomad would have used Consul`},
+		warnings, "a service without provider is Drover's, and the submitter is told Nomad would have used Consul")
 	require.NoError(t, job.Validate())
 
 	// Defaults from api.Job.Canonicalize and structs.Job.Canonicalize.
@@ -279,6 +280,7 @@ func TestJobFromAPI_WarnsOnlyForWhatChangesNothing(t *testing.T) {
 	j := apiSystemJob(t)
 	j.UI = &api.JobUIConfig{Description: "the proxy"}
 	j.TaskGroups[0].Services[0].EnableTagOverride = true
+	j.TaskGroups[0].Services[0].Provider = "nomad"
 	job, warnings, err := JobFromAPI(j)
 	require.NoError(t, err)
 	require.NotNil(t, job)
@@ -307,6 +309,7 @@ func TestJobFromAPI_ScriptChecksAndCheckRestart(t *testing.T) {
 	j := apiSystemJob(t)
 	s := j.TaskGroups[0].Services[0]
 	s.TaskName = "envoy"
+	s.Provider = "nomad"
 	s.CheckRestart = &api.CheckRestart{Limit: 3, IgnoreWarnings: true}
 	s.Checks = append(s.Checks, api.ServiceCheck{
 		Name: "config", Type: "script", Command: "/bin/sh", Args: []string{"-c", "test -f /local/envoy.yaml"},

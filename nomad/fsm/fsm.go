@@ -154,6 +154,10 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 		return f.applyNodePoolDelete(index, buf)
 	case structs.VariablesApplyRequestType:
 		return f.applyVariables(index, buf)
+	case structs.ServiceRegistrationUpsertRequestType:
+		return f.applyServiceRegistrationUpsert(index, buf)
+	case structs.ServiceRegistrationDeleteRequestType:
+		return f.applyServiceRegistrationDelete(index, buf)
 	}
 	if resp, ok := f.applyACL(msgType, index, buf); ok {
 		return resp

@@ -57,6 +57,8 @@ const (
 	autopilotConfigRecord recordType = 94
 	// variableRecord: the next number after the highest used.
 	variableRecord recordType = 115
+	// serviceRegistrationRecord: the native service catalog.
+	serviceRegistrationRecord recordType = 120
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -118,6 +120,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	vars, err := snap.Variables(nil, "*", "")
 	enc.fail(err)
 	writeAll(enc, variableRecord, vars)
+	regs, err := snap.ServiceRegistrations(nil, "*")
+	enc.fail(err)
+	writeAll(enc, serviceRegistrationRecord, regs)
 	apCfg, err := snap.AutopilotConfig(nil)
 	enc.fail(err)
 	if apCfg != nil {
@@ -223,6 +228,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.NodePoolRestore)
 	case variableRecord:
 		return restoreOne(dec, r.VariableRestore)
+	case serviceRegistrationRecord:
+		return restoreOne(dec, r.ServiceRegistrationRestore)
 	case schedulerConfigRecord:
 		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:

@@ -74,6 +74,14 @@ func populate(t *testing.T, f *FSM) {
 		Child:  child,
 		Eval:   &structs.Evaluation{ID: "eval-periodic", Namespace: "default", JobID: child.ID, Status: structs.EvalStatusPending, TriggeredBy: structs.EvalTriggerPeriodicJob},
 	})
+	mustApply(t, f, 13, structs.ServiceRegistrationUpsertRequestType, &structs.ServiceRegistrationUpsertRequest{
+		Services: []*structs.ServiceRegistration{
+			{ID: structs.ServiceRegistrationID(cur.ID, "web", "server", "web", "http"), ServiceName: "web", Namespace: "default",
+				NodeID: n.ID, Datacenter: "dc1", JobID: "web", AllocID: cur.ID, Tags: []string{"a", "b"}, Address: "10.0.0.1", Port: 8080},
+			{ID: structs.ServiceRegistrationID(cur.ID, "web", "", "web-admin", ""), ServiceName: "web-admin", Namespace: "default",
+				NodeID: n.ID, Datacenter: "dc1", JobID: "web", AllocID: cur.ID, Address: "10.0.0.1"},
+		},
+	})
 }
 
 // contents reads every table of s.
@@ -89,6 +97,7 @@ type contents struct {
 	Watches        []*structs.ImageWatch
 	Bad            []*structs.ImageBadDigest
 	Launches       []*structs.PeriodicLaunch
+	Services       []*structs.ServiceRegistration
 	Indexes        []*state.IndexEntry
 }
 
@@ -120,6 +129,8 @@ func readContents(t *testing.T, s *state.StateStore) contents {
 	require.NoError(t, err)
 	c.Launches, err = s.PeriodicLaunches(nil)
 	require.NoError(t, err)
+	c.Services, err = s.ServiceRegistrations(nil, "*")
+	require.NoError(t, err)
 	c.Indexes, err = s.Indexes()
 	require.NoError(t, err)
 	return c
@@ -130,7 +141,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	populate(t, src)
 	want := readContents(t, src.State())
 	for _, n := range []int{len(want.Jobs), len(want.Versions), len(want.Subs), len(want.Nodes),
-		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Checks), len(want.Watches), len(want.Launches), len(want.Indexes)} {
+		len(want.Allocs), len(want.Evals), len(want.Deps), len(want.Keys), len(want.Checks), len(want.Watches), len(want.Launches), len(want.Services), len(want.Indexes)} {
 		require.NotZero(t, n, "every table populated")
 	}
 
@@ -165,7 +176,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	gotAllocs := got.Allocs
 	want.Allocs, got.Allocs = strip(want.Allocs), strip(got.Allocs)
 	require.Equal(t, want, got)
-	require.Equal(t, uint64(12), dst.State().LatestIndex())
+	require.Equal(t, uint64(13), dst.State().LatestIndex())
+	require.Len(t, got.Services, 2)
+	byAlloc, err := dst.State().ServiceRegistrationsByAlloc(nil, got.Services[0].AllocID)
+	require.NoError(t, err)
+	require.Len(t, byAlloc, 2, "the restored registrations are indexed by allocation")
 	for _, a := range gotAllocs {
 		require.NotNil(t, a.Job, "alloc %s re-linked", a.ID)
 		require.Equal(t, a.JobVersion, a.Job.Version)

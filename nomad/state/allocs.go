@@ -287,6 +287,12 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, updates []*structs.All
 			}
 			changes.note(exist, c)
 			tx.markJob(c.Namespace, c.JobID)
+			if c.ClientTerminal() {
+				// An allocation over on its node advertises nothing.
+				if err := tx.deleteServicesBy(indexAlloc, c.ID); err != nil {
+					return err
+				}
+			}
 		}
 		return tx.applyHealthChanges(changes, updatedAt)
 	})

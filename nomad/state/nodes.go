@@ -146,6 +146,12 @@ func (s *StateStore) updateNode(index uint64, id, what string, fn func(n *struct
 			return fmt.Errorf("update %s of node %q: %w", what, id, err)
 		}
 		n.ModifyIndex = tx.index
+		if n.Status == structs.NodeStatusDown {
+			// A node that is down advertises none of its services.
+			if err := tx.deleteServicesBy(indexNode, id); err != nil {
+				return err
+			}
+		}
 		return tx.insert(TableNodes, n)
 	})
 }

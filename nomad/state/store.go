@@ -265,6 +265,16 @@ func (tx *writeTxn) delete(table string, obj any) error {
 	if a, ok := obj.(*structs.Allocation); ok && table == TableAllocs {
 		tx.allocs[a.ID] = nil
 		tx.touched[IndexAllocDeletes] = struct{}{}
+		// A collected allocation's services go with it.
+		if err := tx.deleteServicesBy(indexAlloc, a.ID); err != nil {
+			return err
+		}
+	}
+	if n, ok := obj.(*structs.Node); ok && table == TableNodes {
+		// So do a deleted node's.
+		if err := tx.deleteServicesBy(indexNode, n.ID); err != nil {
+			return err
+		}
 	}
 	tx.touched[table] = struct{}{}
 	return nil

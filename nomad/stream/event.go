@@ -18,6 +18,7 @@ const (
 	TopicNode       Topic = "Node"
 	TopicNodePool   Topic = "NodePool"
 	TopicVariables  Topic = "Variables"
+	TopicService    Topic = "Service"
 	TopicAll        Topic = "*"
 )
 
@@ -42,29 +43,33 @@ const (
 	TypeNodePoolDeleted               = "NodePoolDeleted"
 	TypeVariableUpserted              = "VariableUpserted"
 	TypeVariableDeleted               = "VariableDeleted"
+	TypeServiceRegistration           = "ServiceRegistration"
+	TypeServiceDeregistration         = "ServiceDeregistration"
 )
 
 // msgTypeEvents names the event type of each message type that produces
 // events. Entries of other types (keyring, job stability) produce none.
 var msgTypeEvents = map[structs.MessageType]string{
-	structs.JobRegisterRequestType:             TypeJobRegistered,
-	structs.JobDeregisterRequestType:           TypeJobDeregistered,
-	structs.EvalUpdateRequestType:              TypeEvalUpdated,
-	structs.NodeRegisterRequestType:            TypeNodeRegistration,
-	structs.NodeDeregisterRequestType:          TypeNodeDeregistration,
-	structs.NodeUpdateStatusRequestType:        TypeNodeEvent,
-	structs.NodeUpdateEligibilityRequestType:   TypeNodeEligibility,
-	structs.NodeUpdateDrainRequestType:         TypeNodeDrain,
-	structs.AllocClientUpdateRequestType:       TypeAllocationUpdated,
-	structs.AllocDesiredTransitionRequestType:  TypeAllocationUpdateDesiredStatus,
-	structs.ApplyPlanResultsRequestType:        TypePlanResult,
-	structs.ApplyPlanResultsCompactRequestType: TypePlanResult,
-	structs.DeploymentStatusUpdateRequestType:  TypeDeploymentUpdate,
-	structs.DeploymentPromoteRequestType:       TypeDeploymentPromotion,
-	structs.DeploymentAllocHealthRequestType:   TypeDeploymentAllocHealth,
-	structs.NodePoolUpsertRequestType:          TypeNodePoolUpserted,
-	structs.NodePoolDeleteRequestType:          TypeNodePoolDeleted,
-	structs.VariablesApplyRequestType:          TypeVariableUpserted,
+	structs.JobRegisterRequestType:               TypeJobRegistered,
+	structs.JobDeregisterRequestType:             TypeJobDeregistered,
+	structs.EvalUpdateRequestType:                TypeEvalUpdated,
+	structs.NodeRegisterRequestType:              TypeNodeRegistration,
+	structs.NodeDeregisterRequestType:            TypeNodeDeregistration,
+	structs.NodeUpdateStatusRequestType:          TypeNodeEvent,
+	structs.NodeUpdateEligibilityRequestType:     TypeNodeEligibility,
+	structs.NodeUpdateDrainRequestType:           TypeNodeDrain,
+	structs.AllocClientUpdateRequestType:         TypeAllocationUpdated,
+	structs.AllocDesiredTransitionRequestType:    TypeAllocationUpdateDesiredStatus,
+	structs.ApplyPlanResultsRequestType:          TypePlanResult,
+	structs.ApplyPlanResultsCompactRequestType:   TypePlanResult,
+	structs.DeploymentStatusUpdateRequestType:    TypeDeploymentUpdate,
+	structs.DeploymentPromoteRequestType:         TypeDeploymentPromotion,
+	structs.DeploymentAllocHealthRequestType:     TypeDeploymentAllocHealth,
+	structs.NodePoolUpsertRequestType:            TypeNodePoolUpserted,
+	structs.NodePoolDeleteRequestType:            TypeNodePoolDeleted,
+	structs.VariablesApplyRequestType:            TypeVariableUpserted,
+	structs.ServiceRegistrationUpsertRequestType: TypeServiceRegistration,
+	structs.ServiceRegistrationDeleteRequestType: TypeServiceDeregistration,
 }
 
 // RegisterEventType makes entries of message type t produce events of type
@@ -86,7 +91,8 @@ type Event struct {
 	Index     uint64
 	// Payload is the object after the change (before it, for a deletion):
 	// a *structs.Job, *structs.Evaluation, *structs.Allocation,
-	// *structs.Deployment, *structs.Node or *structs.NodePool, shared with
+	// *structs.Deployment, *structs.Node, *structs.NodePool or
+	// *structs.ServiceRegistration, shared with
 	// the state store, or a structs.VariableMeta (a copy).
 	Payload any
 	// Deleted is true when the change deleted the object.
@@ -128,6 +134,14 @@ func EventsFromChanges(t structs.MessageType, index uint64, changes []state.Chan
 		if e.Topic == TopicVariables && deleted {
 			e.Type = TypeVariableDeleted
 		}
+		if e.Topic == TopicService {
+			// A registration removed by another entry (its allocation
+			// ended, its node went down) is a deregistration too.
+			e.Type = TypeServiceRegistration
+			if deleted {
+				e.Type = TypeServiceDeregistration
+			}
+		}
 		k := objKey{e.Topic, e.Namespace, e.Key}
 		if i, seen := pos[k]; seen {
 			out[i] = e
@@ -150,6 +164,9 @@ func eventFor(obj any, deleted bool) (Event, bool) {
 		return Event{Topic: TopicNode, Key: o.ID, Payload: o}, true
 	case *structs.NodePool:
 		return Event{Topic: TopicNodePool, Key: o.Name, Payload: o}, true
+	case *structs.ServiceRegistration:
+		return Event{Topic: TopicService, Key: o.ID, FilterKeys: keys(o.JobID, o.ServiceName, o.AllocID),
+			Namespace: o.Namespace, Payload: o}, true
 	case *structs.VariableEncrypted:
 		// Only the metadata travels: never the ciphertext.
 		return Event{Topic: TopicVariables, Key: o.Path, Namespace: o.Namespace, Payload: o.VariableMeta}, true

@@ -677,6 +677,15 @@ func (s *Service) validate(labels map[string]bool, scope serviceScope) []string 
 	if msg := portLabelProblem(s.PortLabel, labels); msg != "" {
 		p.addf("%s", msg)
 	}
+	switch s.AddressMode {
+	case "", ServiceAddressModeAuto, ServiceAddressModeHost, ServiceAddressModeAlloc, ServiceAddressModeDriver:
+	default:
+		p.addf("address_mode must be one of auto, host, alloc or driver, got %q", s.AddressMode)
+	}
+	if s.Address != "" && s.AddressMode != "" && s.AddressMode != ServiceAddressModeAuto {
+		p.addf("address cannot be set with address_mode %q", s.AddressMode)
+	}
+	s.undoneService(&p)
 	for i, c := range s.Checks {
 		prefix := fmt.Sprintf("check %q: ", c.Name)
 		if c.Name == "" {

@@ -336,6 +336,8 @@ func TestValidate_Problems(t *testing.T) {
 			`on_update must be one of require_healthy, ignore_warnings or ignore, got "sometimes"`},
 		{"grpc check", func(j *Job) { tg(j).Services[0].Checks[0].Type = "grpc" },
 			`type "grpc" needs Consul: this cluster has no Consul integration`},
+		{"service address_mode driver", func(j *Job) { tg(j).Services[0].AddressMode = ServiceAddressModeDriver },
+			`address_mode "driver" is not supported by Drover yet: it advertises host addresses only`},
 		{"lifecycle hook unknown", func(j *Job) { task(j).Lifecycle = &TaskLifecycle{Hook: "later"} },
 			`lifecycle: hook must be one of prestart, poststart or poststop, got "later"`},
 		{"logs max_files 0", func(j *Job) { task(j).LogConfig.MaxFiles = 0 }, "logs: max_files must be at least 1, got 0"},
@@ -386,6 +388,11 @@ func TestValidate_Problems(t *testing.T) {
 
 		// Services.
 		{"service without name", func(j *Job) { tg(j).Services[0].Name = "" }, "service 0: name is required"},
+		{"service address_mode unknown", func(j *Job) { tg(j).Services[0].AddressMode = "bridge" },
+			`address_mode must be one of auto, host, alloc or driver, got "bridge"`},
+		{"service address with address_mode host", func(j *Job) {
+			tg(j).Services[0].Address, tg(j).Services[0].AddressMode = "10.0.0.1", ServiceAddressModeHost
+		}, `address cannot be set with address_mode "host"`},
 		{"service port unknown", func(j *Job) { tg(j).Services[0].PortLabel = "https" },
 			`port label "https" is not declared in any network block`},
 		{"check type unknown", func(j *Job) { tg(j).Services[0].Checks[0].Type = "udp" },

@@ -30,6 +30,13 @@ func (t *Task) undoneTask(p *problems) {
 	}
 }
 
+// undoneService adds the refusals of a service's settings.
+func (s *Service) undoneService(p *problems) {
+	if s.AddressMode == ServiceAddressModeDriver {
+		p.addf("address_mode \"driver\" is not supported by Drover yet: it advertises host addresses only; use address_mode = \"host\"")
+	}
+}
+
 // undoneCheck adds the refusals of a service check's settings.
 func (c *ServiceCheck) undoneCheck(p *problems) {
 	switch c.Type {
