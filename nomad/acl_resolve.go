@@ -121,3 +121,17 @@ func (s *Server) compilePolicies(snap *state.Snapshot, names []string, extra []*
 	}
 	return acl.Compile(policies)
 }
+
+// ResolveTokenForNode resolves secret for a client agent that checks a
+// request it serves itself (alloc exec, logs, fs): the agent is
+// authenticated first; enabled is false when ACLs are disabled.
+func (s *Server) ResolveTokenForNode(caller NodeCaller, secret string) (a *acl.ACL, enabled bool, err error) {
+	if _, err := s.authenticateNode(caller); err != nil {
+		return nil, false, err
+	}
+	if !s.ACLEnabled() {
+		return nil, false, nil
+	}
+	a, _, err = s.ResolveToken(secret)
+	return a, true, err
+}

@@ -273,7 +273,11 @@ func jobACLMatches(j *structs.JobACL, c *IdentityClaims, group string) bool {
 // before they expire, as in Nomad. The new tokens are not stored: the
 // client keeps them. An allocation of another node, a terminal one or an
 // identity the task does not declare is refused.
-func (s *Server) RenewIdentities(nodeID, allocID, task string, names []string) (map[string]string, error) {
+func (s *Server) RenewIdentities(caller NodeCaller, allocID, task string, names []string) (map[string]string, error) {
+	if _, err := s.authenticateNode(caller); err != nil {
+		return nil, err
+	}
+	nodeID := caller.NodeID
 	alloc, err := s.State().AllocByID(nil, allocID)
 	if err != nil {
 		return nil, err

@@ -58,14 +58,12 @@ func (s *Server) NodeRegister(node *structs.Node, introToken string) (uint64, []
 // NodeHeartbeat records that a client is alive and reports status (ready or
 // initializing). A node that was down or disconnected comes back. It returns the TTL within
 // which the client must heartbeat again.
-func (s *Server) NodeHeartbeat(nodeID, status string) (time.Duration, uint64, error) {
-	node, err := s.State().NodeByID(nil, nodeID)
+func (s *Server) NodeHeartbeat(caller NodeCaller, status string) (time.Duration, uint64, error) {
+	node, err := s.authenticateNode(caller)
 	if err != nil {
 		return 0, 0, err
 	}
-	if node == nil {
-		return 0, 0, structs.NotFoundf("node not found")
-	}
+	nodeID := node.ID
 	switch status {
 	case "":
 		status = structs.NodeStatusReady
@@ -330,27 +328,55 @@ func (s *Server) NodeAllocations(ctx context.Context, opts QueryOptions, id stri
 	return out, meta, err
 }
 
-// The client protocol's reads and checks.
+// The client protocol's reads and checks. Every method a client agent
+// calls takes its NodeCaller and authenticates it first.
 
-// CheckNodeSecret authenticates a client agent by its node's secret ID
-// (404 "node not found", 403 "Permission denied").
-func (s *Server) CheckNodeSecret(nodeID, secret string) error {
-	node, err := s.State().NodeByID(nil, nodeID)
-	if err != nil {
-		return err
-	}
-	if node == nil {
-		return structs.NotFoundf("node not found")
-	}
-	if node.SecretID != secret {
-		return structs.ErrPermissionDenied
-	}
-	return nil
+// NodeCaller is a client agent on the client protocol: the node it speaks
+// for and that node's secret ID (sent as X-Nomad-Token).
+type NodeCaller struct {
+	NodeID, SecretID string
 }
 
-// CheckAllocOfNode refuses an allocation update a client sends for an
+// authenticateNode returns the caller's node when the secret is that
+// node's (404 "node not found", 403 "Permission denied").
+func (s *Server) authenticateNode(c NodeCaller) (*structs.Node, error) {
+	node, err := s.State().NodeByID(nil, c.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, structs.NotFoundf("node not found")
+	}
+	if node.SecretID != c.SecretID {
+		return nil, structs.ErrPermissionDenied
+	}
+	return node, nil
+}
+
+// NodeAllocUpdate applies a client's reports of its allocations (see
+// AllocClientUpdate): every allocation must be the caller's node's, with a
+// client status a client may report.
+func (s *Server) NodeAllocUpdate(caller NodeCaller, allocs []*structs.Allocation) (uint64, error) {
+	if _, err := s.authenticateNode(caller); err != nil {
+		return 0, err
+	}
+	for _, a := range allocs {
+		switch a.ClientStatus {
+		case structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
+			structs.AllocClientStatusFailed, structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
+		default:
+			return 0, structs.BadRequestf("allocation %q: invalid ClientStatus %q", a.ID, a.ClientStatus)
+		}
+		if err := s.checkAllocOfNode(caller.NodeID, a.ID); err != nil {
+			return 0, err
+		}
+	}
+	return s.AllocClientUpdate(allocs)
+}
+
+// checkAllocOfNode refuses an allocation update a client sends for an
 // allocation that is not its node's.
-func (s *Server) CheckAllocOfNode(nodeID, allocID string) error {
+func (s *Server) checkAllocOfNode(nodeID, allocID string) error {
 	existing, err := s.State().AllocByID(nil, allocID)
 	if err != nil {
 		return err
@@ -373,9 +399,12 @@ type NodeClientAlloc struct {
 // NodeClientAllocs answers a client's blocking query for the allocations of
 // its node, with their jobs. Its index is state.NodeAllocsIndex: the
 // client's own status reports wake the query but do not answer it, so a
-// fleet's reports do not send every node its list again. The caller has
-// checked the node's secret (CheckNodeSecret).
-func (s *Server) NodeClientAllocs(ctx context.Context, opts QueryOptions, nodeID string) ([]NodeClientAlloc, QueryMeta, error) {
+// fleet's reports do not send every node its list again.
+func (s *Server) NodeClientAllocs(ctx context.Context, caller NodeCaller, opts QueryOptions) ([]NodeClientAlloc, QueryMeta, error) {
+	if _, err := s.authenticateNode(caller); err != nil {
+		return nil, QueryMeta{}, err
+	}
+	nodeID := caller.NodeID
 	var out []NodeClientAlloc
 	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
 		out = nil

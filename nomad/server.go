@@ -297,6 +297,7 @@ func (s *Server) enqueueEvals(evals []*structs.Evaluation) {
 
 func (s *Server) now() time.Time { return s.config.Now() }
 
-// Events returns the broker of the event stream, fed by this server's FSM
-// (every server has one; followers publish what they apply).
-func (s *Server) Events() *stream.Broker { return s.fsm.Events() }
+// events returns the broker of the event stream, fed by this server's FSM
+// (every server has one; followers publish what they apply). Subscribers
+// come through EventSubscribe, which filters by their ACL.
+func (s *Server) events() *stream.Broker { return s.fsm.Events() }

@@ -141,7 +141,11 @@ type AllocServices struct {
 // collected, or a node that is down, registers nothing; an allocation of
 // another node is a bad request. It returns the index the catalog is
 // current at.
-func (s *Server) NodeServicesSync(nodeID string, allocs []AllocServices) (uint64, error) {
+func (s *Server) NodeServicesSync(caller NodeCaller, allocs []AllocServices) (uint64, error) {
+	if _, err := s.authenticateNode(caller); err != nil {
+		return 0, err
+	}
+	nodeID := caller.NodeID
 	snap := s.State().Snapshot()
 	node, err := snap.NodeByID(nil, nodeID)
 	if err != nil {

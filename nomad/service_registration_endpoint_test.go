@@ -62,7 +62,7 @@ func clientReg(a *structs.Allocation, name string, port int, tags ...string) *st
 
 func (f *catalogFixture) sync(t *testing.T, allocs ...AllocServices) uint64 {
 	t.Helper()
-	index, err := f.srv.NodeServicesSync(f.node.ID, allocs)
+	index, err := f.srv.NodeServicesSync(callerOf(f.node), allocs)
 	require.NoError(t, err)
 	return index
 }
@@ -96,15 +96,17 @@ func TestNodeServicesSync(t *testing.T) {
 	other := mock.Node()
 	_, _, err = f.srv.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: other})
 	require.NoError(t, err)
-	_, err = f.srv.NodeServicesSync(other.ID, []AllocServices{{AllocID: f.def.ID}})
+	_, err = f.srv.NodeServicesSync(callerOf(other), []AllocServices{{AllocID: f.def.ID}})
 	require.ErrorIs(t, err, structs.ErrBadRequest, "not that node's allocation")
 	bad := clientReg(f.def, "web", 1)
 	bad.ID = structs.ServiceRegistrationID(f.team.ID, "web", "server", "web", "http")
-	_, err = f.srv.NodeServicesSync(f.node.ID, []AllocServices{{AllocID: f.def.ID, Services: []*structs.ServiceRegistration{bad}}})
+	_, err = f.srv.NodeServicesSync(callerOf(f.node), []AllocServices{{AllocID: f.def.ID, Services: []*structs.ServiceRegistration{bad}}})
 	require.ErrorIs(t, err, structs.ErrBadRequest, "an ID of another allocation")
-	_, err = f.srv.NodeServicesSync("missing", nil)
+	_, err = f.srv.NodeServicesSync(NodeCaller{NodeID: "missing"}, nil)
 	require.ErrorIs(t, err, structs.ErrNotFound)
-	_, err = f.srv.NodeServicesSync(f.node.ID, []AllocServices{{AllocID: "collected", Services: []*structs.ServiceRegistration{bad}}})
+	_, err = f.srv.NodeServicesSync(NodeCaller{NodeID: f.node.ID, SecretID: "wrong"}, nil)
+	require.ErrorIs(t, err, structs.ErrPermissionDenied, "another node's secret")
+	_, err = f.srv.NodeServicesSync(callerOf(f.node), []AllocServices{{AllocID: "collected", Services: []*structs.ServiceRegistration{bad}}})
 	require.NoError(t, err, "a collected allocation registers nothing, and does not fail the others")
 }
 

@@ -22,15 +22,12 @@ func (h *HTTPServer) internalACLResolve(w http.ResponseWriter, r *http.Request) 
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
-	if !h.srv.ACLEnabled() {
-		return &wire.ACLResolveResponse{}, 0, nil
-	}
-	a, _, err := h.srv.ResolveToken(req.SecretID)
+	a, enabled, err := h.srv.ResolveTokenForNode(nodeCaller(r), req.SecretID)
 	if err != nil {
 		return nil, 0, err
+	}
+	if !enabled {
+		return &wire.ACLResolveResponse{}, 0, nil
 	}
 	out := &wire.ACLResolveResponse{ACLEnabled: true, Management: a.IsManagement(), NodeRead: a.AllowNodeRead(), Capabilities: []string{}}
 	for _, c := range clientCapabilities {

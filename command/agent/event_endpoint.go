@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad/stream"
 	"github.com/drover-project/drover/nomad/structs"
@@ -75,7 +74,7 @@ func (h *HTTPServer) eventStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, code)
 		return
 	}
-	sub := h.srv.Events().Subscribe(req)
+	sub := h.srv.EventSubscribe(aclOf(r), req)
 	flusher, _ := w.(http.Flusher)
 	h.setMeta(w, 0)
 	w.Header().Set("Content-Type", "application/json")
@@ -117,7 +116,7 @@ func (h *HTTPServer) parseEventRequest(r *http.Request) (stream.SubscribeRequest
 	if err != nil {
 		return stream.SubscribeRequest{}, err
 	}
-	req := stream.SubscribeRequest{Topics: topics, Namespace: namespace(r), Allow: eventsVisibleTo(aclOf(r))}
+	req := stream.SubscribeRequest{Topics: topics, Namespace: namespace(r)}
 	if v := r.URL.Query().Get("index"); v != "" {
 		idx, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -126,29 +125,6 @@ func (h *HTTPServer) parseEventRequest(r *http.Request) (stream.SubscribeRequest
 		req.Index = idx
 	}
 	return req, nil
-}
-
-// eventsVisibleTo returns the filter of the events a token may see (nil,
-// all of them, when ACLs are off or the token is a management token):
-// events of a namespaced object need read-job in its namespace, node and
-// node pool events node read, variable events the variables list
-// capability on the path, ACL objects a management token.
-func eventsVisibleTo(a *acl.ACL) func(stream.Event) bool {
-	if a.IsManagement() {
-		return nil
-	}
-	return func(e stream.Event) bool {
-		switch {
-		case e.Topic == stream.TopicVariables:
-			return a.AllowVariableOperation(e.Namespace, e.Key, acl.VariablesCapabilityList)
-		case e.Namespace != "":
-			return a.AllowNamespaceOperation(e.Namespace, acl.NamespaceCapabilityReadJob)
-		case e.Topic == stream.TopicNode || e.Topic == stream.TopicNodePool:
-			return a.AllowNodeRead()
-		default:
-			return false
-		}
-	}
 }
 
 // apiEvent is an event as the api client reads it.

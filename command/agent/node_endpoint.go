@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/helper/apiconv"
+	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
 )
@@ -108,10 +109,7 @@ func (h *HTTPServer) internalNodeHeartbeat(w http.ResponseWriter, r *http.Reques
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
-	ttl, index, err := h.srv.NodeHeartbeat(r.PathValue("id"), req.Status)
+	ttl, index, err := h.srv.NodeHeartbeat(nodeCaller(r), req.Status)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -159,15 +157,12 @@ func (h *HTTPServer) nodeDrain(w http.ResponseWriter, r *http.Request) (any, uin
 // allocations of its node, with their jobs (see the server's
 // NodeClientAllocs).
 func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
 	opts, err := queryOptions(r)
 	if err != nil {
 		return nil, 0, err
 	}
 	opts.AllowStale = true // answered by the server the client reaches
-	allocs, meta, err := h.srv.NodeClientAllocs(r.Context(), opts, r.PathValue("id"))
+	allocs, meta, err := h.srv.NodeClientAllocs(r.Context(), nodeCaller(r), opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -188,22 +183,14 @@ func (h *HTTPServer) internalAllocUpdate(w http.ResponseWriter, r *http.Request)
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
-	nodeID := r.PathValue("id")
-	var updates []*structs.Allocation
+	updates := make([]*structs.Allocation, 0, len(req.Allocs))
 	for _, a := range req.Allocs {
-		u, err := allocClientUpdateFromAPI(a)
-		if err != nil {
-			return nil, 0, err
+		if a == nil {
+			return nil, 0, badRequest("null allocation in the request")
 		}
-		if err := h.srv.CheckAllocOfNode(nodeID, u.ID); err != nil {
-			return nil, 0, err
-		}
-		updates = append(updates, u)
+		updates = append(updates, apiconv.AllocUpdateFromAPI(a))
 	}
-	index, err := h.srv.AllocClientUpdate(updates)
+	index, err := h.srv.NodeAllocUpdate(nodeCaller(r), updates)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -217,31 +204,16 @@ func (h *HTTPServer) internalIdentityRenew(w http.ResponseWriter, r *http.Reques
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
-	tokens, err := h.srv.RenewIdentities(r.PathValue("id"), req.AllocID, req.Task, req.Identities)
+	tokens, err := h.srv.RenewIdentities(nodeCaller(r), req.AllocID, req.Task, req.Identities)
 	if err != nil {
 		return nil, 0, err
 	}
 	return &wire.IdentityRenewResponse{Tokens: tokens}, 0, nil
 }
 
-// checkNodeSecret authenticates a client request by the node's secret ID,
-// sent as X-Nomad-Token.
-func (h *HTTPServer) checkNodeSecret(r *http.Request) error {
-	return h.srv.CheckNodeSecret(r.PathValue("id"), r.Header.Get("X-Nomad-Token"))
-}
-
-// allocClientUpdateFromAPI keeps the fields a client may report (status,
-// description, task states, deployment health, network status) after
-// checking its ClientStatus.
-func allocClientUpdateFromAPI(a *api.Allocation) (*structs.Allocation, error) {
-	switch a.ClientStatus {
-	case structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
-		structs.AllocClientStatusFailed, structs.AllocClientStatusLost, structs.AllocClientStatusUnknown:
-	default:
-		return nil, badRequest("allocation %q: invalid ClientStatus %q", a.ID, a.ClientStatus)
-	}
-	return apiconv.AllocUpdateFromAPI(a), nil
+// nodeCaller is the client agent a client-protocol request comes from:
+// the node of its path and the node's secret ID, sent as X-Nomad-Token
+// (the server authenticates it).
+func nodeCaller(r *http.Request) nomad.NodeCaller {
+	return nomad.NodeCaller{NodeID: r.PathValue("id"), SecretID: r.Header.Get("X-Nomad-Token")}
 }

@@ -13,14 +13,14 @@ import (
 // internalNodePrefetch answers a client's blocking query for its node's
 // prefetch directives: GET /v1/internal/node/{id}/prefetch?index=&wait=.
 func (h *HTTPServer) internalNodePrefetch(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
 	opts, err := parseQuery(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	dirs, index := h.srv.PrefetchDirectives(r.Context(), r.PathValue("id"), opts.minIndex, opts.wait)
+	dirs, index, err := h.srv.PrefetchDirectives(r.Context(), nodeCaller(r), opts.minIndex, opts.wait)
+	if err != nil {
+		return nil, 0, err
+	}
 	out := &wire.PrefetchDirectives{Directives: dirs, Index: index}
 	if out.Directives == nil {
 		out.Directives = []*structs.PrefetchDirective{}
@@ -35,17 +35,8 @@ func (h *HTTPServer) internalNodePrefetchReport(w http.ResponseWriter, r *http.R
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
+	if err := h.srv.PrefetchReport(nodeCaller(r), req.Reports); err != nil {
 		return nil, 0, err
 	}
-	for i, rep := range req.Reports {
-		switch {
-		case rep == nil || rep.DeploymentID == "":
-			return nil, 0, badRequest("Reports[%d].DeploymentID must be specified", i)
-		case rep.State != structs.PrefetchStateDone && rep.State != structs.PrefetchStateFailed:
-			return nil, 0, badRequest("Reports[%d].State must be %q or %q, got %q", i, structs.PrefetchStateDone, structs.PrefetchStateFailed, rep.State)
-		}
-	}
-	h.srv.PrefetchReport(r.PathValue("id"), req.Reports)
 	return struct{}{}, 0, nil
 }

@@ -121,9 +121,6 @@ func (h *HTTPServer) internalNodeServices(w http.ResponseWriter, r *http.Request
 	if err := decodeBody(r, &req); err != nil {
 		return nil, 0, err
 	}
-	if err := h.checkNodeSecret(r); err != nil {
-		return nil, 0, err
-	}
 	allocs := make([]nomad.AllocServices, 0, len(req.Allocs))
 	for _, as := range req.Allocs {
 		if as == nil {
@@ -135,7 +132,7 @@ func (h *HTTPServer) internalNodeServices(w http.ResponseWriter, r *http.Request
 		}
 		allocs = append(allocs, s)
 	}
-	index, err := h.srv.NodeServicesSync(r.PathValue("id"), allocs)
+	index, err := h.srv.NodeServicesSync(nodeCaller(r), allocs)
 	if err != nil {
 		return nil, 0, err
 	}
