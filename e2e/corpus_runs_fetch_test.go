@@ -141,7 +141,7 @@ var artifactsFetchRun = func() corpusRun {
 				msgs = append(msgs, e.Type+": "+e.DisplayMessage)
 			}
 			require.Contains(t, strings.Join(msgs, "\n"), "Failed Artifact Download", "the file's checksum does not match the archive")
-			require.Contains(t, strings.Join(msgs, "\n"), "checksum", msgs)
+			require.Contains(t, strings.Join(msgs, "\n"), "Checksums did not match", msgs)
 		},
 	}
 }()
@@ -236,19 +236,12 @@ var dynamicBlocksRun = corpusRun{
 			ports[p.Label] = p
 		}
 		require.Len(t, ports, 2)
-		ins := cc.inspect(t, s.ID, "gateway")
 		for label, to := range map[string]int{"http": 8080, "metrics": 9090} {
 			require.Equal(t, to, ports[label].To, label)
-			var hostPorts []string
-			for p, bs := range ins.HostConfig.PortBindings {
-				if string(p) == fmt.Sprintf("%d/tcp", to) {
-					for _, b := range bs {
-						hostPorts = append(hostPorts, b.HostPort)
-					}
-				}
-			}
-			require.Contains(t, hostPorts, fmt.Sprint(ports[label].Value), "port %s maps to %d: %v", label, to, ins.HostConfig.PortBindings)
+			require.NotZero(t, ports[label].Value, label)
+			require.Equal(t, fmt.Sprint(ports[label].Value), rep.Env["NOMAD_HOST_PORT_"+label], label)
 		}
+		ins := cc.inspect(t, s.ID, "gateway")
 		targets := map[string]string{}
 		for _, m := range ins.Mounts {
 			targets[m.Destination] = string(m.Type)
@@ -259,6 +252,10 @@ var dynamicBlocksRun = corpusRun{
 		for _, name := range []string{"fluentbit", "statsd"} {
 			side := cc.reportOf(t, s.ID, name, nil)
 			require.Equal(t, name, side.Env["NOMAD_TASK_NAME"], "a task per sidecar")
+		}
+		a, _, err = cc.c.Allocations().Info(s.ID, nil) // the sidecars' states, now they started
+		require.NoError(t, err)
+		for _, name := range []string{"fluentbit", "statsd"} {
 			st := a.TaskStates[name]
 			gwStart := a.TaskStates["gateway"].StartedAt
 			require.NotNil(t, st)
@@ -333,7 +330,6 @@ var functionsFilesRun = corpusRun{
 		require.Contains(t, tpl, `{{ env "NOMAD_PORT_http" }}`)
 		require.Equal(t, strings.Replace(tpl, `{{ env "NOMAD_PORT_http" }}`, "", 1), rep.Files["/local/app.conf"],
 			"file(): the template, ${UPSTREAM} kept for the task")
-		require.Equal(t, read("start.sh")+"\n", rep.Files["/local/start.sh"], "fileescaped(): ${...} and %{...} reach the task verbatim")
 		a, _, err := cc.c.Allocations().Info(s.ID, nil)
 		require.NoError(t, err)
 		fi, _, err := cc.c.AllocFS().Stat(a, "t/local/start.sh", nil)
@@ -351,5 +347,6 @@ var functionsFilesRun = corpusRun{
 		} {
 			require.Equal(t, v, rep.Env["NOMAD_META_"+k], k)
 		}
+		require.Equal(t, read("start.sh")+"\n", rep.Files["/local/start.sh"], "fileescaped(): ${...} and %{...} reach the task verbatim")
 	},
 }
