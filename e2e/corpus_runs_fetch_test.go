@@ -34,7 +34,10 @@ import (
 // the file's arguments, so the file's command runs as written. The file's
 // checksum is sha256("test"), which no archive has: prepare sets it to the
 // served archive's sha256 (and the check requires that a wrong one fails
-// the download). The task names no user, so chown = true gives the
+// the download, named "report-fetch-badsum"). The server answers only
+// the interpolated release path and settings.json only with the
+// interpolated header. periodic-cron's job is "report" too: this one runs
+// as "report-fetch". The task names no user, so chown = true gives the
 // repository to root, which already owns it here: not observable.
 var artifactsFetchRun = func() corpusRun {
 	var (
@@ -78,7 +81,6 @@ var artifactsFetchRun = func() corpusRun {
 			web := httptest.NewServer(mux)
 			t.Cleanup(web.Close)
 
-			// periodic-cron's job is "report" too: this one gets its own ID.
 			require.Equal(t, "report", *job.ID)
 			job.ID, job.Name = new("report-fetch"), new("report-fetch")
 			task := corpusTask(t, job, "render", "render")
