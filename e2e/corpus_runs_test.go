@@ -32,6 +32,7 @@ var corpusRuns = map[string]corpusRun{
 				"meta.disks has ssd and nvme (weight 80) and node.class matches ^mem- (50); not rack r1 (-50)")
 		},
 	},
+	"artifacts-fetch": artifactsFetchRun,
 	"backup-periodic": {
 		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			onRawExec(corpusTask(t, job, "backup", "dump"), "/bin/sh", "-c", "echo dumped")
@@ -127,6 +128,8 @@ var corpusRuns = map[string]corpusRun{
 			require.Equal(t, fmt.Sprint(port.Value), ins.HostConfig.PortBindings["12345/tcp"][0].HostPort, "port http maps to 12345")
 		},
 	},
+	"dynamic-blocks": dynamicBlocksRun,
+	"dynamic-nested": dynamicNestedRun,
 	"env-vars-only": {
 		prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 			cc.probe(corpusTask(t, job, "g", "publish"), "report")
@@ -145,6 +148,7 @@ var corpusRuns = map[string]corpusRun{
 	"functions-crypto": metaRun("crypto", "g", "t", map[string]string{
 		"md5": "5d41402abc4b2a76b9719d911017c592", "bcrypt_prefix": "$2a$06$", "bcrypt_length": "60",
 	}, ""),
+	"functions-files": functionsFilesRun,
 	"functions-numeric": {
 		prepare: holdProbe("g", "t"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
