@@ -12,7 +12,9 @@ job "files" {
         destination = "local/app.conf"
       }
 
-      # fileescaped keeps ${...} and %{...} for the task, not for the parser.
+      # fileescaped returns the file with ${ and %{ escaped as $${ and %%{;
+      # a function result is not parsed again, so the escaped text is what
+      # the template (and the rendered file) holds.
       template {
         data        = <<-EOT
           ${fileescaped("files/start.sh")}
