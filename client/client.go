@@ -173,6 +173,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		NodeResources:         host.Resources,
 		ReservedResources:     reserved,
 		Drivers:               drv,
+		HostVolumes:           copyHostVolumes(cfg.HostVolumes),
 		Status:                structs.NodeStatusReady,
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 	}
@@ -316,6 +317,7 @@ func (c *Client) Node() *structs.Node {
 	n := c.node.Copy()
 	n.Attributes = maps.Clone(n.Attributes)
 	n.Meta = maps.Clone(n.Meta)
+	n.HostVolumes = copyHostVolumes(n.HostVolumes)
 	n.Drivers = make(map[string]*structs.DriverInfo, len(c.node.Drivers))
 	for k, v := range c.node.Drivers {
 		d := *v

@@ -54,6 +54,10 @@ type Config struct {
 	MinDynamicPort, MaxDynamicPort int
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
+	// HostVolumes are the host_volume "name" { path, read_only } blocks:
+	// the node offers them (Node.HostVolumes) to groups' volume blocks.
+	// Each path must exist when the client starts.
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 	// ACLEnabled makes the client's own /v1/client/* endpoints check the
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
@@ -181,6 +185,7 @@ func (c *Config) normalize() (*Config, error) {
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)
 	var errs []error
+	var err error
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir is required"))
 	} else if abs, err := filepath.Abs(n.DataDir); err == nil {
@@ -190,6 +195,10 @@ func (c *Config) normalize() (*Config, error) {
 		errs = append(errs, errors.New("servers must list at least one server address"))
 	}
 	if _, err := reservedResources(n.Options); err != nil {
+		errs = append(errs, err)
+	}
+	n.HostVolumes, err = normalizeHostVolumes(c.HostVolumes)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

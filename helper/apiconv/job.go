@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -184,8 +185,10 @@ var refusalReasons = map[string]string{
 	"Task.Vault":                          "this cluster has no Vault integration",
 	"Task.Consul":                         "this cluster has no Consul integration",
 	"TaskGroup.Consul":                    "this cluster has no Consul integration",
-	"Task.VolumeMounts":                   "volumes are not mounted by Drover yet",
-	"TaskGroup.Volumes":                   "host and CSI volumes are not supported by Drover yet",
+	"VolumeRequest.Sticky":                "sticky volumes are dynamic host volumes, which Drover does not create yet",
+	"VolumeRequest.AccessMode":            "access modes are for CSI and dynamic host volumes, which Drover does not have",
+	"VolumeRequest.AttachmentMode":        "attachment modes are for CSI and dynamic host volumes, which Drover does not have",
+	"VolumeRequest.MountOptions":          "mount options are for CSI volumes, which Drover does not have",
 	"Task.CSIPluginConfig":                "CSI plugins are not supported by Drover",
 	"Task.Secrets":                        "secret providers are not supported by Drover yet",
 	"Task.Actions":                        "task actions are not supported by Drover yet",
@@ -257,7 +260,8 @@ func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]fo
 	}
 }
 
-// walkNested descends into a struct, pointer to struct or list of them.
+// walkNested descends into a struct, pointer to struct, or list or map of
+// them (in key order).
 func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]foundField) {
 	for st.Kind() == reflect.Pointer {
 		st = st.Elem()
@@ -275,6 +279,12 @@ func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]foundFie
 		for i := range v.Len() {
 			walkNested(prefix, v.Index(i), st.Elem(), out)
 		}
+	case v.Kind() == reflect.Map && st.Kind() == reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			walkNested(prefix, v.MapIndex(k), st.Elem(), out)
+		}
 	}
 }
 
@@ -289,6 +299,8 @@ func elementPrefix(v reflect.Value) string {
 		return fmt.Sprintf("service %q: ", x.Name)
 	case api.ServiceCheck:
 		return fmt.Sprintf("check %q: ", x.Name)
+	case api.VolumeRequest:
+		return fmt.Sprintf("volume %q: ", x.Name)
 	}
 	return ""
 }

@@ -251,7 +251,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	task.Artifacts = []*api.TaskArtifact{{GetterSource: new("https://example.com/a.tgz")}}
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
-	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data"}}
+	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data", Sticky: true}}
 	tg.Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}}
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
@@ -269,7 +269,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": artifact: artifacts are not fetched by Drover yet`,
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": template: templates are not rendered by Drover yet`,
-		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,
+		`group "proxy": volume "data": sticky: sticky volumes are dynamic host volumes, which Drover does not create yet`,
 		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
 		"multiregion: multiregion deployments are not supported by Drover",

@@ -126,6 +126,8 @@ type TaskGroup struct {
 	PreventRescheduleOnLost bool
 	// Scaling bounds the count changes of `job scale`.
 	Scaling *ScalingPolicy
+	// Volumes are the group's volume blocks by name (see volumes.go).
+	Volumes map[string]*VolumeRequest
 }
 
 // LookupTask returns the task named name, or nil.
@@ -167,6 +169,8 @@ type Task struct {
 	DispatchPayload *DispatchPayloadConfig
 	Identity        *WorkloadIdentity   // the default identity; see identity.go
 	Identities      []*WorkloadIdentity // named identities
+	// VolumeMounts mount the group's volumes into the task.
+	VolumeMounts []*VolumeMount
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

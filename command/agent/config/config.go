@@ -176,6 +176,8 @@ type ClientConfig struct {
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
 	IntroToken string
+	// HostVolumes are the host_volume "name" blocks, by name.
+	HostVolumes map[string]HostVolume
 }
 
 // PluginConfig is one `plugin "NAME"` block.
@@ -244,6 +246,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Meta = maps.Clone(c.Client.Meta)
 	out.Client.Options = maps.Clone(c.Client.Options)
 	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
+	out.Client.HostVolumes = maps.Clone(c.Client.HostVolumes)
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -330,6 +333,7 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
+	out.Client.HostVolumes = mergeHostVolumes(out.Client.HostVolumes, o.Client.HostVolumes)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 
 	for _, k := range o.Ignored {

@@ -85,7 +85,6 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		blocks: []nomadOnlyBlock{
 			{name: "reserved"}, {name: "server_join"}, {name: "template"}, {name: "artifact"},
 			{name: "drain_on_shutdown"}, {name: "users"}, {name: "host_network", labels: 1},
-			{name: "host_volume", labels: 1},
 		},
 	},
 }

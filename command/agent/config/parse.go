@@ -150,6 +150,7 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 		},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "host_volume", LabelNames: []string{"name"}}},
 	}
 	pluginSchema = &hcl.BodySchema{
 		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}},
@@ -306,7 +307,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		diags = append(diags, d...)
 		cl.ChrootEnv = m
 	}
-	return diags
+	return append(diags, decodeHostVolumes(content.Blocks, cl)...)
 }
 
 func decodePlugin(body hcl.Body) (PluginConfig, hcl.Diagnostics) {
