@@ -175,7 +175,11 @@ func (tg *TaskGroup) validateVolumes(p *problems) {
 				p.addf("%sVolume Mount (%d) references an empty destination", prefix, i)
 			}
 			switch m.PropagationMode {
-			case "", VolumeMountPropagationPrivate, VolumeMountPropagationHostToTask, VolumeMountPropagationBidirectional:
+			case "", VolumeMountPropagationPrivate:
+			case VolumeMountPropagationHostToTask, VolumeMountPropagationBidirectional:
+				if t.Driver == "exec" {
+					p.addf("%sVolume Mount %q: propagation_mode %q is not supported by the exec driver in Drover (its mounts are private to the task); use \"private\" or the docker driver", prefix, m.Volume, m.PropagationMode)
+				}
 			default:
 				p.addf("%sVolume Mount %q has an invalid propagation mode: %q", prefix, m.Volume, m.PropagationMode)
 			}
