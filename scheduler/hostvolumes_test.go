@@ -13,7 +13,9 @@ func withHostVolumes(vols map[string]*structs.ClientHostVolumeConfig) nodeOpt {
 	return func(n *structs.Node) { n.HostVolumes = vols }
 }
 
-func rw(path string) *structs.ClientHostVolumeConfig { return &structs.ClientHostVolumeConfig{Path: path} }
+func rw(path string) *structs.ClientHostVolumeConfig {
+	return &structs.ClientHostVolumeConfig{Path: path}
+}
 func ro(path string) *structs.ClientHostVolumeConfig {
 	return &structs.ClientHostVolumeConfig{Path: path, ReadOnly: true}
 }
