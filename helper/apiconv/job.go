@@ -44,6 +44,7 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	}
 	refused, warnings := unsupportedFields(j)
 	refused = append(refused, refusedServiceProviders(j)...)
+	refused = append(refused, refusedVolumeTypes(j)...)
 	if len(refused) > 0 {
 		return nil, nil, &structs.ValidationError{Problems: refused}
 	}
@@ -142,6 +143,25 @@ func refusedServiceProviders(j *api.Job) []string {
 				prefix, s.Name, s.Provider, ServiceProviderNomad))
 		}
 	})
+	return out
+}
+
+// refusedVolumeTypes refuses CSI volumes: Drover has no CSI plugins to
+// claim and mount them.
+func refusedVolumeTypes(j *api.Job) []string {
+	var out []string
+	for _, tg := range j.TaskGroups {
+		names := make([]string, 0, len(tg.Volumes))
+		for name := range tg.Volumes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if v := tg.Volumes[name]; v != nil && v.Type == structs.VolumeTypeCSI {
+				out = append(out, fmt.Sprintf("group %q: volume %q: CSI volumes are not supported by Drover", deref(tg.Name), name))
+			}
+		}
+	}
 	return out
 }
 

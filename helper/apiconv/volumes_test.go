@@ -58,13 +58,14 @@ func TestJobFromAPI_CSIAndDynamicVolumeFieldsRefused(t *testing.T) {
 	assert.Equal(t, []string{
 		`group "g": volume "data": access_mode: access modes are for CSI and dynamic host volumes, which Drover does not have`,
 		`group "g": volume "data": attachment_mode: attachment modes are for CSI and dynamic host volumes, which Drover does not have`,
+		`group "g": volume "data": CSI volumes are not supported by Drover`,
 	}, ve.Problems)
 
 	j = volumeAPIJob()
 	j.TaskGroups[0].Volumes["data"] = &api.VolumeRequest{Name: "data", Type: "csi", Source: "ebs"}
-	job, _, err := JobFromAPI(j)
-	require.NoError(t, err)
-	require.ErrorContains(t, job.Validate(), `volume "data": CSI volumes are not supported by Drover`)
+	_, _, err = JobFromAPI(j)
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, []string{`group "g": volume "data": CSI volumes are not supported by Drover`}, ve.Problems)
 }
 
 func TestNodeToAPI_HostVolumes(t *testing.T) {
