@@ -104,7 +104,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/deployment/pause/{id}", objectCap(submitJob, deploymentNS), h.deploymentPause)
 	put("/v1/deployment/allocation-health/{id}", objectCap(submitJob, deploymentNS), h.deploymentAllocHealth)
 
-	// Volumes and plugins: Drover has none (csi_endpoint.go); the list
+	// Volumes and plugins: Drover has none (csi_endpoint.go; dynamic host
+	// volume writes are refused, host_volume_endpoint.go); the list
 	// handler checks the capability of the volume type it is asked for.
 	get("/v1/volumes", caller(), h.volumesList)
 	get("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), h.csiVolumeGet)
@@ -112,6 +113,10 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/volume/csi/{id}/create", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
 	del("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
 	del("/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
+	put("/v1/volume/host/create", nsCap(acl.NamespaceCapabilityHostVolumeCreate), h.hostVolumeWrite)
+	put("/v1/volume/host/register", nsCap(acl.NamespaceCapabilityHostVolumeRegister), h.hostVolumeWrite)
+	get("/v1/volume/host/{id}", nsCap(acl.NamespaceCapabilityHostVolumeRead), h.csiVolumeGet)
+	del("/v1/volume/host/{id}", nsCap(acl.NamespaceCapabilityHostVolumeDelete), h.csiVolumeDeregister)
 	get("/v1/volumes/external", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
 	get("/v1/volumes/snapshot", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
 	get("/v1/plugins", pluginList(), h.csiPluginsList)
