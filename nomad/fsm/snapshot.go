@@ -57,6 +57,8 @@ const (
 	autopilotConfigRecord recordType = 94
 	// variableRecord: the next number after the highest used.
 	variableRecord recordType = 115
+	// hostVolumeRecord: dynamic host volumes.
+	hostVolumeRecord recordType = 121
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -118,6 +120,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	vars, err := snap.Variables(nil, "*", "")
 	enc.fail(err)
 	writeAll(enc, variableRecord, vars)
+	hostVols, err := snap.HostVolumes(nil, "*")
+	enc.fail(err)
+	writeAll(enc, hostVolumeRecord, hostVols)
 	apCfg, err := snap.AutopilotConfig(nil)
 	enc.fail(err)
 	if apCfg != nil {
@@ -223,6 +228,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.NodePoolRestore)
 	case variableRecord:
 		return restoreOne(dec, r.VariableRestore)
+	case hostVolumeRecord:
+		return restoreOne(dec, r.HostVolumeRestore)
 	case schedulerConfigRecord:
 		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:

@@ -85,6 +85,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 				return fmt.Errorf("node %q: secret ID is in use by another node: %w", n.ID, ErrConflict)
 			}
 		}
+		if err := syncNodeHostVolumes(tx, n); err != nil {
+			return err
+		}
 		n.Events = stampNodeEvents(n.Events, tx.index)
 		n.ModifyIndex = tx.index
 		if err := ensureNodePool(tx, n.NodePool); err != nil {

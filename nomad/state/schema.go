@@ -47,6 +47,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	schedulerConfigTableSchema,
 	nodePoolsTableSchema,
 	variablesTableSchema,
+	hostVolumesTableSchema,
 	indexTableSchema,
 }
 

@@ -22,12 +22,16 @@ const (
 )
 
 // ClientHostVolumeConfig is a host volume a node offers (Node.HostVolumes,
-// by name): a client's host_volume "name" { path, read_only } block. ID is
-// set for dynamic host volumes only, which Drover does not create.
+// by name): a client's host_volume "name" { path, read_only } block, or a
+// dynamic host volume the client created.
 type ClientHostVolumeConfig struct {
 	Path     string
 	ReadOnly bool
-	ID       string
+	// ID is set for dynamic host volumes (see HostVolume), and Namespace,
+	// the volume's, by the server when the node registers: only jobs of
+	// that namespace may mount it.
+	ID        string
+	Namespace string
 }
 
 // VolumeRequest is a group's volume "name" block: which host volume
