@@ -78,7 +78,7 @@ func NewFeasibleFunc(job *structs.Job) FeasibleFunc {
 		if !DriversHealthy(node, tg) {
 			return false, ReasonMissingDrivers
 		}
-		if !HostVolumesMet(node, tg, 0, system) {
+		if !HostVolumesMet(node, tg, job.Namespace, 0, system) {
 			return false, ReasonMissingHostVolumes
 		}
 		return true, ""

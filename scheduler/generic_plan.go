@@ -316,7 +316,7 @@ func (b *genericPlanBuilder) filter(node *structs.Node, g *GenericGroup, name st
 	if reason != "" {
 		return reason
 	}
-	if hasPerAllocVolumes(g.Group) && !HostVolumesMet(node, g.Group, structs.AllocIndex(name), true) {
+	if hasPerAllocVolumes(g.Group) && !HostVolumesMet(node, g.Group, b.job.Namespace, structs.AllocIndex(name), true) {
 		return ReasonMissingHostVolumes
 	}
 	for _, c := range b.job.Constraints {

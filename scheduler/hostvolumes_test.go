@@ -23,6 +23,7 @@ func ro(path string) *structs.ClientHostVolumeConfig {
 func TestHostVolumesMet(t *testing.T) {
 	node := testNode("a", withHostVolumes(map[string]*structs.ClientHostVolumeConfig{
 		"data": rw("/srv/data"), "certs": ro("/srv/certs"), "db[0]": rw("/srv/db0"), "db[2]": rw("/srv/db2"),
+		"dyn-default": {Path: "/hv/1", ID: "1", Namespace: "default"}, "dyn-other": {Path: "/hv/2", ID: "2", Namespace: "other"},
 	}))
 	group := func(vols map[string]*structs.VolumeRequest) *structs.TaskGroup {
 		return &structs.TaskGroup{Name: "web", Volumes: vols}
@@ -49,10 +50,12 @@ func TestHostVolumesMet(t *testing.T) {
 		{"per_alloc index 2", map[string]*structs.VolumeRequest{"db": host("db", false, true)}, 2, true, true},
 		{"per_alloc skipped", map[string]*structs.VolumeRequest{"db": host("db", false, true)}, 1, false, true},
 		{"per_alloc never matches the bare source", map[string]*structs.VolumeRequest{"d": host("data", false, true)}, 0, true, false},
+		{"dynamic volume of the job's namespace", map[string]*structs.VolumeRequest{"d": host("dyn-default", false, false)}, 0, true, true},
+		{"dynamic volume of another namespace", map[string]*structs.VolumeRequest{"d": host("dyn-other", false, false)}, 0, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, HostVolumesMet(node, group(tc.vols), tc.index, tc.perAlloc))
+			assert.Equal(t, tc.want, HostVolumesMet(node, group(tc.vols), "default", tc.index, tc.perAlloc))
 		})
 	}
 }
