@@ -111,7 +111,7 @@ func New(cfg *Config) (*Client, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.noteContact(c.cfg.Now())
-	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop}
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop, c.hostVolumeLoop}
 	if c.images != nil {
 		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
 		c.kickImages() // the restored runners' leases, before any removal
@@ -160,6 +160,10 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	reserved, _ := reservedResources(cfg.Options) // validated by normalize
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
+	if c.hostAttrs == nil {
+		c.hostAttrs = map[string]string{}
+	}
+	c.hostAttrs[hostVolumePluginAttr] = HostVolumePluginVersion
 	c.node = &structs.Node{
 		ID:                    id.ID,
 		SecretID:              id.SecretID,

@@ -58,6 +58,9 @@ type Config struct {
 	// the node offers them (Node.HostVolumes) to groups' volume blocks.
 	// Each path must exist when the client starts.
 	HostVolumes map[string]*structs.ClientHostVolumeConfig
+	// HostVolumesDir (host_volumes_dir) is where the mkdir plugin creates
+	// dynamic host volumes; default <DataDir>/host_volumes, as in Nomad.
+	HostVolumesDir string
 	// ACLEnabled makes the client's own /v1/client/* endpoints check the
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
@@ -206,6 +209,11 @@ func (c *Config) normalize() (*Config, error) {
 	}
 	if n.NodeName == "" {
 		n.NodeName, _ = os.Hostname()
+	}
+	if n.HostVolumesDir == "" {
+		n.HostVolumesDir = filepath.Join(n.DataDir, "host_volumes")
+	} else if abs, err := filepath.Abs(n.HostVolumesDir); err == nil {
+		n.HostVolumesDir = abs
 	}
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"

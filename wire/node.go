@@ -32,6 +32,10 @@ const (
 	// ACLResolveResponse) resolves a caller's token for the client agent's
 	// own endpoints.
 	RouteNodeACLResolve = "/v1/internal/node/{id}/acl/resolve"
+	// RouteNodeHostVolumes is, with GET, the node's blocking query for the
+	// dynamic host volumes placed on it (?index=&wait=, answer
+	// []*structs.HostVolume, X-Nomad-Index).
+	RouteNodeHostVolumes = "/v1/internal/node/{id}/host-volumes"
 )
 
 // NodePath is route with {id} replaced by the path-escaped nodeID.

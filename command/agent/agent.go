@@ -184,7 +184,7 @@ func (a *Agent) startClient() error {
 		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
-		Plugins: plugins, HostVolumes: hostVolumes(cfg.Client.HostVolumes),
+		Plugins: plugins, HostVolumes: hostVolumes(cfg.Client.HostVolumes), HostVolumesDir: cfg.Client.HostVolumesDir,
 		Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
 		// A dev agent's state dies with it (as `nomad agent -dev`'s does):
 		// it stops its allocations on the way out instead of leaving tasks

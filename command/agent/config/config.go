@@ -178,6 +178,9 @@ type ClientConfig struct {
 	IntroToken string
 	// HostVolumes are the host_volume "name" blocks, by name.
 	HostVolumes map[string]HostVolume
+	// HostVolumesDir (host_volumes_dir) is where dynamic host volumes are
+	// created; "" is <data_dir>/host_volumes.
+	HostVolumesDir string
 }
 
 // PluginConfig is one `plugin "NAME"` block.
@@ -329,6 +332,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Client.NodeClass, o.Client.NodeClass)
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	setString(&out.Client.IntroToken, o.Client.IntroToken)
+	setString(&out.Client.HostVolumesDir, o.Client.HostVolumesDir)
 	if len(o.Client.ChrootEnv) > 0 {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}

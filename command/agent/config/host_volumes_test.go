@@ -11,6 +11,7 @@ func TestParse_HostVolumes(t *testing.T) {
 	c, err := Parse("agent.hcl", []byte(`
 client {
   enabled = true
+  host_volumes_dir = "/srv/dynamic"
   host_volume "data" { path = "/srv/data" }
   host_volume "certs" {
     path      = "/etc/ssl/certs"
@@ -23,6 +24,7 @@ client {
 		"data":  {Path: "/srv/data"},
 		"certs": {Path: "/etc/ssl/certs", ReadOnly: true},
 	}, c.Client.HostVolumes)
+	require.Equal(t, "/srv/dynamic", c.Client.HostVolumesDir)
 	require.Empty(t, c.Ignored)
 
 	_, err = Parse("agent.hcl", []byte(`client {

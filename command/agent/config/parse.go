@@ -149,6 +149,7 @@ var (
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
+			{Name: "host_volumes_dir"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "host_volume", LabelNames: []string{"name"}}},
 	}
@@ -291,6 +292,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		"min_dynamic_port": &cl.MinDynamicPort,
 		"max_dynamic_port": &cl.MaxDynamicPort,
 		"intro_token":      &cl.IntroToken,
+		"host_volumes_dir": &cl.HostVolumesDir,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)
