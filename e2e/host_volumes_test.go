@@ -111,3 +111,84 @@ func TestHostVolumes(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the replacement appended to the data of the first allocation")
 	catEventually(t, c, second, "alloc/logs/app.stdout.0", "certs=readonly\nseed=host cert\n")
 }
+
+// TestDynamicHostVolumes: `volume create` with a host volume spec
+// (plugin mkdir) has the client create the directory under its
+// host_volumes_dir; the volume is ready and on the node; a job of its
+// namespace mounts it and writes there; `volume delete` is refused while
+// the job runs and, once it is stopped, removes the directory and the
+// node's entry.
+func TestDynamicHostVolumes(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	hvDir := filepath.Join(t.TempDir(), "hv")
+	newClientAgentWith(t, "dhv-client", fmt.Sprintf("host_volumes_dir = %q", hvDir), "", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+
+	spec := filepath.Join(t.TempDir(), "scratch.volume.hcl")
+	require.NoError(t, os.WriteFile(spec, []byte(`
+type      = "host"
+name      = "scratch"
+plugin_id = "mkdir"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+parameters {
+  mode = "0777"
+}
+`), 0o600))
+	code, out := drover(t, srv.httpAddr(), "volume", "create", spec)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "==> Created host volume scratch with ID ")
+	require.Regexp(t, `(?m)^State\s+= ready$`, out)
+	vols, _, err := c.HostVolumes().List(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	id := vols[0].ID
+	path := filepath.Join(hvDir, id)
+	require.DirExists(t, path)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, &api.HostVolumeInfo{Path: path, ID: id}, node.HostVolumes["scratch"])
+	code, out = drover(t, srv.httpAddr(), "volume", "status")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `scratch\s+default\s+mkdir\s+\S+\s+default\s+ready`, out)
+
+	if d := node.Drivers["exec"]; d == nil || !d.Detected || !d.Healthy {
+		t.Skipf("SKIPPED the mount: the exec driver is not usable on this host (euid %d): %+v", os.Geteuid(), d)
+	}
+	job := hostVolumeJob("dhv", "1")
+	job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "scratch"}}
+	job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
+	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
+	_, _, err = c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+	runningAlloc(t, c, "dhv", 0)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(path, "state"))
+		return string(b) == "1\n"
+	}, 30*time.Second, 100*time.Millisecond, "the task wrote into the dynamic volume")
+
+	code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "in use by allocations")
+	_, _, err = c.Jobs().Deregister("dhv", true, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(runningAllocs(t, c, "dhv")) == 0 }, 30*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool {
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		return code == 0
+	}, 30*time.Second, 200*time.Millisecond, "delete once the job is gone: %s", out)
+	require.Contains(t, out, "Successfully deleted volume")
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(path)
+		n, _, nerr := c.Nodes().Info(node.ID, nil)
+		return os.IsNotExist(err) && nerr == nil && n.HostVolumes["scratch"] == nil
+	}, 30*time.Second, 100*time.Millisecond, "the client removed the directory and the node's entry")
+}
