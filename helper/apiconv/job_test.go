@@ -269,7 +269,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": artifact: artifacts are not fetched by Drover yet`,
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": template: templates are not rendered by Drover yet`,
-		`group "proxy": volume "data": sticky: sticky volumes are dynamic host volumes, which Drover does not create yet`,
+		`group "proxy": volume "data": sticky: sticky volume claims are not supported by Drover yet`,
 		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
 		"multiregion: multiregion deployments are not supported by Drover",

@@ -56,8 +56,8 @@ func TestJobFromAPI_CSIAndDynamicVolumeFieldsRefused(t *testing.T) {
 	var ve *structs.ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, []string{
-		`group "g": volume "data": access_mode: access modes are for CSI and dynamic host volumes, which Drover does not have`,
-		`group "g": volume "data": attachment_mode: attachment modes are for CSI and dynamic host volumes, which Drover does not have`,
+		`group "g": volume "data": access_mode: a group's access mode is not supported by Drover yet (a host volume is mounted as its read_only says)`,
+		`group "g": volume "data": attachment_mode: a group's attachment mode is not supported by Drover yet (host volumes are file systems)`,
 		`group "g": volume "data": CSI volumes are not supported by Drover`,
 	}, ve.Problems)
 
