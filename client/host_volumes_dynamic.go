@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
@@ -140,31 +141,13 @@ func hostVolumeDirs(dir string) ([]string, error) {
 // host volumes change it registers the node again (which makes the new
 // volumes ready on the server).
 func (c *Client) hostVolumeLoop(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-c.registered:
-	}
-	var index uint64
-	failures := 0
-	for ctx.Err() == nil {
+	c.pollLoop(ctx, hclog.Warn, "host volumes: not in sync with the server; retrying", func(ctx context.Context, index uint64) (uint64, error) {
 		vols, next, err := c.rpc.nodeHostVolumes(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
-		if err == nil {
-			err = c.applyHostVolumes(vols)
-		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			wait := backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures)
-			c.logger.Warn("host volumes: not in sync with the server; retrying", "error", err, "retry_in", wait)
-			sleepCtx(ctx, wait)
-			continue
+			return 0, err
 		}
-		failures = 0
-		index = next
-	}
+		return next, c.applyHostVolumes(vols)
+	})
 }
 
 // applyHostVolumes carries out the changes for vols and updates the node.
