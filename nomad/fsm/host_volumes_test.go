@@ -47,6 +47,16 @@ func TestApplyHostVolumes(t *testing.T) {
 		"static":  {Path: "/srv/static"},
 	}, n.HostVolumes)
 
+	// The node goes down: unavailable; back: ready.
+	mustApply(t, f, 30, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusDown})
+	down, err := f.State().HostVolumeByID(nil, "default", "vol-1")
+	require.NoError(t, err)
+	require.Equal(t, structs.HostVolumeStateUnavailable, down.State)
+	mustApply(t, f, 31, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusReady})
+	got, err = f.State().HostVolumeByID(nil, "default", "vol-1")
+	require.NoError(t, err)
+	require.Equal(t, structs.HostVolumeStateReady, got.State)
+
 	snap, err := f.Snapshot()
 	require.NoError(t, err)
 	sink := &memSink{}
@@ -58,7 +68,7 @@ func TestApplyHostVolumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []*structs.HostVolume{got}, restored)
 
-	mustApply(t, f, 4, structs.HostVolumeDeleteRequestType, &structs.HostVolumeDeleteRequest{Namespace: "default", ID: "vol-1"})
+	mustApply(t, f, 40, structs.HostVolumeDeleteRequestType, &structs.HostVolumeDeleteRequest{Namespace: "default", ID: "vol-1"})
 	got, err = f.State().HostVolumeByID(nil, "default", "vol-1")
 	require.NoError(t, err)
 	require.Nil(t, got)

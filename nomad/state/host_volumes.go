@@ -108,6 +108,35 @@ func syncNodeHostVolumes(tx *writeTxn, n *structs.Node) error {
 	return nil
 }
 
+// nodeHostVolumesAvailability sets the state of the dynamic host volumes
+// of n after a status change: unavailable while the node is down or
+// disconnected, ready again when it is ready and reports the volume (a
+// pending volume stays pending).
+func nodeHostVolumesAvailability(tx *writeTxn, n *structs.Node) error {
+	all, err := list[*structs.HostVolume](tx.Txn, nil, TableHostVolumes, indexID)
+	if err != nil {
+		return err
+	}
+	for _, v := range all {
+		if v.NodeID != n.ID || v.State == structs.HostVolumeStatePending {
+			continue
+		}
+		want := structs.HostVolumeStateUnavailable
+		if hv := n.HostVolumes[v.Name]; n.Status == structs.NodeStatusReady && hv != nil && hv.ID == v.ID {
+			want = structs.HostVolumeStateReady
+		}
+		if v.State == want {
+			continue
+		}
+		next := v.Copy()
+		next.State, next.ModifyIndex = want, tx.index
+		if err := tx.insert(TableHostVolumes, next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // HostVolumeByID returns the volume (ns, id), or nil.
 func (r reader) HostVolumeByID(ws memdb.WatchSet, ns, id string) (*structs.HostVolume, error) {
 	raw, err := first(r.txn(), ws, TableHostVolumes, indexID, nsOrDefault(ns), id)
