@@ -154,6 +154,11 @@ func volumeStatus(m *Meta, args []string) int {
 		return m.printJSON(v)
 	}
 	m.outf("%s", formatHostVolume(v, verbose))
+	if len(v.Allocations) > 0 {
+		m.outf("\nAllocations\n%s", formatAllocStubs(v.Allocations, verbose))
+	} else {
+		m.outf("\nAllocations\nNo allocations placed")
+	}
 	return 0
 }
 

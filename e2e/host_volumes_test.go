@@ -183,7 +183,10 @@ parameters {
 
 	if withJob {
 		// The node's new volume re-runs the blocked evaluation.
-		runningAlloc(t, c, "dhv", 0)
+		alloc := runningAlloc(t, c, "dhv", 0)
+		code, out = drover(t, srv.httpAddr(), "volume", "status", id)
+		require.Equal(t, 0, code, out)
+		require.Regexp(t, `(?m)^Allocations\n.*\n`+alloc.ID[:8]+`\s`, out, "the volume lists the allocation using it")
 		require.Eventually(t, func() bool {
 			b, _ := os.ReadFile(filepath.Join(path, "state"))
 			return string(b) == "1\n"

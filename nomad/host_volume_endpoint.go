@@ -172,22 +172,16 @@ func (s *Server) HostVolumeDelete(caller *acl.ACL, ns, id string) (uint64, error
 	if v == nil {
 		return 0, structs.NotFoundf("volume not found")
 	}
-	allocs, err := snap.AllocsByNode(nil, v.NodeID)
+	users, err := hostVolumeUsers(nil, snap, v)
 	if err != nil {
 		return 0, err
 	}
-	var users []string
-	for _, a := range allocs {
-		if a.ClientTerminal() || a.Namespace != v.Namespace || a.Job == nil {
-			continue
-		}
-		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && groupUsesHostVolume(tg, v.Name, a.Name) {
-			users = append(users, a.ID)
-		}
-	}
 	if len(users) > 0 {
-		sort.Strings(users)
-		return 0, structs.BadRequestf("volume %s in use by allocations: %v", v.ID, users)
+		ids := make([]string, len(users))
+		for i, a := range users {
+			ids[i] = a.ID
+		}
+		return 0, structs.BadRequestf("volume %s in use by allocations: %v", v.ID, ids)
 	}
 	_, index, err := s.raftApply(structs.HostVolumeDeleteRequestType, &structs.HostVolumeDeleteRequest{Namespace: ns, ID: id})
 	return index, err
@@ -202,23 +196,50 @@ func groupUsesHostVolume(tg *structs.TaskGroup, name, allocName string) bool {
 	return false
 }
 
-// HostVolumeGet is the volume (opts' namespace, id) as a blocking query;
-// the caller needs host-volume-read. A missing volume is a not-found
-// error.
-func (s *Server) HostVolumeGet(ctx context.Context, opts QueryOptions, id string) (*structs.HostVolume, QueryMeta, error) {
+// HostVolumeGet is the volume (opts' namespace, id) as a blocking query,
+// with the allocations that use it (not client-terminal, on its node, of
+// a group asking for its name in its namespace); the caller needs
+// host-volume-read. A missing volume is a not-found error.
+func (s *Server) HostVolumeGet(ctx context.Context, opts QueryOptions, id string) (*structs.HostVolume, []*structs.Allocation, QueryMeta, error) {
 	if !opts.ACL.AllowNamespaceOperation(opts.namespace(), acl.NamespaceCapabilityHostVolumeRead) {
-		return nil, s.refusedMeta(), structs.ErrPermissionDenied
+		return nil, nil, s.refusedMeta(), structs.ErrPermissionDenied
 	}
 	var out *structs.HostVolume
+	var users []*structs.Allocation
 	meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, snap *state.Snapshot) (uint64, error) {
 		v, err := snap.HostVolumeByID(ws, opts.namespace(), id)
-		out = v
-		return snap.Index(state.TableHostVolumes), err
+		out, users = v, nil
+		if err != nil || v == nil {
+			return snap.Index(state.TableHostVolumes), err
+		}
+		if users, err = hostVolumeUsers(ws, snap, v); err != nil {
+			return 0, err
+		}
+		return max(snap.Index(state.TableHostVolumes), snap.Index(state.TableAllocs)), nil
 	})
 	if err == nil && out == nil {
 		err = structs.NotFoundf("volume not found")
 	}
-	return out, meta, err
+	return out, users, meta, err
+}
+
+// hostVolumeUsers returns the allocations that use v, by ID.
+func hostVolumeUsers(ws memdb.WatchSet, snap *state.Snapshot, v *structs.HostVolume) ([]*structs.Allocation, error) {
+	allocs, err := snap.AllocsByNode(ws, v.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*structs.Allocation
+	for _, a := range allocs {
+		if a.ClientTerminal() || a.Namespace != v.Namespace || a.Job == nil {
+			continue
+		}
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && groupUsesHostVolume(tg, v.Name, a.Name) {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // HostVolumeList lists the volumes of opts' namespace ("*": those of

@@ -54,11 +54,15 @@ func (h *HTTPServer) hostVolumeGet(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, 0, err
 	}
-	v, meta, err := h.srv.HostVolumeGet(r.Context(), opts, r.PathValue("id"))
+	v, users, meta, err := h.srv.HostVolumeGet(r.Context(), opts, r.PathValue("id"))
 	if err != nil {
 		return nil, metaIndex(meta), err
 	}
-	return apiconv.HostVolumeToAPI(v), metaIndex(meta), nil
+	out := apiconv.HostVolumeToAPI(v)
+	for _, a := range users {
+		out.Allocations = append(out.Allocations, apiconv.AllocStubToAPI(a))
+	}
+	return out, metaIndex(meta), nil
 }
 
 // hostVolumeDelete serves DELETE /v1/volume/host/{id}.
