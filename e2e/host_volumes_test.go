@@ -79,11 +79,9 @@ func TestHostVolumes(t *testing.T) {
 	missing.TaskGroups[0].Volumes["data"].Source = "nowhere"
 	resp, _, err := c.Jobs().Register(missing, nil)
 	require.NoError(t, err)
-	var eval *api.Evaluation
-	require.Eventually(t, func() bool {
-		eval, _, err = c.Evaluations().Info(resp.EvalID, nil)
-		return err == nil && eval.Status == "complete"
-	}, 30*time.Second, 100*time.Millisecond)
+	waitEval(t, c, resp.EvalID)
+	eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
+	require.NoError(t, err)
 	require.Contains(t, eval.FailedTGAllocs, "g")
 	require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"])
 	code, out = drover(t, srv.httpAddr(), "job", "status", "hv-missing")
@@ -141,11 +139,9 @@ func TestDynamicHostVolumes(t *testing.T) {
 	if withJob {
 		resp, _, err := c.Jobs().Register(job, nil)
 		require.NoError(t, err)
-		var eval *api.Evaluation
-		require.Eventually(t, func() bool {
-			eval, _, err = c.Evaluations().Info(resp.EvalID, nil)
-			return err == nil && eval.Status == "complete"
-		}, 30*time.Second, 100*time.Millisecond)
+		waitEval(t, c, resp.EvalID)
+		eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
+		require.NoError(t, err)
 		require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"], "no volume yet")
 	}
 
