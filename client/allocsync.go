@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-project/drover/client/allocrunner"
@@ -75,32 +76,17 @@ func computeAllocDiff(known map[string]uint64, incoming []*structs.Allocation, k
 // watchAllocs long-polls the node's allocations once the node is
 // registered and applies each new list, until ctx ends.
 func (c *Client) watchAllocs(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-c.registered:
-	}
-	var index uint64
-	failures := 0
-	for ctx.Err() == nil {
+	c.pollLoop(ctx, hclog.Warn, "failed to fetch allocations; retrying", func(ctx context.Context, index uint64) (uint64, error) {
 		list, newIndex, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			wait := backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures)
-			c.logger.Warn("failed to fetch allocations; retrying", "error", err, "retry_in", wait)
-			sleepCtx(ctx, wait)
-			continue
+			return 0, err
 		}
-		failures = 0
 		if newIndex < index {
 			c.logger.Info("server index went backwards; resyncing", "old", index, "new", newIndex)
 		}
-		index = newIndex
 		c.applyAllocs(list)
-	}
+		return newIndex, nil
+	})
 }
 
 // applyAllocs decodes the server's list and carries out the diff.

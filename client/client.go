@@ -117,7 +117,7 @@ func New(cfg *Config) (*Client, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.noteContact(c.cfg.Now())
-	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.serviceLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop}
+	loops := []func(context.Context){c.nodeLoop, c.watchAllocs, c.flushLoop, c.serviceLoop, c.driverLoop, c.prefetchLoop, c.disconnectLoop, c.hostVolumeLoop}
 	if c.images != nil {
 		loops = append(loops, c.imageLeaseLoop, c.images.gc.Run)
 		c.kickImages() // the restored runners' leases, before any removal
@@ -172,6 +172,10 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 	reserved, _ := reservedResources(cfg.Options) // validated by normalize
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
+	if c.hostAttrs == nil {
+		c.hostAttrs = map[string]string{}
+	}
+	c.hostAttrs[hostVolumePluginAttr] = HostVolumePluginVersion
 	c.node = &structs.Node{
 		ID:                    id.ID,
 		SecretID:              id.SecretID,
@@ -185,6 +189,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		NodeResources:         host.Resources,
 		ReservedResources:     reserved,
 		Drivers:               drv,
+		HostVolumes:           copyHostVolumes(cfg.HostVolumes),
 		Status:                structs.NodeStatusReady,
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 	}
@@ -328,6 +333,7 @@ func (c *Client) Node() *structs.Node {
 	n := c.node.Copy()
 	n.Attributes = maps.Clone(n.Attributes)
 	n.Meta = maps.Clone(n.Meta)
+	n.HostVolumes = copyHostVolumes(n.HostVolumes)
 	n.Drivers = make(map[string]*structs.DriverInfo, len(c.node.Drivers))
 	for k, v := range c.node.Drivers {
 		d := *v

@@ -58,6 +58,13 @@ type Config struct {
 	MinDynamicPort, MaxDynamicPort int
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
+	// HostVolumes are the host_volume "name" { path, read_only } blocks:
+	// the node offers them (Node.HostVolumes) to groups' volume blocks.
+	// Each path must exist when the client starts.
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
+	// HostVolumesDir (host_volumes_dir) is where the mkdir plugin creates
+	// dynamic host volumes; default <DataDir>/host_volumes, as in Nomad.
+	HostVolumesDir string
 	// ACLEnabled makes the client's own /v1/client/* endpoints check the
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.
@@ -190,6 +197,7 @@ func (c *Config) normalize() (*Config, error) {
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)
 	var errs []error
+	var err error
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir is required"))
 	} else if abs, err := filepath.Abs(n.DataDir); err == nil {
@@ -201,11 +209,20 @@ func (c *Config) normalize() (*Config, error) {
 	if _, err := reservedResources(n.Options); err != nil {
 		errs = append(errs, err)
 	}
+	n.HostVolumes, err = normalizeHostVolumes(c.HostVolumes)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("client: invalid config: %w", err)
 	}
 	if n.NodeName == "" {
 		n.NodeName, _ = os.Hostname()
+	}
+	if n.HostVolumesDir == "" {
+		n.HostVolumesDir = filepath.Join(n.DataDir, "host_volumes")
+	} else if abs, err := filepath.Abs(n.HostVolumesDir); err == nil {
+		n.HostVolumesDir = abs
 	}
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"

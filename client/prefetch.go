@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
@@ -69,29 +71,14 @@ func (c *Client) PrefetchStats() PrefetchStats {
 // pull in flight.
 func (c *Client) prefetchLoop(ctx context.Context) {
 	defer c.applyPrefetch(ctx, nil)
-	select {
-	case <-ctx.Done():
-		return
-	case <-c.registered:
-	}
-	var index uint64
-	failures := 0
-	for ctx.Err() == nil {
-		out, err := c.rpc.prefetchDirectives(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
+	c.pollLoop(ctx, hclog.Debug, "failed to fetch prefetch directives; retrying", func(pctx context.Context, index uint64) (uint64, error) {
+		out, err := c.rpc.prefetchDirectives(pctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			wait := backoff(c.cfg.timing.retry, c.cfg.timing.maxRetry, failures)
-			c.logger.Debug("failed to fetch prefetch directives; retrying", "error", err, "retry_in", wait)
-			sleepCtx(ctx, wait)
-			continue
+			return 0, err
 		}
-		failures = 0
-		index = out.Index
 		c.applyPrefetch(ctx, out.Directives)
-	}
+		return out.Index, nil
+	})
 }
 
 // applyPrefetch starts the pulls of new directives, cancels those whose

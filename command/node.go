@@ -168,7 +168,8 @@ func showNode(m *Meta, c *api.Client, id string, o nodeStatusOptions) int {
 		sections = append(sections, "Allocations\n"+formatAllocStubs(stubs, o.verbose))
 	}
 	if o.verbose {
-		sections = append(sections, "Attributes\n"+formatMapKV(node.Attributes), "Meta\n"+formatMapKV(node.Meta))
+		sections = append(sections, "Host Volumes\n"+formatHostVolumes(node.HostVolumes),
+			"Attributes\n"+formatMapKV(node.Attributes), "Meta\n"+formatMapKV(node.Meta))
 	}
 	m.outf("%s", strings.Join(sections, "\n\n"))
 	return 0
@@ -210,6 +211,20 @@ func formatNodeEvents(events []*api.NodeEvent, verbose bool) string {
 	rows := []string{"Time|Subsystem|Message"}
 	for _, e := range sorted {
 		rows = append(rows, strings.Join([]string{formatTime(e.Timestamp), e.Subsystem, e.Message}, "|"))
+	}
+	return formatList(rows)
+}
+
+// formatHostVolumes renders the node's host volumes, by name.
+func formatHostVolumes(vols map[string]*api.HostVolumeInfo) string {
+	if len(vols) == 0 {
+		return "<none>"
+	}
+	rows := []string{"Name|ReadOnly|Source"}
+	for _, name := range sortedKeys(vols) {
+		if v := vols[name]; v != nil {
+			rows = append(rows, fmt.Sprintf("%s|%t|%s", name, v.ReadOnly, v.Path))
+		}
 	}
 	return formatList(rows)
 }

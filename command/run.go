@@ -94,6 +94,11 @@ func commands() []*command {
 		serviceCommands(),
 		varCommands(),
 		{name: "version", synopsis: "Prints the Drover version", run: runVersion},
+		{name: "volume", synopsis: "Interact with volumes", subs: []*command{
+			{name: "create", synopsis: "Create an external volume", run: volumeCreate},
+			{name: "delete", synopsis: "Delete a volume", run: volumeDelete},
+			{name: "status", synopsis: "Display status information about a volume", run: volumeStatus},
+		}},
 		// Shortcuts Nomad users know.
 		{name: "inspect", synopsis: "Alias for job inspect", run: jobInspect},
 		{name: "plan", synopsis: "Alias for job plan", run: jobPlan},

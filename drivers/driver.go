@@ -49,6 +49,24 @@ type TaskConfig struct {
 	CPU         int // MHz shares requested
 	MemoryMB    int
 	MemoryMaxMB int // memory_max (oversubscription), 0 when unset
+
+	// Mounts are the task's host volume mounts (volume_mount blocks
+	// resolved against the node's host volumes), in order. Drivers with
+	// filesystem isolation (docker, exec) bind-mount each; jobs giving
+	// other drivers one are refused at registration.
+	Mounts []*MountConfig
+}
+
+// MountConfig is one host path bind-mounted into a task.
+type MountConfig struct {
+	HostPath string
+	// TaskPath is where the task sees it: a path in the container (docker)
+	// or in the task's root (exec); a relative one is taken from "/".
+	TaskPath string
+	ReadOnly bool
+	// PropagationMode is "private" (or ""), "host-to-task" or
+	// "bidirectional", as in the volume_mount block.
+	PropagationMode string
 }
 
 // Copy returns a deep copy of c (Config values are copied one level deep).
@@ -67,6 +85,13 @@ func (c *TaskConfig) Copy() *TaskConfig {
 		n.Env = make(map[string]string, len(c.Env))
 		for k, v := range c.Env {
 			n.Env[k] = v
+		}
+	}
+	if c.Mounts != nil {
+		n.Mounts = make([]*MountConfig, len(c.Mounts))
+		for i, m := range c.Mounts {
+			mc := *m
+			n.Mounts[i] = &mc
 		}
 	}
 	return &n

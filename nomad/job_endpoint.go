@@ -303,10 +303,11 @@ func (s *Server) JobEvaluate(caller *acl.ACL, namespace, jobID string) (string, 
 }
 
 // CheckJobSubmit refuses a job caller may not submit (submit-job in the
-// job's namespace, which the body may name) and a job in a namespace that
-// does not exist, in that order.
+// job's namespace, which the body may name, and the mount capability of
+// each host volume it asks for: see allowHostVolumes) and a job in a
+// namespace that does not exist, in that order.
 func (s *Server) CheckJobSubmit(caller *acl.ACL, job *structs.Job) error {
-	if !caller.AllowNamespaceOperation(job.Namespace, acl.NamespaceCapabilitySubmitJob) {
+	if !caller.AllowNamespaceOperation(job.Namespace, acl.NamespaceCapabilitySubmitJob) || !allowHostVolumes(caller, job) {
 		return structs.ErrPermissionDenied
 	}
 	return s.CheckNamespaceExists(job)

@@ -38,6 +38,9 @@ func clientProtocolCalls(srv *Server, allocID string) map[string]func(c NodeCall
 		"prefetch report":  func(c NodeCaller) error { return srv.PrefetchReport(c, report) },
 		"services sync":    func(c NodeCaller) error { return ignore2(srv.NodeServicesSync(c, []AllocServices{{AllocID: allocID}})) },
 		"resolve for node": func(c NodeCaller) error { return ignore3(srv.ResolveTokenForNode(c, "")) },
+		"host volumes": func(c NodeCaller) error {
+			return ignore3(srv.NodeHostVolumes(ctx, c, QueryOptions{AllowStale: true}))
+		},
 	}
 }
 

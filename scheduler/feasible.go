@@ -52,12 +52,17 @@ func orDefaultPool(p string) string {
 }
 
 // NewFeasibleFunc returns the FeasibleFunc of job: job, group and task
-// constraints, then a detected and healthy driver for every task.
+// constraints, a detected and healthy driver for every task, then the
+// group's host volumes (see HostVolumesMet). The per_alloc volumes of
+// system and sysbatch jobs are checked for index 0, the index of all their
+// allocations; those of other jobs depend on the allocation and are left
+// to the caller.
 //
 // The returned function memoizes compiled regular expressions and version
 // constraints; it is deterministic but not safe for concurrent use.
 func NewFeasibleFunc(job *structs.Job) FeasibleFunc {
 	c := newConstraintChecker()
+	system := job.Type == structs.JobTypeSystem || job.Type == structs.JobTypeSysBatch
 	return func(node *structs.Node, tg *structs.TaskGroup) (bool, string) {
 		if con := c.firstUnmet(node, job.Constraints); con != nil {
 			return false, constraintString(con)
@@ -72,6 +77,9 @@ func NewFeasibleFunc(job *structs.Job) FeasibleFunc {
 		}
 		if !DriversHealthy(node, tg) {
 			return false, ReasonMissingDrivers
+		}
+		if !HostVolumesMet(node, tg, job.Namespace, 0, system) {
+			return false, ReasonMissingHostVolumes
 		}
 		return true, ""
 	}

@@ -128,7 +128,7 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 		return err
 	}
 	if node == nil {
-		node, ar, err = b.selectNode(g, exclude, avoid, metric)
+		node, ar, err = b.selectNode(g, p.Name, exclude, avoid, metric)
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func (b *genericPlanBuilder) place(g *GenericGroup, p GenericPlacement, base met
 // (constraints and drivers, distinct_hosts, distinct_property, resources
 // and ports) and scores those that fit, stopping after scoreLimit of them;
 // it returns the best, or nil when none fits. metric records the walk.
-func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Allocation, avoid map[string]bool,
+func (b *genericPlanBuilder) selectNode(g *GenericGroup, name string, exclude *structs.Allocation, avoid map[string]bool,
 	metric *structs.AllocationMetric) (*structs.Node, *structs.AllocatedResources, error) {
 	type scored struct {
 		node  *structs.Node
@@ -201,7 +201,7 @@ func (b *genericPlanBuilder) selectNode(g *GenericGroup, exclude *structs.Alloca
 	for ; i < n && found < limit; i++ {
 		node := b.candidates[(b.cursor+i)%n]
 		metric.NodesEvaluated++
-		if reason := b.filter(node, g); reason != "" {
+		if reason := b.filter(node, g, name); reason != "" {
 			metric.NodesFiltered++
 			if metric.ConstraintFiltered == nil {
 				metric.ConstraintFiltered = map[string]int{}
@@ -289,7 +289,7 @@ func (b *genericPlanBuilder) stickyNode(g *GenericGroup, p GenericPlacement, exc
 	}
 	node := b.byID[p.Previous.NodeID]
 	if node == nil || !node.Ready() || !PoolMatches(b.job.NodePool, node.NodePool) ||
-		!DatacenterMatches(b.job.Datacenters, node.Datacenter) || b.filter(node, g) != "" {
+		!DatacenterMatches(b.job.Datacenters, node.Datacenter) || b.filter(node, g, p.Name) != "" {
 		return nil, nil, nil
 	}
 	ar, _, dim, err := b.fit(node, g, exclude)
@@ -300,10 +300,11 @@ func (b *genericPlanBuilder) stickyNode(g *GenericGroup, p GenericPlacement, exc
 	return node, ar, nil
 }
 
-// filter returns why node may not run g ("" when it may): static
-// feasibility (memoized), then distinct_hosts and distinct_property
-// against the job's allocations as the plan stands.
-func (b *genericPlanBuilder) filter(node *structs.Node, g *GenericGroup) string {
+// filter returns why node may not run the allocation named name of g (""
+// when it may): static feasibility (memoized), the allocation's per_alloc
+// host volumes, then distinct_hosts and distinct_property against the
+// job's allocations as the plan stands.
+func (b *genericPlanBuilder) filter(node *structs.Node, g *GenericGroup, name string) string {
 	key := nodeGroup{node: node.ID, group: g.Name}
 	reason, seen := b.feasMemo[key]
 	if !seen {
@@ -314,6 +315,9 @@ func (b *genericPlanBuilder) filter(node *structs.Node, g *GenericGroup) string 
 	}
 	if reason != "" {
 		return reason
+	}
+	if hasPerAllocVolumes(g.Group) && !HostVolumesMet(node, g.Group, b.job.Namespace, structs.AllocIndex(name), true) {
+		return ReasonMissingHostVolumes
 	}
 	for _, c := range b.job.Constraints {
 		if r := b.distinct(c, node, ""); r != "" {

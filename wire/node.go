@@ -41,6 +41,11 @@ const (
 	// sets the native service catalog's registrations of the node's
 	// allocations listed.
 	RouteNodeServices = "/v1/internal/node/{id}/services"
+
+	// RouteNodeHostVolumes is, with GET, the node's blocking query for the
+	// dynamic host volumes placed on it (?index=&wait=, answer
+	// []*structs.HostVolume, X-Nomad-Index).
+	RouteNodeHostVolumes = "/v1/internal/node/{id}/host-volumes"
 )
 
 // NodePath is route with {id} replaced by the path-escaped nodeID.

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/gc"
 	"github.com/drover-project/drover/nomad/imageresolve"
+	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/version"
 )
 
@@ -190,7 +191,8 @@ func (a *Agent) startClient() error {
 		Meta: cfg.Client.Meta, Options: cfg.Client.Options,
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
-		Plugins: plugins, Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
+		Plugins: plugins, HostVolumes: hostVolumes(cfg.Client.HostVolumes), HostVolumesDir: cfg.Client.HostVolumesDir,
+		Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
 		// A dev agent's state dies with it (as `nomad agent -dev`'s does):
 		// it stops its allocations on the way out instead of leaving tasks
 		// that nothing could reattach or stop.
@@ -351,5 +353,17 @@ func withChrootEnv(plugin map[string]any, chroot map[string]string) map[string]a
 		env[k] = v
 	}
 	out["chroot_env"] = env
+	return out
+}
+
+// hostVolumes converts the client's host_volume blocks for the client.
+func hostVolumes(in map[string]config.HostVolume) map[string]*structs.ClientHostVolumeConfig {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*structs.ClientHostVolumeConfig, len(in))
+	for name, v := range in {
+		out[name] = &structs.ClientHostVolumeConfig{Path: v.Path, ReadOnly: v.ReadOnly}
+	}
 	return out
 }

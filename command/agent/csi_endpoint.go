@@ -9,16 +9,16 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// Volumes and plugins. Drover runs no CSI plugins and has no dynamic host
-// volumes, so these endpoints answer what is true of such a cluster: the
-// lists are empty, a named volume or plugin is not found, and registering
-// or creating a CSI volume is refused because its plugin does not exist.
-// Host volumes declared in a client's configuration are node attributes,
-// not objects here.
+// Volumes and plugins. Drover runs no CSI plugins, so these endpoints
+// answer what is true of such a cluster: the lists are empty, a named
+// volume or plugin is not found, and registering or creating a CSI volume
+// is refused because its plugin does not exist. Dynamic host volumes are
+// host_volume_endpoint.go's; host volumes declared in a client's
+// configuration are node attributes, not objects here.
 
-// volumesList serves GET /v1/volumes?type=csi|host: always empty. The
-// caller needs csi-list-volume (csi) or host-volume-read (host) in the
-// namespace.
+// volumesList serves GET /v1/volumes?type=csi|host: always empty for csi,
+// the dynamic host volumes for host. The caller needs csi-list-volume (csi)
+// or host-volume-read (host) in the namespace.
 func (h *HTTPServer) volumesList(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	var capability string
 	switch t := r.URL.Query().Get("type"); t {
@@ -32,11 +32,10 @@ func (h *HTTPServer) volumesList(w http.ResponseWriter, r *http.Request) (any, u
 	if err := requireNSOrAnywhere(r, capability); err != nil {
 		return nil, 0, err
 	}
-	var out any = []*api.CSIVolumeListStub{}
 	if r.URL.Query().Get("type") == "host" {
-		out = []*api.HostVolumeStub{}
+		return h.hostVolumesList(w, r)
 	}
-	return h.emptyList(r, out)
+	return h.emptyList(r, []*api.CSIVolumeListStub{})
 }
 
 // csiVolumeGet serves GET /v1/volume/csi/:id: no volume exists.

@@ -104,14 +104,19 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/deployment/pause/{id}", objectCap(submitJob, deploymentNS), h.deploymentPause)
 	put("/v1/deployment/allocation-health/{id}", objectCap(submitJob, deploymentNS), h.deploymentAllocHealth)
 
-	// Volumes and plugins: Drover has none (csi_endpoint.go); the list
-	// handler checks the capability of the volume type it is asked for.
+	// Volumes and plugins: Drover has no CSI ones (csi_endpoint.go);
+	// dynamic host volumes are host_volume_endpoint.go's. The list handler
+	// checks the capability of the volume type it is asked for.
 	get("/v1/volumes", caller(), h.volumesList)
 	get("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIReadVolume), h.csiVolumeGet)
 	put("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
 	put("/v1/volume/csi/{id}/create", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
 	del("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
 	del("/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
+	put("/v1/volume/host/create", caller(), h.hostVolumeCreate) // the server checks the volume's namespace
+	put("/v1/volume/host/register", nsCap(acl.NamespaceCapabilityHostVolumeRegister), h.hostVolumeRegister)
+	get("/v1/volume/host/{id}", caller(), h.hostVolumeGet)
+	del("/v1/volume/host/{id}", caller(), h.hostVolumeDelete)
 	get("/v1/volumes/external", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
 	get("/v1/volumes/snapshot", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)
 	get("/v1/plugins", pluginList(), h.csiPluginsList)
@@ -198,6 +203,7 @@ func (h *HTTPServer) registerRoutes() {
 	handle("GET", wire.RouteNodePrefetch, nodeSecret(), h.write(h.internalNodePrefetch)) // leader memory: forwarded
 	put(wire.RouteNodePrefetch, nodeSecret(), h.internalNodePrefetchReport)
 	put(wire.RouteNodeIdentities, nodeSecret(), h.internalIdentityRenew)
+	getLocal(wire.RouteNodeHostVolumes, nodeSecret(), h.internalNodeHostVolumes)
 	handle("PUT", wire.RouteNodeACLResolve, nodeSecret(), h.local(h.authorize(nodeSecret(), h.internalACLResolve)))
 
 	// The web UI (static pages that read the API with the user's own

@@ -118,7 +118,8 @@ func checkBinds(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) err
 
 // taskMounts returns the task's mounts: the alloc dir at /alloc, the task's
 // local/ and secrets/ at /local and /secrets, then volumes and mount blocks
-// (sources through guardBind). A bind source that does not exist is a
+// (sources through guardBind), then the host volume mounts (see
+// hostVolumeMounts). A bind source that does not exist is a
 // recoverable error (a sibling task may be about to
 // create it). With volumes { selinuxlabel } set, the driver's binds and
 // the volumes entries are returned as Binds with the label instead
@@ -209,7 +210,11 @@ func taskMounts(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions) ([]
 		next++
 		mounts = append(mounts, withOptions(mount.Mount{Type: mount.TypeBind, Source: c.source, Target: c.b.Target, ReadOnly: c.b.ReadOnly}, m.Options))
 	}
-	return mounts, binds, nil
+	vols, err := hostVolumeMounts(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(mounts, vols...), binds, nil
 }
 
 // withOptions sets a mount block's per-type options on m.

@@ -133,6 +133,9 @@
 //
 //	privileged = true: privileged containers are not allowed on this client: set plugin "docker" { config { allow_privileged = true } }
 //
+// The task's host volume mounts (TaskConfig.Mounts, the operator's
+// host_volume paths) are bind mounts whatever the volumes option says.
+//
 // With volumes disabled, every bind source (volumes entries and bind mount
 // blocks, relative ones joined to the task dir) is resolved with
 // helper/pathguard, following symlinks as the kernel does, and must lie in

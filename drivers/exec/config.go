@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/drover-project/drover/drivers"
@@ -207,12 +206,7 @@ func newRootView(cfg *drivers.TaskConfig, chrootEnv map[string]string) *rootView
 	if cfg.AllocDir != "" {
 		v.binds = append(v.binds, bind{Src: cfg.AllocDir, Dst: "/alloc"})
 	}
-	sort.Slice(v.binds, func(i, j int) bool {
-		if len(v.binds[i].Dst) != len(v.binds[j].Dst) {
-			return len(v.binds[i].Dst) > len(v.binds[j].Dst)
-		}
-		return v.binds[i].Dst < v.binds[j].Dst
-	})
+	sortBinds(v.binds)
 	return v
 }
 

@@ -25,8 +25,10 @@
 //     (default /bin, /etc, /lib, /lib32, /lib64, /run/resolvconf, /sbin and
 //     /usr, each when present on the host) are bind-mounted read-only,
 //     nosuid and nodev at the same place; the shared alloc dir is at /alloc
-//     (read-write), and the task dir's local/, secrets/ and tmp/ are /local,
-//     /secrets and /tmp. /dev is a small tmpfs with null, zero, full,
+//     (read-write), the task's host volume mounts (TaskConfig.Mounts) at
+//     their destinations (read-only when the mount is; one overlapping
+//     another bind fails the start), and the task dir's local/, secrets/
+//     and tmp/ are /local, /secrets and /tmp. /dev is a small tmpfs with null, zero, full,
 //     random, urandom and tty bound from the host, a tmpfs /dev/shm and the
 //     fd, stdin, stdout and stderr links. NOMAD_TASK_DIR, NOMAD_ALLOC_DIR,
 //     NOMAD_SECRETS_DIR (and any other variable or argument that is a path

@@ -138,6 +138,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 	}
 	pc := d.pluginConfig()
 	view := newRootView(cfg, pc.ChrootEnv)
+	if err := view.addVolumes(cfg.Mounts); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
 	path, err := view.resolveCommand(tc.Command)
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)

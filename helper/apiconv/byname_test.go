@@ -18,12 +18,13 @@ import (
 // structsOnlyFields are the structs fields with no api counterpart: they are
 // deliberately not sent (or, for Allocation.JobVersion, sent another way).
 var structsOnlyFields = map[string]bool{
-	"Allocation.JobVersion":       true, // api: Job.Version / stub JobVersion
-	"Node.SecretID":               true, // never sent
-	"DeploymentState.AutoPromote": true, // server-side in Nomad too
-	"Allocation.SignedIdentities": true, // only to the node that runs it (internal endpoint)
-	"Allocation.DisconnectedAt":   true, // server-side: when a plan marked it unknown or lost
-	"Job.PayloadEncoding":         true, // JobToAPI decodes Payload
+	"Allocation.JobVersion":            true, // api: Job.Version / stub JobVersion
+	"Node.SecretID":                    true, // never sent
+	"DeploymentState.AutoPromote":      true, // server-side in Nomad too
+	"Allocation.SignedIdentities":      true, // only to the node that runs it (internal endpoint)
+	"Allocation.DisconnectedAt":        true, // server-side: when a plan marked it unknown or lost
+	"Job.PayloadEncoding":              true, // JobToAPI decodes Payload
+	"ClientHostVolumeConfig.Namespace": true, // server-set from the dynamic volume
 }
 
 // convertedPairs are the top-level types converted by name.
@@ -235,6 +236,9 @@ func TestNodeRoundTrip_EveryField(t *testing.T) {
 	n := filled[structs.Node]()
 	back := NodeFromAPI(NodeToAPI(n))
 	n.SecretID = ""
+	for _, v := range n.HostVolumes {
+		v.Namespace = "" // server-set, not sent
+	}
 	assert.Equal(t, n, back)
 }
 

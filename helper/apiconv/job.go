@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -45,6 +46,7 @@ func JobFromAPI(j *api.Job) (job *structs.Job, warnings []string, err error) {
 	dropZeroVaultGrace(j)
 	refused, warnings := unsupportedFields(j)
 	refused = append(refused, refusedServiceProviders(j)...)
+	refused = append(refused, refusedVolumeTypes(j)...)
 	if len(refused) > 0 {
 		// The job is still converted, without the refused blocks, so that
 		// the caller can report its other problems in the same answer.
@@ -168,6 +170,25 @@ func refusedServiceProviders(j *api.Job) []string {
 	return out
 }
 
+// refusedVolumeTypes refuses CSI volumes: Drover has no CSI plugins to
+// claim and mount them.
+func refusedVolumeTypes(j *api.Job) []string {
+	var out []string
+	for _, tg := range j.TaskGroups {
+		names := make([]string, 0, len(tg.Volumes))
+		for name := range tg.Volumes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if v := tg.Volumes[name]; v != nil && v.Type == structs.VolumeTypeCSI {
+				out = append(out, fmt.Sprintf("group %q: volume %q: CSI volumes are not supported by Drover", deref(tg.Name), name))
+			}
+		}
+	}
+	return out
+}
+
 // defaultServiceProviders sets the provider of services that name none to
 // "nomad", Drover's own catalog, and warns of each: Nomad would have
 // registered it in Consul.
@@ -212,8 +233,10 @@ var refusalReasons = map[string]string{
 	"Task.Vault":                          "this cluster has no Vault integration",
 	"Task.Consul":                         "this cluster has no Consul integration",
 	"TaskGroup.Consul":                    "this cluster has no Consul integration",
-	"Task.VolumeMounts":                   "volumes are not mounted by Drover yet",
-	"TaskGroup.Volumes":                   "host and CSI volumes are not supported by Drover yet",
+	"VolumeRequest.Sticky":                "sticky volume claims are not supported by Drover yet",
+	"VolumeRequest.AccessMode":            "a group's access mode is not supported by Drover yet (a host volume is mounted as its read_only says)",
+	"VolumeRequest.AttachmentMode":        "a group's attachment mode is not supported by Drover yet (host volumes are file systems)",
+	"VolumeRequest.MountOptions":          "mount options are for CSI volumes, which Drover does not have",
 	"Task.CSIPluginConfig":                "CSI plugins are not supported by Drover",
 	"Task.Secrets":                        "secret providers are not supported by Drover yet",
 	"Task.Actions":                        "task actions are not supported by Drover yet",
@@ -285,7 +308,8 @@ func walkUnsupported(prefix string, av reflect.Value, st reflect.Type, out *[]fo
 	}
 }
 
-// walkNested descends into a struct, pointer to struct or list of them.
+// walkNested descends into a struct, pointer to struct, or list or map of
+// them (in key order).
 func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]foundField) {
 	for st.Kind() == reflect.Pointer {
 		st = st.Elem()
@@ -303,6 +327,12 @@ func walkNested(prefix string, v reflect.Value, st reflect.Type, out *[]foundFie
 		for i := range v.Len() {
 			walkNested(prefix, v.Index(i), st.Elem(), out)
 		}
+	case v.Kind() == reflect.Map && st.Kind() == reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			walkNested(prefix, v.MapIndex(k), st.Elem(), out)
+		}
 	}
 }
 
@@ -317,6 +347,8 @@ func elementPrefix(v reflect.Value) string {
 		return fmt.Sprintf("service %q: ", x.Name)
 	case api.ServiceCheck:
 		return fmt.Sprintf("check %q: ", x.Name)
+	case api.VolumeRequest:
+		return fmt.Sprintf("volume %q: ", x.Name)
 	}
 	return ""
 }

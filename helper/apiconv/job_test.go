@@ -251,7 +251,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	task.Templates = []*api.Template{{EmbeddedTmpl: new("x"), DestPath: new("local/x"), VaultGrace: new(5 * time.Second)}}
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
-	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data"}}
+	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data", Sticky: true}}
 	tg.Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}}
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
@@ -260,7 +260,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 
 	job, warnings, err := JobFromAPI(j)
 	require.NotNil(t, job, "converted without the refused blocks, for the other checks")
-	require.Nil(t, warnings)
+	require.Equal(t, []string{`group "proxy": service "proxy": no provider: registered in Drover's native service catalog (provider "nomad"); Nomad would have used Consul`}, warnings)
 	var verr *structs.ValidationError
 	require.ErrorAs(t, err, &verr)
 	require.ErrorIs(t, err, structs.ErrBadRequest, "an HTTP 400")
@@ -268,7 +268,7 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": device: device plugins are not supported by Drover`,
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": vault_grace: vault_grace is for Vault tokens: this cluster has no Vault integration`,
-		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,
+		`group "proxy": volume "data": sticky: sticky volume claims are not supported by Drover yet`,
 		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
 		"multiregion: multiregion deployments are not supported by Drover",

@@ -165,6 +165,9 @@ func (f *FSM) apply(msgType structs.MessageType, ignoreUnknown bool, index uint6
 	if resp, ok := f.applyACLAuth(msgType, index, buf); ok {
 		return resp
 	}
+	if resp, ok := f.applyHostVolumes(msgType, index, buf); ok {
+		return resp
+	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "type", msgType, "index", index)
 		return nil

@@ -59,6 +59,8 @@ const (
 	variableRecord recordType = 115
 	// serviceRegistrationRecord: the native service catalog.
 	serviceRegistrationRecord recordType = 120
+	// hostVolumeRecord: dynamic host volumes.
+	hostVolumeRecord recordType = 121
 	// endRecord closes a snapshot, so that a truncated one is an error.
 	endRecord recordType = 255
 )
@@ -123,6 +125,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	regs, err := snap.ServiceRegistrations(nil, "*")
 	enc.fail(err)
 	writeAll(enc, serviceRegistrationRecord, regs)
+	hostVols, err := snap.HostVolumes(nil, "*")
+	enc.fail(err)
+	writeAll(enc, hostVolumeRecord, hostVols)
 	apCfg, err := snap.AutopilotConfig(nil)
 	enc.fail(err)
 	if apCfg != nil {
@@ -230,6 +235,8 @@ func readRecord(dec decoder, t recordType, r *state.Restore) error {
 		return restoreOne(dec, r.VariableRestore)
 	case serviceRegistrationRecord:
 		return restoreOne(dec, r.ServiceRegistrationRestore)
+	case hostVolumeRecord:
+		return restoreOne(dec, r.HostVolumeRestore)
 	case schedulerConfigRecord:
 		return restoreOne(dec, r.SchedulerConfigRestore)
 	case indexRecord:

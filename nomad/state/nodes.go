@@ -85,6 +85,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 				return fmt.Errorf("node %q: secret ID is in use by another node: %w", n.ID, ErrConflict)
 			}
 		}
+		if err := syncNodeHostVolumes(tx, n); err != nil {
+			return err
+		}
 		n.Events = stampNodeEvents(n.Events, tx.index)
 		n.ModifyIndex = tx.index
 		if err := ensureNodePool(tx, n.NodePool); err != nil {
@@ -134,38 +137,51 @@ func stampNodeEvents(events []*structs.NodeEvent, index uint64) []*structs.NodeE
 // ErrNotFound.
 func (s *StateStore) updateNode(index uint64, id, what string, fn func(n *structs.Node) error) error {
 	return s.write(index, func(tx *writeTxn) error {
-		exist, err := nodeByID(tx.Txn, nil, id)
-		if err != nil {
-			return err
-		}
-		if exist == nil {
-			return fmt.Errorf("update %s of node %q: %w", what, id, ErrNotFound)
-		}
-		n := exist.Copy()
-		if err := fn(n); err != nil {
-			return fmt.Errorf("update %s of node %q: %w", what, id, err)
-		}
-		n.ModifyIndex = tx.index
-		if n.Status == structs.NodeStatusDown {
-			// A node that is down advertises none of its services.
-			if err := tx.deleteServicesBy(indexNode, id); err != nil {
-				return err
-			}
-		}
-		return tx.insert(TableNodes, n)
+		_, err := updateNodeTx(tx, id, what, fn)
+		return err
 	})
 }
 
-// UpdateNodeStatus sets node id's status, records updatedAt (unix seconds)
-// as StatusUpdatedAt and appends ev (or nil) to its events.
-func (s *StateStore) UpdateNodeStatus(index uint64, id, status string, updatedAt int64, ev *structs.NodeEvent) error {
-	return s.updateNode(index, id, "status", func(n *structs.Node) error {
-		n.Status = status
-		n.StatusUpdatedAt = updatedAt
-		if ev != nil {
-			n.Events = stampNodeEvents(append(n.Events, ev), index)
+// updateNodeTx is updateNode's write in tx; it returns the node written.
+func updateNodeTx(tx *writeTxn, id, what string, fn func(n *structs.Node) error) (*structs.Node, error) {
+	exist, err := nodeByID(tx.Txn, nil, id)
+	if err != nil {
+		return nil, err
+	}
+	if exist == nil {
+		return nil, fmt.Errorf("update %s of node %q: %w", what, id, ErrNotFound)
+	}
+	n := exist.Copy()
+	if err := fn(n); err != nil {
+		return nil, fmt.Errorf("update %s of node %q: %w", what, id, err)
+	}
+	n.ModifyIndex = tx.index
+	if n.Status == structs.NodeStatusDown {
+		// A node that is down advertises none of its services.
+		if err := tx.deleteServicesBy(indexNode, id); err != nil {
+			return nil, err
 		}
-		return nil
+	}
+	return n, tx.insert(TableNodes, n)
+}
+
+// UpdateNodeStatus sets node id's status, records updatedAt (unix seconds)
+// as StatusUpdatedAt and appends ev (or nil) to its events. The node's
+// dynamic host volumes follow (see nodeHostVolumesAvailability).
+func (s *StateStore) UpdateNodeStatus(index uint64, id, status string, updatedAt int64, ev *structs.NodeEvent) error {
+	return s.write(index, func(tx *writeTxn) error {
+		n, err := updateNodeTx(tx, id, "status", func(n *structs.Node) error {
+			n.Status = status
+			n.StatusUpdatedAt = updatedAt
+			if ev != nil {
+				n.Events = stampNodeEvents(append(n.Events, ev), index)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return nodeHostVolumesAvailability(tx, n)
 	})
 }
 

@@ -48,6 +48,7 @@ var schemaFuncs = []func() *memdb.TableSchema{
 	nodePoolsTableSchema,
 	variablesTableSchema,
 	serviceRegistrationsTableSchema,
+	hostVolumesTableSchema,
 	indexTableSchema,
 }
 

@@ -139,10 +139,10 @@ func (j *Job) Diff(other *Job, contextual bool) (*JobDiff, error) {
 // UpdateType reports how allocations of tg (the running version) must change
 // to become other (the new version):
 //
-//   - "destructive": replace the allocation. The group's networks or
-//     ephemeral disk changed, a task was added or removed, or a task's
-//     Driver, User, Config, Env, Resources, KillSignal, Lifecycle or Leader
-//     changed.
+//   - "destructive": replace the allocation. The group's networks,
+//     volumes or ephemeral disk changed, a task was added or removed, or a task's
+//     Driver, User, Config, Env, Resources, KillSignal, Lifecycle, Leader or
+//     VolumeMounts changed.
 //   - "in-place": update the allocation where it runs. Anything else changed
 //     (meta, services, restart policy, update block, constraints, affinities,
 //     spreads, kill timeout, log config, shutdown delay, ...).
@@ -158,7 +158,7 @@ func (tg *TaskGroup) UpdateType(other *TaskGroup) string {
 		return UpdateTypeDestructive
 	}
 	if !equalSpec(tg.Networks, other.Networks) || !equalSpec(tg.EphemeralDisk, other.EphemeralDisk) ||
-		!sameTaskNames(tg.Tasks, other.Tasks) {
+		!equalSpec(tg.Volumes, other.Volumes) || !sameTaskNames(tg.Tasks, other.Tasks) {
 		return UpdateTypeDestructive
 	}
 	result := UpdateTypeNone
@@ -191,7 +191,7 @@ func taskUpdateType(old, new *Task) string {
 	if old.Driver != new.Driver || old.User != new.User || old.KillSignal != new.KillSignal ||
 		old.Leader != new.Leader || !equalSpec(old.Config, new.Config) ||
 		!equalSpec(old.Env, new.Env) || !equalSpec(old.Resources, new.Resources) ||
-		!equalSpec(old.Lifecycle, new.Lifecycle) ||
+		!equalSpec(old.Lifecycle, new.Lifecycle) || !equalSpec(old.VolumeMounts, new.VolumeMounts) ||
 		!equalSpec(old.Identity, new.Identity) || !equalSpec(old.Identities, new.Identities) ||
 		!equalSpec(old.Templates, new.Templates) ||
 		!equalSpec(old.Artifacts, new.Artifacts) {

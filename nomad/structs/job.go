@@ -126,6 +126,8 @@ type TaskGroup struct {
 	PreventRescheduleOnLost bool
 	// Scaling bounds the count changes of `job scale`.
 	Scaling *ScalingPolicy
+	// Volumes are the group's volume blocks by name (see volumes.go).
+	Volumes map[string]*VolumeRequest
 }
 
 // LookupTask returns the task named name, or nil.
@@ -173,6 +175,8 @@ type Task struct {
 	// Artifacts are fetched into the task directory before the task
 	// starts; see artifact.go.
 	Artifacts []*TaskArtifact
+	// VolumeMounts mount the group's volumes into the task.
+	VolumeMounts []*VolumeMount
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

@@ -50,6 +50,10 @@ const (
 	PeriodicLaunchRequestType MessageType = 100
 	// ScalingEventRequestType carries a ScalingEventRequest.
 	ScalingEventRequestType MessageType = 101
+	// HostVolumeUpsertRequestType carries a HostVolumeUpsertRequest.
+	HostVolumeUpsertRequestType MessageType = 105
+	// HostVolumeDeleteRequestType carries a HostVolumeDeleteRequest.
+	HostVolumeDeleteRequestType MessageType = 106
 )
 
 // IgnoreUnknownTypeFlag set on a MessageType tells an older FSM to skip an

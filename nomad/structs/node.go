@@ -16,7 +16,9 @@ type Node struct {
 	NodeResources     NodeResources
 	ReservedResources NodeReservedResources
 	Drivers           map[string]*DriverInfo
-	Drain             bool
+	// HostVolumes are the host volumes the node offers, by name.
+	HostVolumes map[string]*ClientHostVolumeConfig
+	Drain       bool
 	// DrainStrategy is set while the node drains (Drain is then true);
 	// LastDrain describes the newest drain, finished or not.
 	DrainStrategy         *DrainStrategy

@@ -228,6 +228,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	}
 	tg.validateDisconnect(&p)
 	tg.undoneGroup(&p)
+	tg.validateVolumes(&p)
 	groupLabels := validatePorts(&p, "network: ", tg.Networks)
 	groupScope := serviceScope{groupTasks: map[string]bool{}}
 	for _, t := range tg.Tasks {

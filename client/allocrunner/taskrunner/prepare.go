@@ -143,6 +143,9 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		LogLimits:  limits,
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
+	if cfg.Mounts, err = hostVolumeMounts(tr.node, alloc, task); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -157,6 +160,30 @@ func (tr *TaskRunner) buildEnv(alloc *structs.Allocation, task *structs.Task) *t
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
 		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr, TemplateEnv: tmplEnv,
 	})
+}
+
+// hostVolumeMounts resolves the task's volume_mount blocks against the
+// node's host volumes.
+func hostVolumeMounts(node *structs.Node, alloc *structs.Allocation, task *structs.Task) ([]*drivers.MountConfig, error) {
+	if len(task.VolumeMounts) == 0 {
+		return nil, nil
+	}
+	var tg *structs.TaskGroup
+	if alloc.Job != nil {
+		tg = alloc.Job.LookupTaskGroup(alloc.TaskGroup)
+	}
+	if tg == nil {
+		return nil, fmt.Errorf("volume_mount: the allocation's job has no group %q", alloc.TaskGroup)
+	}
+	mounts, err := structs.ResolveHostVolumeMounts(node, tg, task, alloc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("volume_mount: %w", err)
+	}
+	out := make([]*drivers.MountConfig, len(mounts))
+	for i, m := range mounts {
+		out[i] = &drivers.MountConfig{HostPath: m.HostPath, TaskPath: m.Destination, ReadOnly: m.ReadOnly, PropagationMode: m.PropagationMode}
+	}
+	return out, nil
 }
 
 // Nomad's logs block defaults (api.Task.Canonicalize fills them in; a

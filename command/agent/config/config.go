@@ -176,6 +176,12 @@ type ClientConfig struct {
 	// presents when it first registers; NOMAD_CLIENT_INTRO_TOKEN and
 	// -client-intro-token override it.
 	IntroToken string
+	// HostVolumes are the host_volume "name" blocks, by name.
+	HostVolumes map[string]HostVolume
+	// HostVolumesDir (host_volumes_dir) is where dynamic host volumes are
+	// created; "" is <data_dir>/host_volumes.
+	HostVolumesDir string
+
 	// Artifact is the `artifact` block (artifact.go); nil when absent.
 	Artifact *ArtifactConfig
 
@@ -262,6 +268,7 @@ func (c *Config) Copy() *Config {
 	out.Client.Options = maps.Clone(c.Client.Options)
 	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
 	out.Client.Artifact = c.Client.Artifact.copy()
+	out.Client.HostVolumes = maps.Clone(c.Client.HostVolumes)
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -344,6 +351,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Client.NodeClass, o.Client.NodeClass)
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	setString(&out.Client.IntroToken, o.Client.IntroToken)
+	setString(&out.Client.HostVolumesDir, o.Client.HostVolumesDir)
 	if len(o.Client.ChrootEnv) > 0 {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}
@@ -353,6 +361,7 @@ func (c *Config) Merge(o *Config) *Config {
 	out.Client.Template.DisableFileSandbox = out.Client.Template.DisableFileSandbox || o.Client.Template.DisableFileSandbox
 	out.Client.Artifact = mergeArtifact(out.Client.Artifact, o.Client.Artifact)
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
+	out.Client.HostVolumes = mergeHostVolumes(out.Client.HostVolumes, o.Client.HostVolumes)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 
 	for _, k := range o.Ignored {

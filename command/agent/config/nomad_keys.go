@@ -88,12 +88,11 @@ var nomadOnly = map[string]nomadOnlyKeys{
 			"gc_inode_usage_threshold", "gc_parallel_destroys", "gc_volumes_on_node_gc",
 			"max_kill_timeout", "network_interface", "network_speed", "node_max_allocs",
 			"reservable_cores", "nomad_service_discovery", "preferred_address_family",
-			"cgroup_parent", "no_host_uuid", "common_plugin_dir", "host_volumes_dir",
+			"cgroup_parent", "no_host_uuid", "common_plugin_dir",
 		},
 		blocks: []nomadOnlyBlock{
 			{name: "reserved"}, {name: "server_join"},
 			{name: "drain_on_shutdown"}, {name: "users"}, {name: "host_network", labels: 1},
-			{name: "host_volume", labels: 1},
 		},
 	},
 }

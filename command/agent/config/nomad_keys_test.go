@@ -86,8 +86,9 @@ client {
 		"keyring", "leave_on_terminate", "tls.tls_prefer_server_cipher_suites",
 		"server.default_scheduler_config", "server.num_schedulers",
 		"server.server_join.retry_max",
-		"client.gc_interval", "client.host_volume",
+		"client.gc_interval",
 	}, c.Ignored)
+	require.Equal(t, map[string]HostVolume{"data": {Path: "/srv"}}, c.Client.HostVolumes, "client.host_volume is acted on (the node's host volumes)")
 	require.Equal(t, map[string]string{"/bin": "/bin"}, c.Client.ChrootEnv, "client.chroot_env is acted on (the exec driver's chroot)")
 }
 

@@ -149,8 +149,9 @@ var (
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
+			{Name: "host_volumes_dir"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}, {Type: "host_volume", LabelNames: []string{"name"}}},
 	}
 	clientTemplateSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "function_denylist"}, {Name: "disable_file_sandbox"}},
@@ -294,6 +295,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		"min_dynamic_port": &cl.MinDynamicPort,
 		"max_dynamic_port": &cl.MaxDynamicPort,
 		"intro_token":      &cl.IntroToken,
+		"host_volumes_dir": &cl.HostVolumesDir,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)
@@ -328,7 +330,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 			diags = append(diags, decodeArtifact(c, b.Body, cl.Artifact)...)
 		}
 	}
-	return diags
+	return append(diags, decodeHostVolumes(content.Blocks, cl)...)
 }
 
 // decodeClientTemplate decodes client.template; function_denylist = []

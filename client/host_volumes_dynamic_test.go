@@ -1,0 +1,68 @@
+package client
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+func TestPlanHostVolumes(t *testing.T) {
+	const a, b, c = "6f1c8e9a-0000-4000-8000-00000000000a", "6f1c8e9a-0000-4000-8000-00000000000b", "6f1c8e9a-0000-4000-8000-00000000000c"
+	va, vb := &structs.HostVolume{ID: a, Name: "x"}, &structs.HostVolume{ID: b, Name: "y"}
+	cases := []struct {
+		name    string
+		vols    []*structs.HostVolume
+		present []string
+		create  []*structs.HostVolume
+		remove  []string
+	}{
+		{"nothing", nil, nil, nil, nil},
+		{"new volumes", []*structs.HostVolume{va, vb}, nil, []*structs.HostVolume{va, vb}, nil},
+		{"already there", []*structs.HostVolume{va}, []string{a}, nil, nil},
+		{"deleted", []*structs.HostVolume{va}, []string{a, c}, nil, []string{c}},
+		{"not the plugin's", nil, []string{"lost+found", "notes"}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planHostVolumes(tc.vols, tc.present)
+			require.Equal(t, tc.create, got.create)
+			require.Equal(t, tc.remove, got.remove)
+		})
+	}
+}
+
+func TestNodeHostVolumesAndMkdir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hv")
+	ro := &structs.HostVolume{ID: "6f1c8e9a-0000-4000-8000-00000000000a", Name: "certs", Parameters: map[string]string{"mode": "0750"},
+		RequestedCapabilities: []*structs.HostVolumeCapability{{AccessMode: structs.HostVolumeAccessModeSingleNodeReader, AttachmentMode: "file-system"}}}
+	rw := &structs.HostVolume{ID: "6f1c8e9a-0000-4000-8000-00000000000b", Name: "data",
+		RequestedCapabilities: []*structs.HostVolumeCapability{{AccessMode: structs.HostVolumeAccessModeSingleNodeWriter, AttachmentMode: "file-system"}}}
+	clash := &structs.HostVolume{ID: "6f1c8e9a-0000-4000-8000-00000000000c", Name: "static"}
+	require.NoError(t, mkdirCreate(dir, ro))
+	require.NoError(t, mkdirCreate(dir, rw))
+	require.NoError(t, mkdirCreate(dir, rw), "creating again is a no-op")
+	fi, err := os.Stat(filepath.Join(dir, ro.ID))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o750), fi.Mode().Perm())
+	fi, err = os.Stat(filepath.Join(dir, rw.ID))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "the default mode")
+	require.ErrorContains(t, mkdirCreate(dir, &structs.HostVolume{ID: "x", Parameters: map[string]string{"mode": "rwx"}}), `mode "rwx" is not an octal mode`)
+
+	present, err := hostVolumeDirs(dir)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{ro.ID, rw.ID}, present)
+	static := map[string]*structs.ClientHostVolumeConfig{"static": {Path: "/srv/static"}}
+	got := nodeHostVolumes(static, []*structs.HostVolume{ro, rw, clash}, dir, map[string]bool{ro.ID: true, rw.ID: true, clash.ID: true})
+	require.Equal(t, map[string]*structs.ClientHostVolumeConfig{
+		"static": {Path: "/srv/static"},
+		"certs":  {Path: filepath.Join(dir, ro.ID), ReadOnly: true, ID: ro.ID},
+		"data":   {Path: filepath.Join(dir, rw.ID), ID: rw.ID},
+	}, got)
+	require.Equal(t, map[string]*structs.ClientHostVolumeConfig{"static": {Path: "/srv/static"}},
+		nodeHostVolumes(static, []*structs.HostVolume{rw}, dir, map[string]bool{}), "a volume not created yet is not offered")
+}

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/stretchr/testify/require"
+)
+
+// hostVolumeJob is an exec service job of one allocation on the client's
+// host volumes: "data" read-write at /data, "certs" (read-only on the
+// node) at /certs. The task appends its VERSION to /data/state, tries to
+// write to /certs and reports whether it could, then sleeps.
+func hostVolumeJob(id, version string) *api.Job {
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"dc1"}
+	script := strings.Join([]string{
+		`echo "$VERSION" >> /data/state`,
+		`if echo x > /certs/evil 2>/dev/null; then echo certs=writable; else echo certs=readonly; fi`,
+		`echo "seed=$(cat /certs/seed)"`,
+		`exec sleep 3600`,
+	}, "; ")
+	task := api.NewTask("app", "exec").SetConfig("command", "/bin/sh").SetConfig("args", []string{"-c", script})
+	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(32)}
+	task.Env = map[string]string{"VERSION": version} // a new version is a destructive update
+	task.VolumeMounts = []*api.VolumeMount{
+		{Volume: new("data"), Destination: new("/data")},
+		{Volume: new("certs"), Destination: new("/certs"), ReadOnly: new(true)},
+	}
+	tg := api.NewTaskGroup("g", 1).AddTask(task)
+	tg.Volumes = map[string]*api.VolumeRequest{
+		"data":  {Name: "data", Type: "host", Source: "app-data"},
+		"certs": {Name: "certs", Type: "host", Source: "app-certs", ReadOnly: true},
+	}
+	job.AddTaskGroup(tg)
+	return job
+}
+
+// TestHostVolumes: a client's host_volume blocks are on its node (and in
+// `node status -verbose`); an exec task mounts one read-write and one
+// read-only (its write there fails); the data it writes is the next
+// allocation's after a destructive update; a job asking for a volume no
+// node has is not placed, and the placement failure says why.
+func TestHostVolumes(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	dataDir, certsDir := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Chmod(dataDir, 0o777)) // exec tasks run as nobody
+	require.NoError(t, os.WriteFile(filepath.Join(certsDir, "seed"), []byte("host cert\n"), 0o644))
+	newClientAgentWith(t, "hv-client", fmt.Sprintf(`
+  host_volume "app-data" {
+    path = %q
+  }
+  host_volume "app-certs" {
+    path      = %q
+    read_only = true
+  }`, dataDir, certsDir), "", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]*api.HostVolumeInfo{
+		"app-data":  {Path: dataDir},
+		"app-certs": {Path: certsDir, ReadOnly: true},
+	}, node.HostVolumes)
+	code, out := drover(t, srv.httpAddr(), "node", "status", "-verbose", node.ID)
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `(?m)^Host Volumes\nName\s+ReadOnly\s+Source\napp-certs\s+true\s+`+certsDir+`\napp-data\s+false\s+`+dataDir+`$`, out)
+
+	// A volume no node has: nothing is placed, and the failure says why.
+	missing := hostVolumeJob("hv-missing", "1")
+	missing.TaskGroups[0].Volumes["data"].Source = "nowhere"
+	resp, _, err := c.Jobs().Register(missing, nil)
+	require.NoError(t, err)
+	waitEval(t, c, resp.EvalID)
+	eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
+	require.NoError(t, err)
+	require.Contains(t, eval.FailedTGAllocs, "g")
+	require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"])
+	code, out = drover(t, srv.httpAddr(), "job", "status", "hv-missing")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `Constraint "missing compatible host volumes": 1 node excluded by filter`)
+	require.Empty(t, runningAllocs(t, c, "hv-missing"))
+
+	if d := node.Drivers["exec"]; d == nil || !d.Detected || !d.Healthy {
+		t.Skipf("SKIPPED the mounts: the exec driver is not usable on this host (euid %d): %+v", os.Geteuid(), d)
+	}
+	_, _, err = c.Jobs().Register(hostVolumeJob("hv", "1"), nil)
+	require.NoError(t, err)
+	first := runningAlloc(t, c, "hv", 0)
+	catEventually(t, c, first, "alloc/logs/app.stdout.0", "certs=readonly\nseed=host cert\n")
+	require.NoFileExists(t, filepath.Join(certsDir, "evil"), "the read-only volume was not written")
+
+	// A destructive update: the replacement finds the data of the first.
+	_, _, err = c.Jobs().Register(hostVolumeJob("hv", "2"), nil)
+	require.NoError(t, err)
+	second := runningAlloc(t, c, "hv", 1)
+	require.NotEqual(t, first.ID, second.ID)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dataDir, "state"))
+		return string(b) == "1\n2\n"
+	}, 30*time.Second, 100*time.Millisecond, "the replacement appended to the data of the first allocation")
+	catEventually(t, c, second, "alloc/logs/app.stdout.0", "certs=readonly\nseed=host cert\n")
+}
+
+// TestDynamicHostVolumes: a job asking for a volume that does not exist
+// yet is not placed; `volume create` with a host volume spec (plugin
+// mkdir) has the client create the directory under its host_volumes_dir;
+// the volume is ready and on the node, and the waiting job is placed and
+// writes there; `volume delete` is refused while the job runs and, once it
+// is stopped, removes the directory and the node's entry.
+func TestDynamicHostVolumes(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	hvDir := filepath.Join(t.TempDir(), "hv")
+	newClientAgentWith(t, "dhv-client", fmt.Sprintf("host_volumes_dir = %q", hvDir), "", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	require.NoError(t, err)
+	withJob := node.Drivers["exec"] != nil && node.Drivers["exec"].Detected && node.Drivers["exec"].Healthy
+	if !withJob {
+		t.Logf("EXEC DRIVER UNUSABLE (euid %d): %+v; checking the volume without a job", os.Geteuid(), node.Drivers["exec"])
+	}
+
+	job := hostVolumeJob("dhv", "1")
+	job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "scratch"}}
+	job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
+	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
+	if withJob {
+		resp, _, err := c.Jobs().Register(job, nil)
+		require.NoError(t, err)
+		waitEval(t, c, resp.EvalID)
+		eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"], "no volume yet")
+	}
+
+	spec := filepath.Join(t.TempDir(), "scratch.volume.hcl")
+	require.NoError(t, os.WriteFile(spec, []byte(`
+type      = "host"
+name      = "scratch"
+plugin_id = "mkdir"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+parameters {
+  mode = "0777"
+}
+`), 0o600))
+	code, out := drover(t, srv.httpAddr(), "volume", "create", spec)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "==> Created host volume scratch with ID ")
+	require.Regexp(t, `(?m)^State\s+= ready$`, out)
+	vols, _, err := c.HostVolumes().List(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	id := vols[0].ID
+	path := filepath.Join(hvDir, id)
+	require.DirExists(t, path)
+	node, _, err = c.Nodes().Info(node.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, &api.HostVolumeInfo{Path: path, ID: id}, node.HostVolumes["scratch"])
+	code, out = drover(t, srv.httpAddr(), "volume", "status")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `scratch\s+default\s+mkdir\s+\S+\s+default\s+ready`, out)
+
+	if withJob {
+		// The node's new volume re-runs the blocked evaluation.
+		alloc := runningAlloc(t, c, "dhv", 0)
+		code, out = drover(t, srv.httpAddr(), "volume", "status", id)
+		require.Equal(t, 0, code, out)
+		require.Regexp(t, `(?m)^Allocations\n.*\n`+alloc.ID[:8]+`\s`, out, "the volume lists the allocation using it")
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(filepath.Join(path, "state"))
+			return string(b) == "1\n"
+		}, 30*time.Second, 100*time.Millisecond, "the task wrote into the dynamic volume")
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "in use by allocations")
+		_, _, err = c.Jobs().Deregister("dhv", true, nil)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		return code == 0
+	}, 30*time.Second, 200*time.Millisecond, "delete once no job uses it: %s", out)
+	require.Contains(t, out, "Successfully deleted volume")
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(path)
+		n, _, nerr := c.Nodes().Info(node.ID, nil)
+		return os.IsNotExist(err) && nerr == nil && n.HostVolumes["scratch"] == nil
+	}, 30*time.Second, 100*time.Millisecond, "the client removed the directory and the node's entry")
+}
