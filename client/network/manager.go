@@ -1,0 +1,292 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/nomad/structs"
+)
+
+// Defaults of the client's CNI settings, as in Nomad; /usr/lib/cni is
+// where Debian's containernetworking-plugins puts the plugins.
+var DefaultCNIPath = []string{"/opt/cni/bin", "/usr/lib/cni"}
+
+// Config configures a Manager.
+type Config struct {
+	Bridge BridgeConfig
+	// CNIPath lists the directories searched for plugin binaries
+	// (cni_path, colon-separated in the agent's config).
+	CNIPath []string
+	// StateDir holds the namespaces (<StateDir>/netns/<alloc ID>) and
+	// libcni's cache of what was added (<StateDir>/cni): the client's
+	// data dir, so that two clients on one host never touch each other's.
+	StateDir string
+	Logger   hclog.Logger
+}
+
+// Manager sets up and removes allocations' namespaces. It is safe for
+// concurrent use.
+type Manager struct {
+	cfg    Config
+	cni    *libcni.CNIConfig
+	list   *libcni.NetworkConfigList
+	logger hclog.Logger
+	mu     sync.Mutex // serializes CNI calls: the plugins lock their own state, iptables does not always
+}
+
+// NewManager checks cfg and returns a Manager; it touches nothing.
+func NewManager(cfg Config) (*Manager, error) {
+	cfg.Bridge = cfg.Bridge.WithDefaults()
+	if len(cfg.CNIPath) == 0 {
+		cfg.CNIPath = DefaultCNIPath
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("network: StateDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	raw, err := Conflist(cfg.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	list, err := libcni.ConfListFromBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return &Manager{
+		cfg:    cfg,
+		cni:    libcni.NewCNIConfigWithCacheDir(cfg.CNIPath, filepath.Join(cfg.StateDir, "cni"), nil),
+		list:   list,
+		logger: cfg.Logger.Named("network"),
+	}, nil
+}
+
+// NetnsPath is the path of an allocation's namespace.
+func (m *Manager) NetnsPath(allocID string) string {
+	return filepath.Join(m.cfg.StateDir, "netns", allocID)
+}
+
+// Available reports whether bridge mode can work on this host: running as
+// root, the plugins found in the CNI path, the kernel's bridge support
+// present and iptables installed. reason says what is missing.
+func (m *Manager) Available() (ok bool, reason string) {
+	if os.Geteuid() != 0 {
+		return false, "the client does not run as root"
+	}
+	for _, p := range RequiredPlugins {
+		if _, err := invoke.FindInPath(p, m.cfg.CNIPath); err != nil {
+			return false, fmt.Sprintf("CNI plugin %q not found in %s", p, strings.Join(m.cfg.CNIPath, ":"))
+		}
+	}
+	if !kernelBridge() {
+		return false, "the kernel has no bridge support (module bridge)"
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return false, "iptables is not installed"
+	}
+	return true, ""
+}
+
+// kernelBridge reports whether the bridge module is loaded or can be:
+// built in or loadable from the running kernel's module tree.
+func kernelBridge() bool {
+	if _, err := os.Stat("/sys/module/bridge"); err == nil {
+		return true
+	}
+	var u struct{ release string }
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		u.release = strings.TrimSpace(string(b))
+	}
+	if u.release == "" {
+		return false
+	}
+	dir := filepath.Join("/lib/modules", u.release)
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil && strings.Contains(string(b), "/bridge.ko") {
+		return true
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "kernel/net/bridge/bridge.ko*"))
+	return len(matches) > 0
+}
+
+// Status is the outcome of Setup.
+type Status struct {
+	Isolation *drivers.NetworkIsolation
+	Network   *structs.AllocNetworkStatus // the allocation's address in the namespace
+}
+
+// Setup makes alloc's namespace and attaches it to the bridge, returning
+// its path and address. A namespace already there (a restarted client)
+// is reattached: its cached CNI result is reused, nothing is rebuilt. With
+// creator (a driver that owns the namespace, Docker's pause container),
+// the namespace is the creator's, bound on the allocation's path.
+func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Spec, creator drivers.NetworkCreator) (*Status, error) {
+	path := m.NetnsPath(alloc.ID)
+	iso := &drivers.NetworkIsolation{Path: path}
+	if creator != nil {
+		req := &drivers.NetworkCreateRequest{AllocID: alloc.ID, Hostname: spec.Hostname, DNS: driverDNS(spec.DNS)}
+		owned, created, err := creator.CreateNetwork(req)
+		if err != nil {
+			return nil, fmt.Errorf("network: creating the allocation's namespace: %w", err)
+		}
+		iso.Labels = owned.Labels
+		if created && isNetns(path) {
+			// The owner was recreated: the bound namespace is stale.
+			m.delCNI(ctx, alloc.ID, path)
+			if err := deleteNetns(path); err != nil {
+				return nil, err
+			}
+		}
+		if !isNetns(path) {
+			_ = os.Remove(path)
+			if err := adoptNetns(owned.Path, path); err != nil {
+				_ = creator.DestroyNetwork(alloc.ID, owned)
+				return nil, err
+			}
+		}
+	} else if !isNetns(path) {
+		_ = os.Remove(path) // a file left unmounted by a crash
+		if err := createNetns(path); err != nil {
+			return nil, err
+		}
+	}
+	rt := m.runtimeConf(alloc.ID, path, spec.Ports)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res, err := m.cni.GetNetworkListCachedResult(m.list, rt)
+	if err == nil && res != nil {
+		m.logger.Debug("reattached to the allocation's namespace", "alloc_id", alloc.ID)
+	} else {
+		res, err = m.cni.AddNetworkList(ctx, m.list, rt)
+		if err != nil {
+			_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), m.list, rt)
+			return nil, fmt.Errorf("network: CNI ADD on bridge %s: %w", m.cfg.Bridge.Name, err)
+		}
+	}
+	ns, err := networkStatus(res)
+	if err != nil {
+		return nil, err
+	}
+	return &Status{Isolation: iso, Network: ns}, nil
+}
+
+// Teardown detaches alloc's namespace (CNI DEL: its veth, address and
+// iptables rules go), deletes it and has creator remove its owner. Every
+// step runs even when an earlier one failed; the errors are joined.
+func (m *Manager) Teardown(ctx context.Context, allocID string, creator drivers.NetworkCreator, iso *drivers.NetworkIsolation) error {
+	path := m.NetnsPath(allocID)
+	errs := []error{m.delCNI(ctx, allocID, path)}
+	errs = append(errs, deleteNetns(path))
+	if creator != nil {
+		if iso == nil {
+			iso = &drivers.NetworkIsolation{Path: path}
+		}
+		errs = append(errs, creator.DestroyNetwork(allocID, iso))
+	}
+	return errors.Join(errs...)
+}
+
+// delCNI runs CNI DEL for allocID with the configuration and arguments
+// it was added with (libcni's cache), else the current ones.
+func (m *Manager) delCNI(ctx context.Context, allocID, path string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list, rt := m.list, m.runtimeConf(allocID, path, nil)
+	if raw, cached, err := m.cni.GetNetworkListCachedConfig(m.list, rt); err == nil && raw != nil {
+		if l, err := libcni.ConfListFromBytes(raw); err == nil {
+			list = l
+		}
+		if cached != nil {
+			rt = cached
+		}
+	}
+	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
+		return fmt.Errorf("network: CNI DEL of %s: %w", allocID, err)
+	}
+	return nil
+}
+
+// Cleanup removes what allocations not live on this client left: cached
+// attachments (CNI DEL with their cached configuration, which drops their
+// veths, addresses and iptables rules) and namespaces. A client killed
+// before it could tear them down calls it once it has restored its
+// allocations.
+func (m *Manager) Cleanup(ctx context.Context, live map[string]bool) error {
+	var errs []error
+	m.mu.Lock()
+	cached, err := m.cni.GetCachedAttachments("")
+	m.mu.Unlock()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var atts []Attachment
+	for _, a := range cached {
+		atts = append(atts, Attachment{AllocID: a.ContainerID, NetNS: a.NetNS})
+	}
+	entries, _ := os.ReadDir(filepath.Join(m.cfg.StateDir, "netns"))
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	for _, a := range Orphans(atts, files, live) {
+		m.logger.Info("removing the network of an allocation this client no longer runs", "alloc_id", a.AllocID)
+		if a.Attached {
+			errs = append(errs, m.delCNI(ctx, a.AllocID, a.NetNS))
+		}
+		errs = append(errs, deleteNetns(m.NetnsPath(a.AllocID)))
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) runtimeConf(allocID, path string, ports []PortMapping) *libcni.RuntimeConf {
+	rt := &libcni.RuntimeConf{ContainerID: allocID, NetNS: path, IfName: IfName}
+	if len(ports) > 0 {
+		rt.CapabilityArgs = map[string]any{"portMappings": ports}
+	}
+	return rt
+}
+
+// networkStatus is the allocation's address: the first IPv4 address of
+// the result on the interface in the namespace.
+func networkStatus(res types.Result) (*structs.AllocNetworkStatus, error) {
+	r, err := types100.NewResultFromResult(res)
+	if err != nil {
+		return nil, fmt.Errorf("network: reading the CNI result: %w", err)
+	}
+	ns := &structs.AllocNetworkStatus{InterfaceName: IfName}
+	for _, ip := range r.IPs {
+		if ip.Address.IP == nil {
+			continue
+		}
+		if ip.Address.IP.To4() != nil && ns.Address == "" {
+			ns.Address = ip.Address.IP.String()
+		} else if ip.Address.IP.To4() == nil && ns.AddressIPv6 == "" {
+			ns.AddressIPv6 = ip.Address.IP.String()
+		}
+	}
+	if net.ParseIP(ns.Address) == nil {
+		return nil, errors.New("network: the CNI result has no IPv4 address")
+	}
+	return ns, nil
+}
+
+func driverDNS(d *structs.DNSConfig) *drivers.DNSConfig {
+	if d == nil {
+		return nil
+	}
+	return &drivers.DNSConfig{Servers: d.Servers, Searches: d.Searches, Options: d.Options}
+}
