@@ -288,6 +288,9 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 		HostEnv:      c.cfg.HostEnv,
 		TaskAPI:      c.listenTaskAPI,
 	}
+	if c.network != nil {
+		cfg.Network = c.network
+	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)
 	} else if peer, ok := c.prevPeers[a.ID]; ok {

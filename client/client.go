@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/client/fingerprint"
+	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/client/state"
 	"github.com/drover-project/drover/client/taskapi"
 	"github.com/drover-project/drover/drivers"
@@ -58,6 +59,9 @@ type Client struct {
 	closing   bool // Shutdown began; guarded by allocsMu
 
 	updates *pendingUpdates
+	// network builds bridge-mode allocations' namespaces; nil when this
+	// host cannot (immutable after New).
+	network *network.Manager
 	// images feeds the image collector; nil without a Docker driver that
 	// offers image GC.
 	images *imageLeases
@@ -158,6 +162,13 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger.Warn("some host fingerprints are missing", "error", err)
 	}
 	reserved, _ := reservedResources(cfg.Options) // validated by normalize
+	var bridgeOK bool
+	var bridgeWhy string
+	c.network, bridgeOK, bridgeWhy = newNetworkManager(cfg)
+	if !bridgeOK {
+		logger.Info("bridge networking is not available", "reason", bridgeWhy)
+	}
+	host.Resources.Networks = nodeNetworks(bridgeOK)
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
 	c.node = &structs.Node{
@@ -258,6 +269,13 @@ func (c *Client) restoreAllocs() {
 		}
 		runners = append(runners, ar)
 	}
+	live := map[string]bool{}
+	for id, e := range c.allocs {
+		if e.runner != nil {
+			live[id] = true
+		}
+	}
+	c.cleanupNetworks(live)
 	for _, ar := range runners {
 		go ar.Run()
 	}

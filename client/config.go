@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/drover-project/drover/client/network"
 	"maps"
 	"net/http"
 	"os"
@@ -52,6 +53,9 @@ type Config struct {
 	// MinDynamicPort and MaxDynamicPort bound the host ports the scheduler
 	// assigns on this node; zero means the scheduler's defaults.
 	MinDynamicPort, MaxDynamicPort int
+	// Network is the bridge networking of allocations in network mode
+	// "bridge" (CNI plugins, bridge name and subnet).
+	Network NetworkConfig
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
 	// ACLEnabled makes the client's own /v1/client/* endpoints check the
@@ -181,6 +185,9 @@ func (c *Config) normalize() (*Config, error) {
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)
 	var errs []error
+	if err := (network.BridgeConfig{Name: n.Network.BridgeName, Subnet: n.Network.BridgeSubnet}).WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir is required"))
 	} else if abs, err := filepath.Abs(n.DataDir); err == nil {

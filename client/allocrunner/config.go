@@ -52,6 +52,9 @@ type Config struct {
 	// TaskAPI, when set, opens a task's task API socket in its secrets
 	// dir (which must stay inside its task dir); nil: tasks get none.
 	TaskAPI func(taskDir, secretsDir string) (io.Closer, error)
+	// Network builds the namespace of an allocation in bridge mode; nil
+	// on a client that cannot (such an allocation then fails).
+	Network NetworkManager
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

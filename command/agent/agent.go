@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -189,6 +190,7 @@ func (a *Agent) startClient() error {
 		// that nothing could reattach or stop.
 		StopAllocsOnShutdown: cfg.DevMode,
 		IntroToken:           cfg.Client.IntroToken,
+		Network:              clientNetwork(cfg.Client),
 		// Another node's client (ephemeral_disk migrate) is dialled as
 		// the servers dial nodes.
 		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),
@@ -302,4 +304,18 @@ func withChrootEnv(plugin map[string]any, chroot map[string]string) map[string]a
 	}
 	out["chroot_env"] = env
 	return out
+}
+
+// clientNetwork is the client's bridge networking from its config block.
+func clientNetwork(c config.ClientConfig) client.NetworkConfig {
+	var paths []string
+	for _, p := range strings.Split(c.CNIPath, ":") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return client.NetworkConfig{
+		CNIPath: paths, BridgeName: c.BridgeNetworkName, BridgeSubnet: c.BridgeNetworkSubnet,
+		HairpinMode: c.BridgeNetworkHairpinMode,
+	}
 }

@@ -109,10 +109,16 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err
 	}
+	var iso *drivers.NetworkIsolation
+	var netStatus *structs.AllocNetworkStatus
+	if tr.network != nil {
+		iso, netStatus = tr.network()
+	}
 	env := taskenv.Build(taskenv.Input{
 		Alloc: alloc, Task: task, Node: tr.node,
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
 		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr,
+		AllocNetwork: allocNetwork(iso, netStatus),
 	})
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
@@ -147,6 +153,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		StdoutPath: stdout,
 		StderrPath: stderr,
 		LogLimits:  limits,
+		Network:    iso,
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	return cfg, nil
@@ -181,4 +188,13 @@ func taskResources(alloc *structs.Allocation, task *structs.Task) (cpu, memoryMB
 		}
 	}
 	return cpu, memoryMB, memoryMaxMB
+}
+
+// allocNetwork is the network status the environment shows the task: the
+// allocation's own (bridge mode), nil in the host's network.
+func allocNetwork(iso *drivers.NetworkIsolation, ns *structs.AllocNetworkStatus) *structs.AllocNetworkStatus {
+	if iso == nil {
+		return nil
+	}
+	return ns
 }

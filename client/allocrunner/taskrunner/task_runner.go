@@ -71,6 +71,10 @@ type Config struct {
 	// NOMAD_UNIX_ADDR if its driver runs it on the host's filesystem
 	// (drivers.HostEnvInheritor), where that path is the task's too.
 	TaskAPIAddr string
+	// Network returns the allocation's own namespace (nil in the host's
+	// network) and its network status (nil until known), read at each
+	// start; nil means the host's network.
+	Network func() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus)
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -91,6 +95,7 @@ type TaskRunner struct {
 	prepareTimeout time.Duration
 	onStateChange  func()
 	hostEnv        map[string]string // nil unless the driver inherits it
+	network        func() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus) // or nil
 	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
 
 	killCh     chan struct{}   // closed by Kill
@@ -163,6 +168,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		onStateChange:  cfg.OnStateChange,
 		hostEnv:        hostEnvFor(cfg.Driver, cfg.HostEnv),
 		unixAddr:       unixAddrFor(cfg.Driver, cfg.TaskAPIAddr),
+		network:        cfg.Network,
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),

@@ -149,6 +149,8 @@ var (
 			{Name: "enabled"}, {Name: "servers"}, {Name: "node_class"},
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
+			{Name: "cni_path"}, {Name: "bridge_network_name"}, {Name: "bridge_network_subnet"},
+			{Name: "bridge_network_hairpin_mode"},
 		},
 	}
 	pluginSchema = &hcl.BodySchema{
@@ -290,6 +292,11 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		"min_dynamic_port": &cl.MinDynamicPort,
 		"max_dynamic_port": &cl.MaxDynamicPort,
 		"intro_token":      &cl.IntroToken,
+
+		"cni_path":                    &cl.CNIPath,
+		"bridge_network_name":         &cl.BridgeNetworkName,
+		"bridge_network_subnet":       &cl.BridgeNetworkSubnet,
+		"bridge_network_hairpin_mode": &cl.BridgeNetworkHairpinMode,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)
