@@ -10,14 +10,43 @@ import (
 // block and why, never stored and silently not done. Each check is lifted
 // when the feature lands; the reason says what to do meanwhile.
 
-// hostNetworkModes are the group network modes Drover runs: tasks share
-// the node's network namespace.
-var hostNetworkModes = []string{"", "host"}
+// groupNetworkModes are the group network modes Drover runs: the node's
+// network namespace ("" and "host") and a namespace of the allocation's
+// own on the client's bridge ("bridge").
+var groupNetworkModes = []string{"", "host", "bridge"}
 
 // undoneGroup adds the refusals of a group's own settings.
 func (tg *TaskGroup) undoneGroup(p *problems) {
 	for _, n := range tg.Networks {
-		undoneNetwork(p, "network: ", n)
+		undoneNetwork(p, "network: ", n, groupNetworkModes)
+		if n != nil {
+			undoneBridgeOnly(p, tg, n)
+		}
+	}
+}
+
+// undoneBridgeOnly refuses the settings of a group network that only a
+// namespace of the allocation's own carries out, and that only Docker
+// tasks see: the pause container holds the host name and resolv.conf.
+func undoneBridgeOnly(p *problems, tg *TaskGroup, n *NetworkResource) {
+	var set []string
+	if n.Hostname != "" {
+		set = append(set, "hostname")
+	}
+	if n.DNS != nil && (len(n.DNS.Servers) > 0 || len(n.DNS.Searches) > 0 || len(n.DNS.Options) > 0) {
+		set = append(set, "dns")
+	}
+	for _, what := range set {
+		if n.Mode != "bridge" {
+			p.addf("network: %s: needs mode = \"bridge\": Drover sets it on the allocation's own network namespace", what)
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t != nil && t.Driver != "docker" {
+				p.addf("network: %s: applies to Docker tasks only in Drover; task %q (driver %q) would not see it", what, t.Name, t.Driver)
+				break
+			}
+		}
 	}
 }
 
@@ -25,10 +54,14 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 func (t *Task) undoneTask(p *problems) {
 	if t.Resources != nil {
 		for _, n := range t.Resources.Networks {
-			undoneNetwork(p, "resources: network: ", n)
+			undoneNetwork(p, "resources: network: ", n, hostNetworkModes)
 		}
 	}
 }
+
+// hostNetworkModes are the task network modes Drover runs (a task-level
+// network block cannot ask for a namespace; the group's does).
+var hostNetworkModes = []string{"", "host"}
 
 // undoneCheck adds the refusals of a service check's settings.
 func (c *ServiceCheck) undoneCheck(p *problems) {
@@ -38,18 +71,21 @@ func (c *ServiceCheck) undoneCheck(p *problems) {
 	}
 }
 
-func undoneNetwork(p *problems, prefix string, n *NetworkResource) {
+func undoneNetwork(p *problems, prefix string, n *NetworkResource, modes []string) {
 	if n == nil {
 		return
 	}
-	for _, m := range hostNetworkModes {
+	for _, m := range modes {
 		if n.Mode == m {
 			return
 		}
 	}
-	why := "tasks would run in the node's network namespace"
-	if strings.HasPrefix(n.Mode, "cni/") {
-		why = "CNI networks are not set up by Drover yet"
+	why, use := "tasks would run in the node's network namespace", `use mode = "host" or "bridge"`
+	switch {
+	case strings.HasPrefix(n.Mode, "cni/"):
+		why = "networks from cni_config_dir are not set up by Drover yet (only its own bridge network)"
+	case len(modes) == len(hostNetworkModes):
+		why, use = "a task-level network block cannot have a namespace of its own", `set the mode on the group's network block`
 	}
-	p.addf("%s%s", prefix, fmt.Sprintf("mode %q is not supported by Drover yet: %s; use mode = \"host\"", n.Mode, why))
+	p.addf("%s%s", prefix, fmt.Sprintf("mode %q is not supported by Drover yet: %s; %s", n.Mode, why, use))
 }
