@@ -126,7 +126,7 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		return nil, err
 	}
 	ar.initHooks(cfg.Node, cfg.PrevData, cfg.TaskAPI)
-	if h := newNetworkHook(ar, cfg.Network, cfg.Drivers, tg); h != nil {
+	if h := newNetworkHook(ar, cfg.Network, cfg.Drivers, tg, cfg.Node); h != nil {
 		ar.addNetworkHook(h)
 		ar.network = nil // its own address, once the namespace exists
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/client/allocrunner/taskenv"
 	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
@@ -42,10 +43,14 @@ type networkHook struct {
 
 // newNetworkHook returns the hook of an allocation in bridge mode, or nil
 // for one in the host's network.
-func newNetworkHook(ar *AllocRunner, mgr NetworkManager, catalog drivers.Catalog, tg *structs.TaskGroup) *networkHook {
+func newNetworkHook(ar *AllocRunner, mgr NetworkManager, catalog drivers.Catalog, tg *structs.TaskGroup, node *structs.Node) *networkHook {
 	spec, ok := network.GroupSpec(ar.alloc)
 	if !ok {
 		return nil
+	}
+	if spec.Hostname != "" {
+		// hostname = "web-${NOMAD_ALLOC_INDEX}": the allocation's variables.
+		spec.Hostname = taskenv.Build(taskenv.Input{Alloc: ar.alloc, Node: node}).Replace(spec.Hostname)
 	}
 	h := &networkHook{ar: ar, mgr: mgr, spec: spec}
 	for _, t := range tg.Tasks {
