@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
@@ -166,8 +168,10 @@ func httpBody(url string) (string, error) {
 // tasks on a real client: the tasks reach each other on localhost, the
 // host reaches the group on its mapped static and dynamic ports (not on
 // the ports inside the namespace), the tasks see the bridge-mode
-// variables; once the job stops, no namespace, veth, iptables rule or
-// pause container of the allocation remains.
+// variables; a client killed with SIGKILL and restarted reattaches to the
+// same namespace and pause container and the group still answers; once
+// the job stops, no namespace, veth, iptables rule or pause container of
+// the allocation remains.
 func TestBridgeNetworking(t *testing.T) {
 	requireDocker(t)
 	requireBridge(t)
@@ -196,6 +200,7 @@ func TestBridgeNetworking(t *testing.T) {
 	}
 	require.Contains(t, modes, "bridge", "the node advertises bridge mode")
 
+	t.Cleanup(func() { removePauseImages(t) })
 	static := freePort(t)
 	jobFile := writeJobFile(t, bridgeJobHCL)
 	var allocID string
@@ -274,6 +279,27 @@ func TestBridgeNetworking(t *testing.T) {
 	require.FileExists(t, netns)
 	require.Contains(t, iptablesRules(t), allocID)
 
+	// kill -9 and restart the client: it reattaches to the namespace (the
+	// same one, not rebuilt) and the group still answers.
+	nsBefore := nsInode(t, netns)
+	pauseBefore := pauseContainerIDs(t, allocID)
+	require.Len(t, pauseBefore, 1)
+	client.kill()
+	client.start(t)
+	require.Eventually(t, func() bool {
+		return strings.Contains(client.logs(), "reattached to the allocation's namespace")
+	}, 60*time.Second, 200*time.Millisecond, "the restarted client reattaches\n%s", lastLines(client.logs(), 40))
+	require.Equal(t, nsBefore, nsInode(t, netns), "the namespace was not rebuilt")
+	require.Equal(t, pauseBefore, pauseContainerIDs(t, allocID), "the pause container was not replaced")
+	for port, want := range map[int]string{static: "version docker", dyn: "version rawexec"} {
+		body, err := httpBody(fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, fmt.Sprint(port))))
+		require.NoError(t, err)
+		require.Contains(t, body, want)
+	}
+	a, _, err := c.Allocations().Info(allocID, nil)
+	require.NoError(t, err)
+	require.Equal(t, "running", a.ClientStatus)
+
 	// Stopping the job removes everything of the allocation's network.
 	code, out = drover(t, srv.httpAddr(), "job", "stop", "-yes", "bridge")
 	require.Equal(t, 0, code, out)
@@ -297,13 +323,44 @@ func bridgeHasVeth(t *testing.T, bridge string) bool {
 	return strings.Contains(string(out), "veth")
 }
 
+// nsInode is the inode of the namespace mounted on path.
+func nsInode(t *testing.T, path string) uint64 {
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(path, &st))
+	return st.Ino
+}
+
 // pauseContainers counts the pause containers of allocID.
-func pauseContainers(t *testing.T, allocID string) int {
+func pauseContainers(t *testing.T, allocID string) int { return len(pauseContainerIDs(t, allocID)) }
+
+// pauseContainerIDs lists the IDs of the pause containers of allocID.
+func pauseContainerIDs(t *testing.T, allocID string) []string {
 	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	require.NoError(t, err)
 	defer cli.Close()
 	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", "drover.alloc_id="+allocID), filters.Arg("label", "drover.pause"))})
 	require.NoError(t, err)
-	return len(list)
+	var ids []string
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// removePauseImages removes the pause images clients imported that no
+// container uses (one in use, by another test's allocation, stays).
+func removePauseImages(t *testing.T) {
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	list, err := cli.ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", "drover-pause"))})
+	if err != nil {
+		return
+	}
+	for _, im := range list {
+		_, _ = cli.ImageRemove(context.Background(), im.ID, image.RemoveOptions{})
+	}
 }

@@ -43,7 +43,7 @@ func testManager(t *testing.T) *Manager {
 func bridgeAlloc(id string, ports ...structs.AllocatedPortMapping) *structs.Allocation {
 	return &structs.Allocation{
 		ID: id, TaskGroup: "g",
-		Job: &structs.Job{TaskGroups: []*structs.TaskGroup{{Name: "g", Networks: []*structs.NetworkResource{{Mode: "bridge"}}}}},
+		Job:                &structs.Job{TaskGroups: []*structs.TaskGroup{{Name: "g", Networks: []*structs.NetworkResource{{Mode: "bridge"}}}}},
 		AllocatedResources: &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{Ports: ports}},
 	}
 }

@@ -94,9 +94,9 @@ type TaskRunner struct {
 	now            func() time.Time
 	prepareTimeout time.Duration
 	onStateChange  func()
-	hostEnv        map[string]string // nil unless the driver inherits it
+	hostEnv        map[string]string                                               // nil unless the driver inherits it
 	network        func() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus) // or nil
-	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
+	unixAddr       string                                                          // NOMAD_UNIX_ADDR, or ""
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
