@@ -6,8 +6,7 @@
 //
 // The decisions are pure and table-tested: which groups get a namespace
 // (GroupSpec), the CNI configuration list (Conflist), the port mappings
-// (PortMappings), the resolv.conf of a group's dns block (ResolvConf) and
-// which cached attachments a restarted client removes (Orphans). Manager
+// (PortMappings) and what a restarted client removes (Orphans). Manager
 // carries them out: it creates and deletes namespaces and runs CNI ADD and
 // DEL through libcni with a cache under the client's data dir, so that a
 // client restarted after a crash can still delete what it added.
