@@ -10,6 +10,12 @@ type NetworkIsolation struct {
 	// Labels are details the driver that created the namespace needs
 	// again (see NetworkCreator); nil when the client created it.
 	Labels map[string]string
+	// Hostname is the group's host name ("" keeps the driver's default)
+	// and ResolvConf the path of the group's resolv.conf ("" keeps the
+	// host's), for drivers that give tasks their own UTS and mount
+	// namespaces (exec); Docker tasks get both from the pause container.
+	Hostname   string `json:",omitempty"`
+	ResolvConf string `json:",omitempty"`
 }
 
 // Copy returns a deep copy of n.

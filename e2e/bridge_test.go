@@ -110,6 +110,70 @@ EOT
       }
     }
   }
+  # The group's dns block and hostname, seen by Docker and exec tasks.
+  group "ex" {
+    network {
+      mode     = "bridge"
+      hostname = "bridged-${NOMAD_ALLOC_INDEX}"
+      dns {
+        servers  = ["10.214.255.53"]
+        searches = ["drover.test"]
+        options  = ["ndots:3"]
+      }
+    }
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "web" {
+      driver = "docker"
+      config {
+        image = var.image
+      }
+      env {
+        PORT    = "18087"
+        VERSION = "docker-ex"
+      }
+      resources {
+        cpu    = 20
+        memory = 32
+      }
+    }
+    task "prober" {
+      driver = "docker"
+      config {
+        image = var.image
+        args  = ["probe", "cat", "/etc/resolv.conf", "cat", "/etc/hostname", "sleep"]
+      }
+      resources {
+        cpu    = 20
+        memory = 32
+      }
+    }
+    task "look" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", <<EOT
+cat /etc/resolv.conf
+echo "hostname=$(cat /proc/sys/kernel/hostname)"
+until curl -sf http://127.0.0.1:18087/; do sleep 0.2; done
+echo
+echo reached-docker
+exec sleep 3600
+EOT
+        ]
+      }
+      resources {
+        cpu    = 20
+        memory = 32
+      }
+    }
+  }
 }
 `
 
@@ -203,18 +267,19 @@ func TestBridgeNetworking(t *testing.T) {
 	t.Cleanup(func() { removePauseImages(t) })
 	static := freePort(t)
 	jobFile := writeJobFile(t, bridgeJobHCL)
-	var allocID string
+	var allocID, exAllocID string
 	t.Cleanup(func() {
 		_, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "bridge")
 		if allocID != "" {
-			removeAllocContainers(t, []string{allocID})
+			removeAllocContainers(t, []string{allocID, exAllocID})
 		}
 	})
 	code, out := drover(t, srv.httpAddr(), "job", "run", "-detach",
 		"-var", "image="+ref, "-var", "server="+serverPath, "-var", fmt.Sprintf("static=%d", static), jobFile)
 	require.Equal(t, 0, code, out)
-	alloc := runningAllocOf(t, c, "bridge")
-	allocID = alloc.ID
+	alloc := runningGroupAlloc(t, c, "bridge", "g")
+	exAlloc := runningGroupAlloc(t, c, "bridge", "ex")
+	allocID, exAllocID = alloc.ID, exAlloc.ID
 	require.NotNil(t, alloc.NetworkStatus)
 	allocIP := alloc.NetworkStatus.Address
 	require.NotEmpty(t, allocIP, "the allocation reports its address on the bridge")
@@ -243,6 +308,22 @@ func TestBridgeNetworking(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(client.dataDir, "alloc", allocID, "alloc", "logs", "prober.stdout.0"))
 		return err == nil && strings.Contains(string(b), "version rawexec")
 	}, 60*time.Second, 200*time.Millisecond, "the Docker prober reaches the raw_exec task on localhost")
+	// The group's dns block and hostname: the Docker task's through the
+	// pause container, the exec task's in its own mounts; the exec task
+	// reaches the Docker one on localhost.
+	exLogs := filepath.Join(client.dataDir, "alloc", exAlloc.ID, "alloc", "logs")
+	for _, task := range []string{"prober", "look"} {
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(filepath.Join(exLogs, task+".stdout.0"))
+			out := string(b)
+			return strings.Contains(out, "nameserver 10.214.255.53") && strings.Contains(out, "search drover.test") &&
+				strings.Contains(out, "options ndots:3") && strings.Contains(out, "bridged-0")
+		}, 30*time.Second, 200*time.Millisecond, "task %s sees the group's resolv.conf and hostname", task)
+	}
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(exLogs, "look.stdout.0"))
+		return strings.Contains(string(b), "version docker-ex") && strings.Contains(string(b), "reached-docker")
+	}, 30*time.Second, 200*time.Millisecond, "the exec task reaches the Docker task on localhost")
 
 	// The host reaches the group on its mapped ports, not on the ports
 	// inside the namespace.
@@ -308,8 +389,19 @@ func TestBridgeNetworking(t *testing.T) {
 		return os.IsNotExist(err)
 	}, 60*time.Second, 200*time.Millisecond, "the namespace is deleted\n%s", lastLines(client.logs(), 40))
 	require.Eventually(t, func() bool {
-		return !strings.Contains(iptablesRules(t), allocID) && !bridgeHasVeth(t, bridge) && pauseContainers(t, allocID) == 0
-	}, 30*time.Second, 200*time.Millisecond, "no veth, iptables rule or pause container remains")
+		rules := iptablesRules(t)
+		for _, id := range []string{allocID, exAllocID} {
+			if _, err := os.Stat(filepath.Join(client.dataDir, "netns", id)); !os.IsNotExist(err) {
+				return false
+			}
+			if strings.Contains(rules, id) || pauseContainers(t, id) != 0 {
+				return false
+			}
+		}
+		return !bridgeHasVeth(t, bridge)
+	}, 30*time.Second, 200*time.Millisecond, "no namespace, veth, iptables rule or pause container remains")
+	_, err = os.Stat(filepath.Join(client.dataDir, "resolv", exAllocID+".conf"))
+	require.True(t, os.IsNotExist(err), "the group's resolv.conf is removed")
 }
 
 func iptablesRules(t *testing.T) string {
@@ -321,6 +413,29 @@ func iptablesRules(t *testing.T) string {
 func bridgeHasVeth(t *testing.T, bridge string) bool {
 	out, _ := exec.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
 	return strings.Contains(string(out), "veth")
+}
+
+// runningGroupAlloc waits for a running allocation of job's group.
+func runningGroupAlloc(t *testing.T, c *api.Client, jobID, group string) *api.Allocation {
+	t.Helper()
+	var alloc *api.Allocation
+	require.Eventually(t, func() bool {
+		stubs, _, err := c.Jobs().Allocations(jobID, false, nil)
+		if err != nil {
+			return false
+		}
+		for _, s := range stubs {
+			if s.TaskGroup == group && s.ClientStatus == "running" {
+				a, _, err := c.Allocations().Info(s.ID, nil)
+				if err == nil {
+					alloc = a
+					return true
+				}
+			}
+		}
+		return false
+	}, 90*time.Second, 200*time.Millisecond, "a running allocation of %s/%s", jobID, group)
+	return alloc
 }
 
 // nsInode is the inode of the namespace mounted on path.

@@ -171,6 +171,26 @@ func GroupSpec(alloc *structs.Allocation) (spec *Spec, ok bool) {
 	return spec, true
 }
 
+// ResolvConf renders a dns block as resolv.conf; nil or an empty block
+// gives "" (the host's resolv.conf applies).
+func ResolvConf(d *structs.DNSConfig) string {
+	if d == nil || (len(d.Servers) == 0 && len(d.Searches) == 0 && len(d.Options) == 0) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# written by Drover from the group's network dns block\n")
+	for _, s := range d.Servers {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(d.Searches) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(d.Searches, " "))
+	}
+	if len(d.Options) > 0 {
+		fmt.Fprintf(&b, "options %s\n", strings.Join(d.Options, " "))
+	}
+	return b.String()
+}
+
 // Attachment is a cached CNI attachment: the allocation (container ID)
 // it belongs to and its namespace.
 type Attachment struct {

@@ -122,6 +122,16 @@ func TestGroupSpec(t *testing.T) {
 	}
 }
 
+func TestResolvConf(t *testing.T) {
+	require.Empty(t, ResolvConf(nil))
+	require.Empty(t, ResolvConf(&structs.DNSConfig{}))
+	require.Equal(t, "# written by Drover from the group's network dns block\n"+
+		"nameserver 10.0.0.2\nnameserver 1.1.1.1\nsearch service.consul example\noptions ndots:2 edns0\n",
+		ResolvConf(&structs.DNSConfig{
+			Servers: []string{"10.0.0.2", "1.1.1.1"}, Searches: []string{"service.consul", "example"}, Options: []string{"ndots:2", "edns0"},
+		}))
+}
+
 func TestOrphans(t *testing.T) {
 	cases := []struct {
 		name  string

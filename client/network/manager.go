@@ -136,7 +136,13 @@ type Status struct {
 // the namespace is the creator's, bound on the allocation's path.
 func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Spec, creator drivers.NetworkCreator) (*Status, error) {
 	path := m.NetnsPath(alloc.ID)
-	iso := &drivers.NetworkIsolation{Path: path}
+	iso := &drivers.NetworkIsolation{Path: path, Hostname: spec.Hostname}
+	if rc := ResolvConf(spec.DNS); rc != "" {
+		iso.ResolvConf = m.resolvPath(alloc.ID)
+		if err := writeResolvConf(iso.ResolvConf, rc); err != nil {
+			return nil, err
+		}
+	}
 	if creator != nil {
 		req := &drivers.NetworkCreateRequest{AllocID: alloc.ID, Hostname: spec.Hostname, DNS: driverDNS(spec.DNS)}
 		owned, created, err := creator.CreateNetwork(req)
@@ -190,7 +196,7 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 func (m *Manager) Teardown(ctx context.Context, allocID string, creator drivers.NetworkCreator, iso *drivers.NetworkIsolation) error {
 	path := m.NetnsPath(allocID)
 	errs := []error{m.delCNI(ctx, allocID, path)}
-	errs = append(errs, deleteNetns(path))
+	errs = append(errs, deleteNetns(path), m.removeResolvConf(allocID))
 	if creator != nil {
 		if iso == nil {
 			iso = &drivers.NetworkIsolation{Path: path}
@@ -213,6 +219,8 @@ func (m *Manager) delCNI(ctx context.Context, allocID, path string) error {
 		if cached != nil {
 			rt = cached
 		}
+	} else if !isNetns(path) {
+		return nil // nothing was added: no cached attachment, no namespace
 	}
 	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
 		return fmt.Errorf("network: CNI DEL of %s: %w", allocID, err)
@@ -247,9 +255,35 @@ func (m *Manager) Cleanup(ctx context.Context, live map[string]bool) error {
 		if a.Attached {
 			errs = append(errs, m.delCNI(ctx, a.AllocID, a.NetNS))
 		}
-		errs = append(errs, deleteNetns(m.NetnsPath(a.AllocID)))
+		errs = append(errs, deleteNetns(m.NetnsPath(a.AllocID)), m.removeResolvConf(a.AllocID))
 	}
 	return errors.Join(errs...)
+}
+
+// resolvPath is the path of an allocation's resolv.conf (its dns block).
+func (m *Manager) resolvPath(allocID string) string {
+	return filepath.Join(m.cfg.StateDir, "resolv", allocID+".conf")
+}
+
+func writeResolvConf(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("network: writing resolv.conf: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("network: writing resolv.conf: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) removeResolvConf(allocID string) error {
+	if err := os.Remove(m.resolvPath(allocID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("network: %w", err)
+	}
+	return nil
 }
 
 func (m *Manager) runtimeConf(allocID, path string, ports []PortMapping) *libcni.RuntimeConf {

@@ -316,7 +316,7 @@ func TestValidate_Problems(t *testing.T) {
 			tg(j).Networks[0].Mode = "bridge"
 			tg(j).Networks[0].DNS = &DNSConfig{Searches: []string{"svc"}}
 			task(j).Driver = "raw_exec"
-		}, `network: dns: applies to Docker tasks only in Drover; task "server" (driver "raw_exec") would not see it`},
+		}, `network: dns: applies to docker and exec tasks only in Drover; task "server" (driver "raw_exec") would not see it`},
 		{"group script check without a task", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
 			`check "alive": task is required for script checks of a group service`},
 		{"check task unknown", func(j *Job) { tg(j).Services[0].Checks[0].TaskName = "nope" },

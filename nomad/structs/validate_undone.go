@@ -26,8 +26,9 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 }
 
 // undoneBridgeOnly refuses the settings of a group network that only a
-// namespace of the allocation's own carries out, and that only Docker
-// tasks see: the pause container holds the host name and resolv.conf.
+// namespace of the allocation's own carries out, and that only tasks with
+// their own UTS and mount namespaces see: Docker tasks (from the pause
+// container) and exec tasks; raw_exec tasks run on the host's files.
 func undoneBridgeOnly(p *problems, tg *TaskGroup, n *NetworkResource) {
 	var set []string
 	if n.Hostname != "" {
@@ -42,8 +43,8 @@ func undoneBridgeOnly(p *problems, tg *TaskGroup, n *NetworkResource) {
 			continue
 		}
 		for _, t := range tg.Tasks {
-			if t != nil && t.Driver != "docker" {
-				p.addf("network: %s: applies to Docker tasks only in Drover; task %q (driver %q) would not see it", what, t.Name, t.Driver)
+			if t != nil && t.Driver != "docker" && t.Driver != "exec" {
+				p.addf("network: %s: applies to docker and exec tasks only in Drover; task %q (driver %q) would not see it", what, t.Name, t.Driver)
 				break
 			}
 		}
