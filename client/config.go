@@ -162,7 +162,8 @@ func (c *Config) AllocDir() string { return filepath.Join(c.DataDir, "alloc") }
 //     its image prepared before the allocation it replaces stops (prefetch
 //     before kill);
 //   - drover.network_modes = "host": the group network modes this client
-//     runs (tasks share the host's network).
+//     runs (tasks share the host's network); "host,bridge" on a client
+//     that can give allocations a namespace of their own (see normalize).
 //
 // They are metadata only: overriding one changes what jobs see, not what
 // the client does.
@@ -181,6 +182,7 @@ func (c *Config) normalize() (*Config, error) {
 	}
 	n := *c
 	n.Meta = DefaultMeta()
+	n.Meta["drover.network_modes"] = networkModesMeta(&n)
 	maps.Copy(n.Meta, c.Meta)
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)

@@ -47,6 +47,15 @@ func nodeNetworks(bridge bool) []*structs.NetworkResource {
 	return nets
 }
 
+// networkModesMeta is the drover.network_modes metadata of a client with
+// cfg: "host", and "bridge" too where bridge mode works.
+func networkModesMeta(cfg *Config) string {
+	if _, ok, _ := newNetworkManager(cfg); ok {
+		return "host,bridge"
+	}
+	return "host"
+}
+
 // cleanupNetworks removes the namespaces, veths and iptables rules of
 // allocations this client no longer runs (a previous process killed
 // before it could tear them down). live are the allocations with a runner.
