@@ -162,13 +162,12 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger.Warn("some host fingerprints are missing", "error", err)
 	}
 	reserved, _ := reservedResources(cfg.Options) // validated by normalize
-	var bridgeOK bool
-	var bridgeWhy string
-	c.network, bridgeOK, bridgeWhy = newNetworkManager(cfg)
-	if !bridgeOK {
-		logger.Info("bridge networking is not available", "reason", bridgeWhy)
+	var offer networkOffer
+	c.network, offer = newNetworkManager(cfg)
+	if !offer.bridge {
+		logger.Info("bridge networking is not available", "reason", offer.bridgeWhy)
 	}
-	host.Resources.Networks = nodeNetworks(bridgeOK)
+	host.Resources.Networks = nodeNetworks(offer)
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
 	c.node = &structs.Node{

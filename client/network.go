@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/drover-project/drover/client/network"
@@ -12,48 +14,68 @@ import (
 // bridge_network_name, bridge_network_subnet, bridge_network_hairpin_mode.
 type NetworkConfig struct {
 	CNIPath      []string // default /opt/cni/bin, then /usr/lib/cni
+	CNIConfigDir string   // cni/<name> networks; default /opt/cni/config
 	BridgeName   string   // default "nomad"
 	BridgeSubnet string   // default 172.26.64.0/20
 	HairpinMode  bool
 }
 
-// newNetworkManager returns the client's network manager and whether
-// bridge mode works on this host; a host where it cannot gets no manager
-// (the node does not advertise bridge mode).
-func newNetworkManager(cfg *Config) (*network.Manager, bool, string) {
+// networkOffer is what the client's network manager can set up here.
+type networkOffer struct {
+	bridge    bool     // bridge mode works
+	bridgeWhy string   // why not
+	cni       []string // cni/<name> networks found in cni_config_dir
+}
+
+// newNetworkManager returns the client's network manager and what it
+// offers; a client that is not root gets none (it can make no namespace).
+func newNetworkManager(cfg *Config) (*network.Manager, networkOffer) {
 	m, err := network.NewManager(network.Config{
 		Bridge: network.BridgeConfig{
 			Name: cfg.Network.BridgeName, Subnet: cfg.Network.BridgeSubnet, HairpinMode: cfg.Network.HairpinMode,
 		},
-		CNIPath:  cfg.Network.CNIPath,
+		CNIPath: cfg.Network.CNIPath, CNIConfigDir: cfg.Network.CNIConfigDir,
 		StateDir: cfg.DataDir, Logger: cfg.Logger,
 	})
 	if err != nil {
-		return nil, false, err.Error()
+		return nil, networkOffer{bridgeWhy: err.Error()}
 	}
-	if ok, why := m.Available(); !ok {
-		return nil, false, why
+	var offer networkOffer
+	offer.bridge, offer.bridgeWhy = m.Available()
+	if os.Geteuid() != 0 {
+		return nil, offer
 	}
-	return m, true, ""
+	offer.cni = m.CNINetworks()
+	return m, offer
 }
 
-// nodeNetworks are the network modes the node offers the scheduler: the
-// host's network always, bridge mode when it works here.
-func nodeNetworks(bridge bool) []*structs.NetworkResource {
-	nets := []*structs.NetworkResource{{Mode: "host"}}
-	if bridge {
-		nets = append(nets, &structs.NetworkResource{Mode: network.ModeBridge})
+// modes are the group network modes of offer: "host" always, "bridge"
+// when it works here, "cni/<name>" for each network found.
+func (o networkOffer) modes() []string {
+	modes := []string{"host"}
+	if o.bridge {
+		modes = append(modes, network.ModeBridge)
+	}
+	for _, n := range o.cni {
+		modes = append(modes, network.ModeCNIPrefix+n)
+	}
+	return modes
+}
+
+// nodeNetworks are the network modes the node offers the scheduler.
+func nodeNetworks(o networkOffer) []*structs.NetworkResource {
+	var nets []*structs.NetworkResource
+	for _, m := range o.modes() {
+		nets = append(nets, &structs.NetworkResource{Mode: m})
 	}
 	return nets
 }
 
 // networkModesMeta is the drover.network_modes metadata of a client with
-// cfg: "host", and "bridge" too where bridge mode works.
+// cfg: its network modes, comma-separated ("host,bridge").
 func networkModesMeta(cfg *Config) string {
-	if _, ok, _ := newNetworkManager(cfg); ok {
-		return "host,bridge"
-	}
-	return "host"
+	_, offer := newNetworkManager(cfg)
+	return strings.Join(offer.modes(), ",")
 }
 
 // cleanupNetworks removes the namespaces, veths and iptables rules of

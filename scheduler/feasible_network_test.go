@@ -24,6 +24,7 @@ func TestFeasibleNetworkMode(t *testing.T) {
 		{"bridge on a host-only node", strPtr("bridge"), hostOnly, false},
 		{"bridge on a node that reports nothing", strPtr("bridge"), nil, false},
 		{"cni mode not offered", strPtr("cni/mynet"), withBridge, false},
+		{"cni mode offered", strPtr("cni/mynet"), []*structs.NetworkResource{{Mode: "host"}, {Mode: "cni/mynet"}}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

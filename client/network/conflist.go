@@ -10,8 +10,13 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// ModeBridge is the group network mode this package sets up.
-const ModeBridge = "bridge"
+// ModeBridge is the group network mode of the client's own bridge
+// network; ModeCNIPrefix starts the modes of the networks configured in
+// the client's cni_config_dir ("cni/<name>").
+const (
+	ModeBridge    = "bridge"
+	ModeCNIPrefix = "cni/"
+)
 
 // Defaults of the client's bridge settings, as in Nomad.
 const (
@@ -140,18 +145,19 @@ func PortMappings(ports []structs.AllocatedPortMapping) []PortMapping {
 	return out
 }
 
-// Spec is what an allocation's namespace needs: its mode, ports, DNS and
-// hostname.
+// Spec is what an allocation's namespace needs: its mode, ports, DNS,
+// hostname and (cni/<name> mode) the arguments of the plugins.
 type Spec struct {
 	Mode     string
 	Ports    []PortMapping
 	DNS      *structs.DNSConfig // nil: the host's resolv.conf
 	Hostname string
+	CNIArgs  [][2]string // sorted by key; IgnoreUnknown first
 }
 
-// GroupSpec decides whether alloc gets a namespace of its own: only when
-// its group's network asks for bridge mode. ok is false for host mode (the
-// node's namespace) and for groups without a network block.
+// GroupSpec decides whether alloc gets a namespace of its own: when its
+// group's network asks for bridge or cni/<name> mode. ok is false for host
+// mode (the node's namespace) and for groups without a network block.
 func GroupSpec(alloc *structs.Allocation) (spec *Spec, ok bool) {
 	if alloc == nil || alloc.Job == nil {
 		return nil, false
@@ -161,14 +167,42 @@ func GroupSpec(alloc *structs.Allocation) (spec *Spec, ok bool) {
 		return nil, false
 	}
 	n := tg.Networks[0]
-	if n.Mode != ModeBridge {
+	if n.Mode != ModeBridge && (!strings.HasPrefix(n.Mode, ModeCNIPrefix) || n.Mode == ModeCNIPrefix) {
 		return nil, false
 	}
 	spec = &Spec{Mode: n.Mode, DNS: n.DNS, Hostname: n.Hostname}
+	if strings.HasPrefix(n.Mode, ModeCNIPrefix) && n.CNI != nil {
+		spec.CNIArgs = CNIArgs(n.CNI.Args)
+	}
 	if alloc.AllocatedResources != nil {
 		spec.Ports = PortMappings(alloc.AllocatedResources.Shared.Ports)
 	}
 	return spec, true
+}
+
+// CNIArgs are a cni block's arguments as CNI_ARGS pairs, sorted by key,
+// after IgnoreUnknown=1 (so that plugins that do not know an argument
+// ignore it rather than fail, as the reference plugins would).
+func CNIArgs(args map[string]string) [][2]string {
+	if len(args) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		if k != "IgnoreUnknown" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	ignore := "1"
+	if v, ok := args["IgnoreUnknown"]; ok {
+		ignore = v
+	}
+	out := [][2]string{{"IgnoreUnknown", ignore}}
+	for _, k := range keys {
+		out = append(out, [2]string{k, args[k]})
+	}
+	return out
 }
 
 // ResolvConf renders a dns block as resolv.conf; nil or an empty block

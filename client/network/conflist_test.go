@@ -111,6 +111,13 @@ func TestGroupSpec(t *testing.T) {
 		{name: "default mode is host", alloc: alloc(&structs.NetworkResource{})},
 		{name: "bridge", alloc: alloc(&structs.NetworkResource{Mode: "bridge", Hostname: "web", DNS: dns}), ok: true,
 			want: &Spec{Mode: "bridge", Hostname: "web", DNS: dns, Ports: []PortMapping{{25000, 8080, "tcp", ""}, {25000, 8080, "udp", ""}}}},
+		{name: "cni network with args", alloc: alloc(&structs.NetworkResource{Mode: "cni/mynet", CNI: &structs.CNIConfig{Args: map[string]string{"b": "2", "a": "1"}}}), ok: true,
+			want: &Spec{Mode: "cni/mynet", CNIArgs: [][2]string{{"IgnoreUnknown", "1"}, {"a", "1"}, {"b", "2"}},
+				Ports: []PortMapping{{25000, 8080, "tcp", ""}, {25000, 8080, "udp", ""}}}},
+		{name: "cni args are for cni modes only", alloc: alloc(&structs.NetworkResource{Mode: "bridge", CNI: &structs.CNIConfig{Args: map[string]string{"a": "1"}}}), ok: true,
+			want: &Spec{Mode: "bridge", Ports: []PortMapping{{25000, 8080, "tcp", ""}, {25000, 8080, "udp", ""}}}},
+		{name: "cni mode without a name", alloc: alloc(&structs.NetworkResource{Mode: "cni/"})},
+		{name: "none mode", alloc: alloc(&structs.NetworkResource{Mode: "none"})},
 		{name: "no job", alloc: &structs.Allocation{ID: "a1"}},
 	}
 	for _, tc := range cases {
@@ -120,6 +127,12 @@ func TestGroupSpec(t *testing.T) {
 			require.Equal(t, tc.want, spec)
 		})
 	}
+}
+
+func TestCNIArgs(t *testing.T) {
+	require.Nil(t, CNIArgs(nil))
+	require.Equal(t, [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAME", "x"}, {"a", "b"}}, CNIArgs(map[string]string{"a": "b", "K8S_POD_NAME": "x"}))
+	require.Equal(t, [][2]string{{"IgnoreUnknown", "false"}, {"a", "b"}}, CNIArgs(map[string]string{"a": "b", "IgnoreUnknown": "false"}), "the job's own IgnoreUnknown wins")
 }
 
 func TestResolvConf(t *testing.T) {

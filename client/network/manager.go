@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -25,12 +26,18 @@ import (
 // where Debian's containernetworking-plugins puts the plugins.
 var DefaultCNIPath = []string{"/opt/cni/bin", "/usr/lib/cni"}
 
+// DefaultCNIConfigDir is where cni/<name> networks are configured.
+const DefaultCNIConfigDir = "/opt/cni/config"
+
 // Config configures a Manager.
 type Config struct {
 	Bridge BridgeConfig
 	// CNIPath lists the directories searched for plugin binaries
 	// (cni_path, colon-separated in the agent's config).
 	CNIPath []string
+	// CNIConfigDir holds the configurations of cni/<name> networks
+	// (cni_config_dir: .conflist, .conf and .json files).
+	CNIConfigDir string
 	// StateDir holds the namespaces (<StateDir>/netns/<alloc ID>) and
 	// libcni's cache of what was added (<StateDir>/cni): the client's
 	// data dir, so that two clients on one host never touch each other's.
@@ -53,6 +60,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	cfg.Bridge = cfg.Bridge.WithDefaults()
 	if len(cfg.CNIPath) == 0 {
 		cfg.CNIPath = DefaultCNIPath
+	}
+	if cfg.CNIConfigDir == "" {
+		cfg.CNIConfigDir = DefaultCNIConfigDir
 	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("network: StateDir is required")
@@ -135,6 +145,15 @@ type Status struct {
 // creator (a driver that owns the namespace, Docker's pause container),
 // the namespace is the creator's, bound on the allocation's path.
 func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Spec, creator drivers.NetworkCreator) (*Status, error) {
+	list, err := m.listFor(spec.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Mode == ModeBridge {
+		if ok, why := m.Available(); !ok {
+			return nil, fmt.Errorf("network: bridge mode is not available on this client: %s", why)
+		}
+	}
 	path := m.NetnsPath(alloc.ID)
 	iso := &drivers.NetworkIsolation{Path: path, Hostname: spec.Hostname}
 	if rc := ResolvConf(spec.DNS); rc != "" {
@@ -171,16 +190,17 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 		}
 	}
 	rt := m.runtimeConf(alloc.ID, path, spec.Ports)
+	rt.Args = spec.CNIArgs
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	res, err := m.cni.GetNetworkListCachedResult(m.list, rt)
+	res, err := m.cni.GetNetworkListCachedResult(list, rt)
 	if err == nil && res != nil {
 		m.logger.Debug("reattached to the allocation's namespace", "alloc_id", alloc.ID)
 	} else {
-		res, err = m.cni.AddNetworkList(ctx, m.list, rt)
+		res, err = m.cni.AddNetworkList(ctx, list, rt)
 		if err != nil {
-			_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), m.list, rt)
-			return nil, fmt.Errorf("network: CNI ADD on bridge %s: %w", m.cfg.Bridge.Name, err)
+			_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), list, rt)
+			return nil, fmt.Errorf("network: CNI ADD on network %s: %w", list.Name, err)
 		}
 	}
 	ns, err := networkStatus(res)
@@ -206,26 +226,38 @@ func (m *Manager) Teardown(ctx context.Context, allocID string, creator drivers.
 	return errors.Join(errs...)
 }
 
-// delCNI runs CNI DEL for allocID with the configuration and arguments
-// it was added with (libcni's cache), else the current ones.
+// delCNI runs CNI DEL for every network allocID was added to, with the
+// configuration and arguments it was added with (libcni's cache); without
+// a cached attachment but with a namespace, DEL on the bridge network.
 func (m *Manager) delCNI(ctx context.Context, allocID, path string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	list, rt := m.list, m.runtimeConf(allocID, path, nil)
-	if raw, cached, err := m.cni.GetNetworkListCachedConfig(m.list, rt); err == nil && raw != nil {
-		if l, err := libcni.ConfListFromBytes(raw); err == nil {
-			list = l
-		}
-		if cached != nil {
-			rt = cached
-		}
-	} else if !isNetns(path) {
-		return nil // nothing was added: no cached attachment, no namespace
+	atts, err := m.cni.GetCachedAttachments(allocID)
+	if err != nil {
+		return fmt.Errorf("network: reading the CNI cache of %s: %w", allocID, err)
 	}
-	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
-		return fmt.Errorf("network: CNI DEL of %s: %w", allocID, err)
+	if len(atts) == 0 {
+		if !isNetns(path) {
+			return nil // nothing was added: no cached attachment, no namespace
+		}
+		if err := m.cni.DelNetworkList(ctx, m.list, m.runtimeConf(allocID, path, nil)); err != nil {
+			return fmt.Errorf("network: CNI DEL of %s: %w", allocID, err)
+		}
+		return nil
 	}
-	return nil
+	var errs []error
+	for _, a := range atts {
+		list, err := libcni.ConfListFromBytes(a.Config)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("network: the cached configuration of %s: %w", allocID, err))
+			continue
+		}
+		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.NetNS, IfName: a.IfName, Args: a.CniArgs, CapabilityArgs: a.CapabilityArgs}
+		if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
+			errs = append(errs, fmt.Errorf("network: CNI DEL of %s on %s: %w", allocID, a.Network, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Cleanup removes what allocations not live on this client left: cached
@@ -258,6 +290,62 @@ func (m *Manager) Cleanup(ctx context.Context, live map[string]bool) error {
 		errs = append(errs, deleteNetns(m.NetnsPath(a.AllocID)), m.removeResolvConf(a.AllocID))
 	}
 	return errors.Join(errs...)
+}
+
+// listFor returns the configuration list of a group network mode: the
+// client's own bridge, or cni/<name> from CNIConfigDir.
+func (m *Manager) listFor(mode string) (*libcni.NetworkConfigList, error) {
+	if mode == ModeBridge {
+		return m.list, nil
+	}
+	name, ok := strings.CutPrefix(mode, ModeCNIPrefix)
+	if !ok || name == "" {
+		return nil, fmt.Errorf("network: mode %q is not one this client sets up", mode)
+	}
+	list, err := libcni.LoadConfList(m.cfg.CNIConfigDir, name)
+	if err != nil {
+		return nil, fmt.Errorf("network: CNI network %q in %s: %w", name, m.cfg.CNIConfigDir, err)
+	}
+	return list, nil
+}
+
+// CNINetworks lists the networks of CNIConfigDir whose plugins are all
+// in the CNI path, by name, sorted: the node offers mode "cni/<name>" for
+// each. Files that do not parse are left out.
+func (m *Manager) CNINetworks() []string {
+	files, err := libcni.ConfFiles(m.cfg.CNIConfigDir, []string{".conf", ".conflist", ".json"})
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, f := range files {
+		var list *libcni.NetworkConfigList
+		if strings.HasSuffix(f, ".conflist") {
+			list, err = libcni.ConfListFromFile(f)
+		} else {
+			var c *libcni.PluginConfig
+			if c, err = libcni.ConfFromFile(f); err == nil {
+				list, err = libcni.ConfListFromConf(c)
+			}
+		}
+		if err != nil || list.Name == "" || seen[list.Name] || !m.pluginsFound(list) {
+			continue
+		}
+		seen[list.Name] = true
+		names = append(names, list.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *Manager) pluginsFound(list *libcni.NetworkConfigList) bool {
+	for _, p := range list.Plugins {
+		if _, err := invoke.FindInPath(p.Network.Type, m.cfg.CNIPath); err != nil {
+			return false
+		}
+	}
+	return len(list.Plugins) > 0
 }
 
 // resolvPath is the path of an allocation's resolv.conf (its dns block).

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,9 @@ func testManager(t *testing.T) *Manager {
 	_, _ = rand.Read(b)
 	name := "drvt" + hex.EncodeToString(b)
 	m, err := NewManager(Config{
-		Bridge:   BridgeConfig{Name: name, Subnet: fmt.Sprintf("10.213.%d.0/24", b[0])},
-		StateDir: t.TempDir(),
+		Bridge:       BridgeConfig{Name: name, Subnet: fmt.Sprintf("10.213.%d.0/24", b[0])},
+		StateDir:     t.TempDir(),
+		CNIConfigDir: t.TempDir(),
 	})
 	require.NoError(t, err)
 	if ok, why := m.Available(); !ok {
@@ -132,4 +134,49 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestManagerCNINetwork sets up a cni/<name> network from the config dir
+// (a bridge of the test's own), with cni { args }: the plugins get the
+// arguments (the bridge plugin accepts the unknown one because
+// IgnoreUnknown comes first), and teardown leaves nothing.
+func TestManagerCNINetwork(t *testing.T) {
+	m := testManager(t)
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	name := "drvc" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", name).Run()
+		_ = os.RemoveAll("/var/lib/cni/networks/" + name)
+	})
+	conf := fmt.Sprintf(`{"cniVersion": "0.4.0", "name": %q, "plugins": [
+  {"type": "bridge", "bridge": %q, "isGateway": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.215.%d.0/24"}]]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}`, name, name, b[0])
+	require.NoError(t, os.WriteFile(filepath.Join(m.cfg.CNIConfigDir, "10-test.conflist"), []byte(conf), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(m.cfg.CNIConfigDir, "20-broken.conflist"), []byte("{"), 0o644))
+	require.Equal(t, []string{name}, m.CNINetworks(), "the broken file is left out")
+
+	alloc := bridgeAlloc("0a1b2c3d-0000-4000-8000-0000000c0c0c", structs.AllocatedPortMapping{Label: "p", Value: freePort(t), To: 80})
+	n := alloc.Job.TaskGroups[0].Networks[0]
+	n.Mode, n.CNI = "cni/"+name, &structs.CNIConfig{Args: map[string]string{"DROVER_TEST": "yes"}}
+	spec, ok := GroupSpec(alloc)
+	require.True(t, ok)
+	ctx := context.Background()
+	st, err := m.Setup(ctx, alloc, spec, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Teardown(ctx, alloc.ID, nil, nil) })
+	require.True(t, strings.HasPrefix(st.Network.Address, fmt.Sprintf("10.215.%d.", b[0])), st.Network.Address)
+	require.Contains(t, iptablesSave(t), alloc.ID)
+
+	require.NoError(t, m.Teardown(ctx, alloc.ID, nil, nil))
+	require.False(t, isNetns(m.NetnsPath(alloc.ID)))
+	require.NotContains(t, iptablesSave(t), alloc.ID)
+
+	// A network the config dir does not have fails the setup, naming it.
+	n.Mode = "cni/nope"
+	spec, _ = GroupSpec(alloc)
+	_, err = m.Setup(ctx, alloc, spec, nil)
+	require.ErrorContains(t, err, `CNI network "nope"`)
 }

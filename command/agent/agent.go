@@ -315,7 +315,7 @@ func clientNetwork(c config.ClientConfig) client.NetworkConfig {
 		}
 	}
 	return client.NetworkConfig{
-		CNIPath: paths, BridgeName: c.BridgeNetworkName, BridgeSubnet: c.BridgeNetworkSubnet,
+		CNIPath: paths, CNIConfigDir: c.CNIConfigDir, BridgeName: c.BridgeNetworkName, BridgeSubnet: c.BridgeNetworkSubnet,
 		HairpinMode: c.BridgeNetworkHairpinMode,
 	}
 }

@@ -194,7 +194,6 @@ var refusalReasons = map[string]string{
 	"Resources.Devices":                   "device plugins are not supported by Drover",
 	"Resources.NUMA":                      "NUMA-aware placement is not supported by Drover",
 	"Resources.SecretsMB":                 "sizing the secrets directory is not supported by Drover yet",
-	"NetworkResource.CNI":                 "CNI arguments need mode = \"cni/<name>\", which Drover does not set up yet",
 	"Port.IgnoreCollision":                "Drover always checks static ports for collisions",
 	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
 	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",

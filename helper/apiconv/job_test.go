@@ -252,7 +252,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
 	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data"}}
-	tg.Networks[0].CNI = &api.CNIConfig{Args: map[string]string{"a": "b"}}
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
 	j.Multiregion = &api.Multiregion{}
@@ -270,7 +269,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": template: templates are not rendered by Drover yet`,
 		`group "proxy": volume: host and CSI volumes are not supported by Drover yet`,
-		`group "proxy": cni: CNI arguments need mode = "cni/<name>", which Drover does not set up yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
 		"multiregion: multiregion deployments are not supported by Drover",
 		`group "proxy": service "legacy": provider "consul": this cluster has no Consul integration; use provider = "nomad"`,

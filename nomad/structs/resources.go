@@ -20,7 +20,8 @@ type NetworkResource struct {
 	CIDR          string
 	IP            string
 	Hostname      string
-	DNS           *DNSConfig // bridge mode: the group's resolv.conf; nil keeps the host's
+	DNS           *DNSConfig // bridge and cni modes: the group's resolv.conf; nil keeps the host's
+	CNI           *CNIConfig // cni/<name> mode: the arguments passed to the plugins
 	ReservedPorts []Port     // static ports
 	DynamicPorts  []Port     // ports assigned by the scheduler (Value filled in allocations)
 	MBits         int
@@ -31,6 +32,11 @@ type DNSConfig struct {
 	Servers  []string
 	Searches []string
 	Options  []string
+}
+
+// CNIConfig is a group network's cni block.
+type CNIConfig struct {
+	Args map[string]string
 }
 
 // Port is a labelled port. Value is the host port; To the port inside the task.

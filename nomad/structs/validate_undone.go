@@ -10,20 +10,33 @@ import (
 // block and why, never stored and silently not done. Each check is lifted
 // when the feature lands; the reason says what to do meanwhile.
 
-// groupNetworkModes are the group network modes Drover runs: the node's
-// network namespace ("" and "host") and a namespace of the allocation's
-// own on the client's bridge ("bridge").
+// groupNetworkModes are the group network modes Drover runs besides
+// "cni/<name>": the node's network namespace ("" and "host") and a
+// namespace of the allocation's own on the client's bridge ("bridge").
 var groupNetworkModes = []string{"", "host", "bridge"}
 
 // undoneGroup adds the refusals of a group's own settings.
 func (tg *TaskGroup) undoneGroup(p *problems) {
 	for _, n := range tg.Networks {
-		undoneNetwork(p, "network: ", n, groupNetworkModes)
+		if n != nil && strings.HasPrefix(n.Mode, cniModePrefix) {
+			if n.Mode == cniModePrefix {
+				p.addf("network: mode %q names no network: use mode = \"cni/<name>\" with a network of the client's cni_config_dir", n.Mode)
+			}
+		} else {
+			undoneNetwork(p, "network: ", n, groupNetworkModes)
+			if n != nil && n.CNI != nil && len(n.CNI.Args) > 0 {
+				p.addf("network: cni: needs mode = \"cni/<name>\": its arguments go to that network's plugins")
+			}
+		}
 		if n != nil {
 			undoneBridgeOnly(p, tg, n)
 		}
 	}
 }
+
+// cniModePrefix starts the group network modes of networks configured in
+// the client's cni_config_dir ("cni/<name>").
+const cniModePrefix = "cni/"
 
 // undoneBridgeOnly refuses the settings of a group network that only a
 // namespace of the allocation's own carries out, and that only tasks with
@@ -38,8 +51,8 @@ func undoneBridgeOnly(p *problems, tg *TaskGroup, n *NetworkResource) {
 		set = append(set, "dns")
 	}
 	for _, what := range set {
-		if n.Mode != "bridge" {
-			p.addf("network: %s: needs mode = \"bridge\": Drover sets it on the allocation's own network namespace", what)
+		if n.Mode != "bridge" && !strings.HasPrefix(n.Mode, cniModePrefix) {
+			p.addf("network: %s: needs mode = \"bridge\" or \"cni/<name>\": Drover sets it on the allocation's own network namespace", what)
 			continue
 		}
 		for _, t := range tg.Tasks {
@@ -81,10 +94,8 @@ func undoneNetwork(p *problems, prefix string, n *NetworkResource, modes []strin
 			return
 		}
 	}
-	why, use := "tasks would run in the node's network namespace", `use mode = "host" or "bridge"`
+	why, use := "tasks would run in the node's network namespace", `use mode = "host", "bridge" or "cni/<name>"`
 	switch {
-	case strings.HasPrefix(n.Mode, "cni/"):
-		why = "networks from cni_config_dir are not set up by Drover yet (only its own bridge network)"
 	case len(modes) == len(hostNetworkModes):
 		why, use = "a task-level network block cannot have a namespace of its own", `set the mode on the group's network block`
 	}

@@ -171,6 +171,9 @@ type ClientConfig struct {
 	// CNIPath (cni_path) lists the directories of the CNI plugins,
 	// colon-separated; "" means /opt/cni/bin, then /usr/lib/cni.
 	CNIPath string
+	// CNIConfigDir (cni_config_dir) holds the configurations of the
+	// cni/<name> networks; "" means /opt/cni/config.
+	CNIConfigDir string
 	// BridgeNetworkName, BridgeNetworkSubnet and BridgeNetworkHairpinMode
 	// (bridge_network_*) are the bridge of allocations in network mode
 	// "bridge"; "" means "nomad" and 172.26.64.0/20, as in Nomad.
@@ -335,6 +338,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	setString(&out.Client.IntroToken, o.Client.IntroToken)
 	setString(&out.Client.CNIPath, o.Client.CNIPath)
+	setString(&out.Client.CNIConfigDir, o.Client.CNIConfigDir)
 	setString(&out.Client.BridgeNetworkName, o.Client.BridgeNetworkName)
 	setString(&out.Client.BridgeNetworkSubnet, o.Client.BridgeNetworkSubnet)
 	out.Client.BridgeNetworkHairpinMode = out.Client.BridgeNetworkHairpinMode || o.Client.BridgeNetworkHairpinMode

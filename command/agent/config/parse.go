@@ -150,7 +150,7 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 			{Name: "cni_path"}, {Name: "bridge_network_name"}, {Name: "bridge_network_subnet"},
-			{Name: "bridge_network_hairpin_mode"},
+			{Name: "bridge_network_hairpin_mode"}, {Name: "cni_config_dir"},
 		},
 	}
 	pluginSchema = &hcl.BodySchema{
@@ -294,6 +294,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 		"intro_token":      &cl.IntroToken,
 
 		"cni_path":                    &cl.CNIPath,
+		"cni_config_dir":              &cl.CNIConfigDir,
 		"bridge_network_name":         &cl.BridgeNetworkName,
 		"bridge_network_subnet":       &cl.BridgeNetworkSubnet,
 		"bridge_network_hairpin_mode": &cl.BridgeNetworkHairpinMode,
