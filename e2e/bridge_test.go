@@ -110,6 +110,18 @@ EOT
       }
     }
   }
+}
+`
+
+// bridgeExJobHCL is a bridge-mode group with a dns block and a hostname,
+// and Docker and exec tasks.
+const bridgeExJobHCL = `
+variable "image" {
+  type = string
+}
+job "bridge-ex" {
+  datacenters = ["dc1"]
+  type        = "service"
   # The group's dns block and hostname, seen by Docker and exec tasks.
   group "ex" {
     network {
@@ -233,9 +245,10 @@ func httpBody(url string) (string, error) {
 // host reaches the group on its mapped static and dynamic ports (not on
 // the ports inside the namespace), the tasks see the bridge-mode
 // variables; a client killed with SIGKILL and restarted reattaches to the
-// same namespace and pause container and the group still answers; once
-// the job stops, no namespace, veth, iptables rule or pause container of
-// the allocation remains.
+// same namespace and pause container and the group still answers. Once a
+// job stops, no namespace, veth, iptables rule or pause container of its
+// allocation remains; nor once a client killed while its allocation was
+// purged starts again.
 func TestBridgeNetworking(t *testing.T) {
 	requireDocker(t)
 	requireBridge(t)
@@ -266,19 +279,20 @@ func TestBridgeNetworking(t *testing.T) {
 
 	t.Cleanup(func() { removePauseImages(t) })
 	static := freePort(t)
-	jobFile := writeJobFile(t, bridgeJobHCL)
+	jobFile, exJobFile := writeJobFile(t, bridgeJobHCL), writeJobFile(t, bridgeExJobHCL)
 	var allocID, exAllocID string
 	t.Cleanup(func() {
 		_, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "bridge")
-		if allocID != "" {
-			removeAllocContainers(t, []string{allocID, exAllocID})
-		}
+		_, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "bridge-ex")
+		removeAllocContainers(t, []string{allocID, exAllocID})
 	})
 	code, out := drover(t, srv.httpAddr(), "job", "run", "-detach",
 		"-var", "image="+ref, "-var", "server="+serverPath, "-var", fmt.Sprintf("static=%d", static), jobFile)
 	require.Equal(t, 0, code, out)
+	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "image="+ref, exJobFile)
+	require.Equal(t, 0, code, out)
 	alloc := runningGroupAlloc(t, c, "bridge", "g")
-	exAlloc := runningGroupAlloc(t, c, "bridge", "ex")
+	exAlloc := runningGroupAlloc(t, c, "bridge-ex", "ex")
 	allocID, exAllocID = alloc.ID, exAlloc.ID
 	require.NotNil(t, alloc.NetworkStatus)
 	allocIP := alloc.NetworkStatus.Address
@@ -381,27 +395,32 @@ func TestBridgeNetworking(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "running", a.ClientStatus)
 
-	// Stopping the job removes everything of the allocation's network.
-	code, out = drover(t, srv.httpAddr(), "job", "stop", "-yes", "bridge")
+	// Stopping a job removes everything of its allocation's network.
+	code, out = drover(t, srv.httpAddr(), "job", "stop", "-yes", "bridge-ex")
 	require.Equal(t, 0, code, out)
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(netns)
-		return os.IsNotExist(err)
-	}, 60*time.Second, 200*time.Millisecond, "the namespace is deleted\n%s", lastLines(client.logs(), 40))
-	require.Eventually(t, func() bool {
-		rules := iptablesRules(t)
-		for _, id := range []string{allocID, exAllocID} {
-			if _, err := os.Stat(filepath.Join(client.dataDir, "netns", id)); !os.IsNotExist(err) {
-				return false
-			}
-			if strings.Contains(rules, id) || pauseContainers(t, id) != 0 {
-				return false
-			}
-		}
-		return !bridgeHasVeth(t, bridge)
-	}, 30*time.Second, 200*time.Millisecond, "no namespace, veth, iptables rule or pause container remains")
+	require.Eventually(t, func() bool { return networkGone(t, client, exAllocID) },
+		60*time.Second, 200*time.Millisecond, "no namespace, iptables rule or pause container of the stopped allocation remains\n%s", lastLines(client.logs(), 40))
 	_, err = os.Stat(filepath.Join(client.dataDir, "resolv", exAllocID+".conf"))
 	require.True(t, os.IsNotExist(err), "the group's resolv.conf is removed")
+
+	// An allocation purged while its client was killed: the next start
+	// of the client removes its network.
+	client.kill()
+	code, out = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "bridge")
+	require.Equal(t, 0, code, out)
+	require.FileExists(t, netns, "nothing removed it while the client was down")
+	client.start(t)
+	require.Eventually(t, func() bool { return networkGone(t, client, allocID) && !bridgeHasVeth(t, bridge) },
+		60*time.Second, 200*time.Millisecond, "no namespace, veth, iptables rule or pause container remains\n%s", lastLines(client.logs(), 40))
+}
+
+// networkGone reports whether nothing of allocID's network is left: its
+// namespace file, iptables rules and pause container.
+func networkGone(t *testing.T, client *agentProc, allocID string) bool {
+	if _, err := os.Stat(filepath.Join(client.dataDir, "netns", allocID)); !os.IsNotExist(err) {
+		return false
+	}
+	return !strings.Contains(iptablesRules(t), allocID) && pauseContainers(t, allocID) == 0
 }
 
 func iptablesRules(t *testing.T) string {
