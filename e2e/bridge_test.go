@@ -110,6 +110,29 @@ EOT
       }
     }
   }
+  # No Docker task: the client makes the namespace itself.
+  group "solo" {
+    network {
+      mode = "bridge"
+      port "solo" {
+        to = 19098
+      }
+    }
+    task "serve" {
+      driver = "raw_exec"
+      config {
+        command = var.server
+      }
+      env {
+        PORT    = "19098"
+        VERSION = "solo"
+      }
+      resources {
+        cpu    = 20
+        memory = 32
+      }
+    }
+  }
 }
 `
 
@@ -293,6 +316,7 @@ func TestBridgeNetworking(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	alloc := runningGroupAlloc(t, c, "bridge", "g")
 	exAlloc := runningGroupAlloc(t, c, "bridge-ex", "ex")
+	soloAlloc := runningGroupAlloc(t, c, "bridge", "solo")
 	allocID, exAllocID = alloc.ID, exAlloc.ID
 	require.NotNil(t, alloc.NetworkStatus)
 	allocIP := alloc.NetworkStatus.Address
@@ -348,7 +372,13 @@ func TestBridgeNetworking(t *testing.T) {
 			return err == nil && strings.Contains(body, want)
 		}, 20*time.Second, 200*time.Millisecond, "GET %s", url)
 	}
-	for _, port := range []int{bridgeDockerPort, bridgeRawPort} {
+	soloURL := fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, fmt.Sprint(soloAlloc.AllocatedResources.Shared.Ports[0].Value)))
+	require.Eventually(t, func() bool {
+		body, err := httpBody(soloURL)
+		return err == nil && strings.Contains(body, "version solo")
+	}, 20*time.Second, 200*time.Millisecond, "GET %s (a group without Docker tasks)", soloURL)
+	require.NotEqual(t, allocIP, soloAlloc.NetworkStatus.Address, "each allocation has its own address")
+	for _, port := range []int{bridgeDockerPort, bridgeRawPort, 19098} {
 		_, err := httpBody(fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, fmt.Sprint(port))))
 		require.Error(t, err, "port %d inside the namespace is not the host's", port)
 	}
@@ -410,7 +440,9 @@ func TestBridgeNetworking(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.FileExists(t, netns, "nothing removed it while the client was down")
 	client.start(t)
-	require.Eventually(t, func() bool { return networkGone(t, client, allocID) && !bridgeHasVeth(t, bridge) },
+	require.Eventually(t, func() bool {
+		return networkGone(t, client, allocID) && networkGone(t, client, soloAlloc.ID) && !bridgeHasVeth(t, bridge)
+	},
 		60*time.Second, 200*time.Millisecond, "no namespace, veth, iptables rule or pause container remains\n%s", lastLines(client.logs(), 40))
 }
 
