@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/client/network"
+	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -87,7 +88,13 @@ func (c *Client) cleanupNetworks(live map[string]bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.network.Cleanup(ctx, live); err != nil {
+	var creators []drivers.NetworkCreator
+	for _, name := range c.drivers.Names() {
+		if nc, ok := c.drivers[name].(drivers.NetworkCreator); ok {
+			creators = append(creators, nc)
+		}
+	}
+	if err := c.network.Cleanup(ctx, live, creators); err != nil {
 		c.logger.Warn("failed to remove some networks of gone allocations", "error", err)
 	}
 }

@@ -156,6 +156,7 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 	}
 	path := m.NetnsPath(alloc.ID)
 	iso := &drivers.NetworkIsolation{Path: path, Hostname: spec.Hostname}
+	fresh := false // the namespace is made (or bound) by this call
 	if rc := ResolvConf(spec.DNS); rc != "" {
 		iso.ResolvConf = m.resolvPath(alloc.ID)
 		if err := writeResolvConf(iso.ResolvConf, rc); err != nil {
@@ -171,7 +172,6 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 		iso.Labels = owned.Labels
 		if created && isNetns(path) {
 			// The owner was recreated: the bound namespace is stale.
-			m.delCNI(ctx, alloc.ID, path)
 			if err := deleteNetns(path); err != nil {
 				return nil, err
 			}
@@ -182,11 +182,20 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 				_ = creator.DestroyNetwork(alloc.ID, owned)
 				return nil, err
 			}
+			fresh = true
 		}
 	} else if !isNetns(path) {
 		_ = os.Remove(path) // a file left unmounted by a crash
 		if err := createNetns(path); err != nil {
 			return nil, err
+		}
+		fresh = true
+	}
+	if fresh && m.cached(alloc.ID) {
+		// A new namespace: what the cache says was added went with the
+		// old one; delete it (its rules, its address) before adding anew.
+		if err := m.delCNI(ctx, alloc.ID, path); err != nil {
+			m.logger.Warn("removing what a previous namespace of the allocation left", "alloc_id", alloc.ID, "error", err)
 		}
 	}
 	rt := m.runtimeConf(alloc.ID, path, spec.Ports)
@@ -194,7 +203,7 @@ func (m *Manager) Setup(ctx context.Context, alloc *structs.Allocation, spec *Sp
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	res, err := m.cni.GetNetworkListCachedResult(list, rt)
-	if err == nil && res != nil {
+	if err == nil && res != nil && !fresh {
 		m.logger.Debug("reattached to the allocation's namespace", "alloc_id", alloc.ID)
 	} else {
 		res, err = m.cni.AddNetworkList(ctx, list, rt)
@@ -243,7 +252,7 @@ func (m *Manager) delCNI(ctx context.Context, allocID, path string) error {
 		if err := m.cni.DelNetworkList(ctx, m.list, m.runtimeConf(allocID, path, nil)); err != nil {
 			return fmt.Errorf("network: CNI DEL of %s: %w", allocID, err)
 		}
-		return nil
+		return sweepRules(allocID)
 	}
 	var errs []error
 	for _, a := range atts {
@@ -257,15 +266,19 @@ func (m *Manager) delCNI(ctx context.Context, allocID, path string) error {
 			errs = append(errs, fmt.Errorf("network: CNI DEL of %s on %s: %w", allocID, a.Network, err))
 		}
 	}
+	if len(errs) == 0 {
+		errs = append(errs, sweepRules(allocID))
+	}
 	return errors.Join(errs...)
 }
 
 // Cleanup removes what allocations not live on this client left: cached
 // attachments (CNI DEL with their cached configuration, which drops their
-// veths, addresses and iptables rules) and namespaces. A client killed
+// veths, addresses and iptables rules), namespaces and what creators made
+// for them (Docker's pause containers). A client killed
 // before it could tear them down calls it once it has restored its
 // allocations.
-func (m *Manager) Cleanup(ctx context.Context, live map[string]bool) error {
+func (m *Manager) Cleanup(ctx context.Context, live map[string]bool, creators []drivers.NetworkCreator) error {
 	var errs []error
 	m.mu.Lock()
 	cached, err := m.cni.GetCachedAttachments("")
@@ -288,6 +301,9 @@ func (m *Manager) Cleanup(ctx context.Context, live map[string]bool) error {
 			errs = append(errs, m.delCNI(ctx, a.AllocID, a.NetNS))
 		}
 		errs = append(errs, deleteNetns(m.NetnsPath(a.AllocID)), m.removeResolvConf(a.AllocID))
+		for _, c := range creators {
+			errs = append(errs, c.DestroyNetwork(a.AllocID, nil))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -346,6 +362,14 @@ func (m *Manager) pluginsFound(list *libcni.NetworkConfigList) bool {
 		}
 	}
 	return len(list.Plugins) > 0
+}
+
+// cached reports whether libcni's cache holds an attachment of allocID.
+func (m *Manager) cached(allocID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	atts, err := m.cni.GetCachedAttachments(allocID)
+	return err == nil && len(atts) > 0
 }
 
 // resolvPath is the path of an allocation's resolv.conf (its dns block).

@@ -73,13 +73,19 @@ func TestManagerSetupTeardown(t *testing.T) {
 	t.Cleanup(func() { _ = m.Teardown(ctx, id, nil, nil) })
 	require.True(t, isNetns(st.Isolation.Path))
 	require.NotEmpty(t, st.Network.Address)
-	require.Contains(t, iptablesSave(t), id)
+	rulesOfAlloc := strings.Count(iptablesSave(t), id)
+	require.NotZero(t, rulesOfAlloc)
 
 	// A listener inside the namespace answers on the host port.
 	ln := exec.Command("nsenter", "--net="+st.Isolation.Path, "python3", "-c",
 		"import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('0.0.0.0',8080));s.listen(1);c,_=s.accept();c.send(b'hello');c.close()")
 	require.NoError(t, ln.Start())
-	t.Cleanup(func() { _ = ln.Process.Kill(); _ = ln.Wait() })
+	t.Cleanup(func() {
+		if ln.ProcessState == nil {
+			_ = ln.Process.Kill()
+			_ = ln.Wait()
+		}
+	})
 	var got string
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), time.Second)
@@ -99,13 +105,40 @@ func TestManagerSetupTeardown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, st.Network.Address, st2.Network.Address)
 
+	// A namespace lost with its attachment still cached (a crash, an
+	// operator's `umount`): the next Setup deletes the stale attachment
+	// (rules, address) and adds a new one.
+	_ = ln.Process.Kill() // it holds the old namespace (and its veth) alive
+	_ = ln.Wait()
+	require.NoError(t, deleteNetns(st.Isolation.Path))
+	st3, err := m.Setup(ctx, alloc, spec, nil)
+	require.NoError(t, err)
+	require.True(t, isNetns(st3.Isolation.Path))
+	require.Equal(t, rulesOfAlloc, strings.Count(iptablesSave(t), id),
+		"as many rules of the allocation as after its first setup, not stale ones beside them")
+
 	require.NoError(t, m.Teardown(ctx, id, nil, nil))
 	require.False(t, isNetns(st.Isolation.Path))
 	_, err = os.Stat(st.Isolation.Path)
 	require.True(t, os.IsNotExist(err))
 	require.NotContains(t, iptablesSave(t), id)
-	links, _ := exec.Command("ip", "-o", "link", "show", "master", m.cfg.Bridge.Name).CombinedOutput()
-	require.False(t, strings.Contains(string(links), "veth"), string(links))
+	// No thread of the client stays in a namespace it made.
+	self, err := os.Readlink("/proc/self/ns/net")
+	require.NoError(t, err)
+	ents, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	for _, e := range ents {
+		l, err := os.Readlink("/proc/self/task/" + e.Name() + "/ns/net")
+		if err == nil {
+			require.Equal(t, self, l, "thread %s", e.Name())
+		}
+	}
+	// The lost namespace's veth goes with it, when the kernel frees it
+	// (asynchronously).
+	require.Eventually(t, func() bool {
+		links, _ := exec.Command("ip", "-o", "link", "show", "master", m.cfg.Bridge.Name).CombinedOutput()
+		return !strings.Contains(string(links), "veth")
+	}, 10*time.Second, 50*time.Millisecond, "no veth on the bridge")
 }
 
 // TestManagerCleanupOrphans: an allocation the client no longer runs
@@ -121,7 +154,7 @@ func TestManagerCleanupOrphans(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Teardown(ctx, a.ID, nil, nil) })
 	}
-	require.NoError(t, m.Cleanup(ctx, map[string]bool{kept.ID: true}))
+	require.NoError(t, m.Cleanup(ctx, map[string]bool{kept.ID: true}, nil))
 	require.False(t, isNetns(m.NetnsPath(gone.ID)))
 	require.True(t, isNetns(m.NetnsPath(kept.ID)))
 	rules := iptablesSave(t)

@@ -19,15 +19,29 @@ func createNetns(path string) error {
 	}
 	errCh := make(chan error, 1)
 	go func() {
-		// The thread enters the new namespace and is never unlocked: it
-		// exits with this goroutine instead of serving others.
+		// The thread enters the new namespace, binds it, and goes back
+		// to the client's before it serves other goroutines. A thread
+		// that cannot go back stays locked: it exits with this goroutine
+		// (or, the main thread, stays parked), never running others.
 		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errCh <- err
+			return
+		}
+		defer orig.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // still in the client's namespace
 			errCh <- fmt.Errorf("unshare: %w", err)
 			return
 		}
 		src := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		errCh <- unix.Mount(src, path, "none", unix.MS_BIND, "")
+		err = unix.Mount(src, path, "none", unix.MS_BIND, "")
+		if serr := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); serr == nil {
+			runtime.UnlockOSThread()
+		}
+		errCh <- err
 	}()
 	if err := <-errCh; err != nil {
 		_ = os.Remove(path)
