@@ -312,6 +312,10 @@ func TestValidate_Problems(t *testing.T) {
 		{"task network in bridge mode", func(j *Job) {
 			task(j).Resources.Networks = []*NetworkResource{{Mode: "bridge"}}
 		}, `resources: network: mode "bridge" is not supported by Drover yet: a task-level network block cannot have a namespace of its own`},
+		{"docker network_mode in a bridge group", func(j *Job) {
+			tg(j).Networks[0].Mode = "bridge"
+			task(j).Driver, task(j).Config = "docker", map[string]any{"image": "redis:7", "network_mode": "host"}
+		}, `task "server": config: network_mode = "host" cannot be set in a group with network mode "bridge"`},
 		{"dns in host mode", func(j *Job) { tg(j).Networks[0].DNS = &DNSConfig{Servers: []string{"1.1.1.1"}} },
 			`network: dns: needs mode = "bridge" or "cni/<name>"`},
 		{"hostname in host mode", func(j *Job) { tg(j).Networks[0].Hostname = "web" },

@@ -30,6 +30,23 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 		}
 		if n != nil {
 			undoneBridgeOnly(p, tg, n)
+			undoneOwnNetworkMode(p, tg, n)
+		}
+	}
+}
+
+// undoneOwnNetworkMode refuses a Docker task's own network_mode in a
+// group with a namespace of its own: the task joins the group's.
+func undoneOwnNetworkMode(p *problems, tg *TaskGroup, n *NetworkResource) {
+	if n.Mode != "bridge" && !strings.HasPrefix(n.Mode, cniModePrefix) {
+		return
+	}
+	for _, t := range tg.Tasks {
+		if t == nil || t.Driver != "docker" {
+			continue
+		}
+		if m, ok := t.Config["network_mode"].(string); ok && m != "" {
+			p.addf("task %q: config: network_mode = %q cannot be set in a group with network mode %q: the task joins the group's namespace", t.Name, m, n.Mode)
 		}
 	}
 }
