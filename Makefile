@@ -5,7 +5,7 @@ BIN := bin/drover
 # One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
 export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
-.PHONY: all build test ui-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
+.PHONY: all build test ui-deps cni-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -27,7 +27,7 @@ fmt-check:
 # rollouts on the shared Docker engine, so nothing else runs beside them),
 # then short fuzz runs, then the nomad/api conformance suite (a baselined
 # test that stops passing fails the build).
-test: build fmt-check vet ui-deps
+test: build fmt-check vet ui-deps cni-deps
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
@@ -50,6 +50,16 @@ ui-deps:
 		echo "ui-deps: chromium found"; \
 	else \
 		(apt-get update && apt-get install -y chromium) || echo "ui-deps: could not install chromium; the UI browser tests will skip"; \
+	fi
+
+# The reference CNI plugins for bridge networking (Debian's
+# containernetworking-plugins, in /usr/lib/cni), installed only when
+# missing; without them the bridge tests skip loudly.
+cni-deps:
+	@if [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/portmap ] && [ -x /usr/lib/cni/firewall ]; then \
+		echo "cni-deps: CNI plugins found"; \
+	else \
+		(apt-get update && apt-get install -y containernetworking-plugins) || echo "cni-deps: could not install containernetworking-plugins; the bridge networking tests will skip"; \
 	fi
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.

@@ -281,6 +281,9 @@ func (c *Client) newRunnerLocked(a *structs.Allocation) *allocrunner.AllocRunner
 			c.services.set(a.ID, serviceRegistrations(a, c.Node()), definesServices(a))
 		},
 	}
+	if c.network != nil {
+		cfg.Network = c.network
+	}
 	if prev := c.allocs[a.PreviousAllocation]; a.PreviousAllocation != "" && prev != nil && prev.runner != nil {
 		cfg.PrevAlloc = allocrunner.LocalPrevAlloc(prev.runner)
 	} else if peer, ok := c.prevPeers[a.ID]; ok {

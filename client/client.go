@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/client/allocrunner"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/fingerprint"
+	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/client/state"
 	"github.com/drover-project/drover/client/taskapi"
 	"github.com/drover-project/drover/drivers"
@@ -64,6 +65,10 @@ type Client struct {
 	// services holds the allocations' native catalog registrations
 	// until the servers have them (services_sync.go).
 	services *serviceSync
+
+	// network builds bridge-mode allocations' namespaces; nil when this
+	// host cannot (immutable after New).
+	network *network.Manager
 	// images feeds the image collector; nil without a Docker driver that
 	// offers image GC.
 	images *imageLeases
@@ -170,6 +175,12 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger.Warn("some host fingerprints are missing", "error", err)
 	}
 	reserved, _ := reservedResources(cfg.Options) // validated by normalize
+	var offer networkOffer
+	c.network, offer = newNetworkManager(cfg)
+	if !offer.bridge {
+		logger.Info("bridge networking is not available", "reason", offer.bridgeWhy)
+	}
+	host.Resources.Networks = nodeNetworks(offer)
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
 	if c.hostAttrs == nil {
@@ -275,6 +286,13 @@ func (c *Client) restoreAllocs() {
 		}
 		runners = append(runners, ar)
 	}
+	live := map[string]bool{}
+	for id, e := range c.allocs {
+		if e.runner != nil {
+			live[id] = true
+		}
+	}
+	c.cleanupNetworks(live)
 	for _, ar := range runners {
 		go ar.Run()
 	}

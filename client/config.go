@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/drover-project/drover/client/network"
 	"maps"
 	"net/http"
 	"os"
@@ -56,6 +57,9 @@ type Config struct {
 	// MinDynamicPort and MaxDynamicPort bound the host ports the scheduler
 	// assigns on this node; zero means the scheduler's defaults.
 	MinDynamicPort, MaxDynamicPort int
+	// Network is the bridge networking of allocations in network mode
+	// "bridge" (CNI plugins, bridge name and subnet).
+	Network NetworkConfig
 	// Plugins are the plugin "NAME" { config {...} } blocks, by driver name.
 	Plugins map[string]map[string]any
 	// HostVolumes are the host_volume "name" { path, read_only } blocks:
@@ -174,7 +178,8 @@ func (c *Config) AllocDir() string { return filepath.Join(c.DataDir, "alloc") }
 //     its image prepared before the allocation it replaces stops (prefetch
 //     before kill);
 //   - drover.network_modes = "host": the group network modes this client
-//     runs (tasks share the host's network).
+//     runs (tasks share the host's network); "host,bridge" on a client
+//     that can give allocations a namespace of their own (see normalize).
 //
 // They are metadata only: overriding one changes what jobs see, not what
 // the client does.
@@ -193,11 +198,15 @@ func (c *Config) normalize() (*Config, error) {
 	}
 	n := *c
 	n.Meta = DefaultMeta()
+	n.Meta["drover.network_modes"] = networkModesMeta(&n)
 	maps.Copy(n.Meta, c.Meta)
 	n.Options = maps.Clone(c.Options)
 	n.Servers = append([]string(nil), c.Servers...)
 	var errs []error
 	var err error
+	if err := (network.BridgeConfig{Name: n.Network.BridgeName, Subnet: n.Network.BridgeSubnet}).WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if n.DataDir == "" {
 		errs = append(errs, errors.New("data_dir is required"))
 	} else if abs, err := filepath.Abs(n.DataDir); err == nil {

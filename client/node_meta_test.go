@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -49,7 +50,7 @@ func TestDynamicNodeMeta(t *testing.T) {
 	got, code := metaCall(t, h, http.MethodPost, &api.NodeMetaApplyRequest{NodeID: c.NodeID(),
 		Meta: map[string]*string{"rack": nil, "drover.prefetch": nil, "foo": &foo}})
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]string{"foo": "bar", "drover.network_modes": "host"}, got.Meta, "a default key can be unset")
+	require.Equal(t, map[string]string{"foo": "bar", "drover.network_modes": hostNetworkModes()}, got.Meta, "a default key can be unset")
 	require.Equal(t, static, got.Static)
 	require.Equal(t, map[string]*string{"rack": nil, "drover.prefetch": nil, "foo": &foo}, got.Dynamic)
 	require.Eventually(t, func() bool {
@@ -69,14 +70,19 @@ func TestDynamicNodeMeta(t *testing.T) {
 	require.NoError(t, c.Shutdown())
 	c2 := startClient(t, testConfig(srv, dir))
 	got, _ = metaCall(t, c2.Handler(), http.MethodGet, nil)
-	want := map[string]string{"foo": "bar", "drover.network_modes": "host"}
+	want := map[string]string{"foo": "bar", "drover.network_modes": hostNetworkModes()}
 	require.Equal(t, want, got.Meta, "dynamic metadata survives a restart")
 	require.Equal(t, want, c2.Node().Meta)
 }
 
+// hostNetworkModes is drover.network_modes on this host: "host,bridge"
+// where the tests run as root with the CNI plugins, else "host".
+func hostNetworkModes() string { return networkModesMeta(&Config{DataDir: os.TempDir()}) }
+
 // withDefaultMeta is DefaultMeta with m applied over it.
 func withDefaultMeta(m map[string]string) map[string]string {
 	out := DefaultMeta()
+	out["drover.network_modes"] = hostNetworkModes()
 	maps.Copy(out, m)
 	return out
 }
@@ -89,5 +95,5 @@ func TestConfiguredMetaOverridesDefaults(t *testing.T) {
 	c := startClient(t, cfg)
 	waitRegistered(t, c)
 	got, _ := metaCall(t, c.Handler(), http.MethodGet, nil)
-	require.Equal(t, map[string]string{"drover.prefetch": "false", "drover.network_modes": "host", "rack": "r2"}, got.Static)
+	require.Equal(t, map[string]string{"drover.prefetch": "false", "drover.network_modes": hostNetworkModes(), "rack": "r2"}, got.Static)
 }

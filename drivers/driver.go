@@ -46,6 +46,10 @@ type TaskConfig struct {
 	// beyond MaxFiles are deleted. Zero limits keep one unbounded file.
 	LogLimits logrotate.Limits
 
+	// Network is the allocation's own network namespace (group network
+	// mode "bridge"); nil runs the task in the host's.
+	Network *NetworkIsolation `json:",omitempty"`
+
 	CPU         int // MHz shares requested
 	MemoryMB    int
 	MemoryMaxMB int // memory_max (oversubscription), 0 when unset
@@ -81,6 +85,7 @@ func (c *TaskConfig) Copy() *TaskConfig {
 			n.Config[k] = v
 		}
 	}
+	n.Network = c.Network.Copy()
 	if c.Env != nil {
 		n.Env = make(map[string]string, len(c.Env))
 		for k, v := range c.Env {

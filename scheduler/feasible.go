@@ -14,6 +14,10 @@ import (
 // healthy driver for one of the group's tasks (Nomad's wording).
 const ReasonMissingDrivers = "missing drivers"
 
+// ReasonMissingNetwork is the ConstraintFiltered key of nodes that do not
+// offer the group's network mode (Nomad's wording).
+const ReasonMissingNetwork = "missing network"
+
 // FeasibleFunc reports whether node may run tg, judging only the node and the
 // group (constraints, drivers): not datacenters, pools, readiness or
 // resources. When it may not, reason names the first failing check: the
@@ -81,8 +85,30 @@ func NewFeasibleFunc(job *structs.Job) FeasibleFunc {
 		if !HostVolumesMet(node, tg, job.Namespace, 0, system) {
 			return false, ReasonMissingHostVolumes
 		}
+		if !NetworkModeOffered(node, tg) {
+			return false, ReasonMissingNetwork
+		}
 		return true, ""
 	}
+}
+
+// NetworkModeOffered reports whether node offers the network mode of tg's
+// network: the host's network ("" or "host") is everywhere; any other mode
+// ("bridge") only on nodes that advertise it in NodeResources.Networks.
+func NetworkModeOffered(node *structs.Node, tg *structs.TaskGroup) bool {
+	if len(tg.Networks) == 0 || tg.Networks[0] == nil {
+		return true
+	}
+	mode := tg.Networks[0].Mode
+	if mode == "" || mode == "host" {
+		return true
+	}
+	for _, n := range node.NodeResources.Networks {
+		if n != nil && n.Mode == mode {
+			return true
+		}
+	}
+	return false
 }
 
 // constraintString names a constraint the way AllocationMetric keys do.

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/client/allocrunner/health"
 	"github.com/drover-project/drover/client/allocrunner/taskenv"
 	"github.com/drover-project/drover/client/allocrunner/taskrunner"
+	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -58,10 +59,12 @@ type AllocRunner struct {
 	maxRunUpdated chan struct{}
 	maxRunHit     atomic.Int64
 
-	// network is the allocation's network status: tasks share the host's
-	// network (host mode, the only one this client runs), so it is known
-	// from the start: the node's address, no interface of its own.
+	// network is the allocation's network status: in the host's network
+	// the node's address, known from the start; in bridge mode the
+	// address of its own namespace (netIso), set by the network hook.
+	netMu   sync.Mutex
 	network *structs.AllocNetworkStatus
+	netIso  *drivers.NetworkIsolation
 
 	mu         sync.Mutex // guards the fields below
 	alloc      *structs.Allocation
@@ -125,6 +128,10 @@ func NewAllocRunner(cfg *Config) (*AllocRunner, error) {
 		return nil, err
 	}
 	ar.initHooks(cfg.Node, cfg.PrevData, cfg.TaskAPI)
+	if h := newNetworkHook(ar, cfg.Network, cfg.Drivers, tg, cfg.Node); h != nil {
+		ar.addNetworkHook(h)
+		ar.network = nil // its own address, once the namespace exists
+	}
 	if l, ok := ar.prevAlloc.(*localPrevAlloc); ok {
 		l.hold()
 	}
@@ -152,6 +159,7 @@ func (ar *AllocRunner) newTaskRunners(cfg *Config, tg *structs.TaskGroup) error 
 			RenewIdentities: cfg.RenewIdentities,
 			Templates:       cfg.Templates,
 			Artifact:        cfg.Artifact,
+			Network:         ar.networkInfo,
 		})
 		if err != nil {
 			return fmt.Errorf("allocrunner: %w", err)
@@ -413,9 +421,8 @@ func (ar *AllocRunner) snapshot(forServer bool) *structs.Allocation {
 	if a.ClientStatus == structs.AllocClientStatusComplete && ar.maxRunHit.Load() != 0 {
 		a.ClientDescription = DescMaxRunExceeded
 	}
-	if ar.network != nil {
-		ns := *ar.network
-		a.NetworkStatus = &ns
+	if _, ns := ar.networkInfo(); ns != nil {
+		a.NetworkStatus = ns
 	}
 	var ds *structs.AllocDeploymentStatus
 	if rec != nil && rec.DeploymentID == a.DeploymentID {
@@ -438,6 +445,25 @@ func hostNetworkStatus(node *structs.Node) *structs.AllocNetworkStatus {
 		ns.Address = node.Attributes[taskenv.NodeIPAttribute]
 	}
 	return ns
+}
+
+// networkInfo returns the allocation's own namespace (nil in the host's
+// network) and a copy of its network status.
+func (ar *AllocRunner) networkInfo() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus) {
+	ar.netMu.Lock()
+	defer ar.netMu.Unlock()
+	if ar.network == nil {
+		return ar.netIso.Copy(), nil
+	}
+	ns := *ar.network
+	return ar.netIso.Copy(), &ns
+}
+
+// setNetwork records the allocation's namespace and its address.
+func (ar *AllocRunner) setNetwork(iso *drivers.NetworkIsolation, ns *structs.AllocNetworkStatus) {
+	ar.netMu.Lock()
+	ar.netIso, ar.network = iso, ns
+	ar.netMu.Unlock()
 }
 
 // serverAlloc returns a copy of the latest server version of the

@@ -69,6 +69,10 @@ type Config struct {
 	// Artifact is the client's artifact {} settings for the tasks'
 	// artifact downloads; nil means the defaults.
 	Artifact *getter.Config
+
+	// Network builds the namespace of an allocation in bridge mode; nil
+	// on a client that cannot (such an allocation then fails).
+	Network NetworkManager
 }
 
 // PrevAllocController is how a replacement talks to the allocation it replaces on the same node.

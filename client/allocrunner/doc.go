@@ -24,6 +24,8 @@
 //	                               │                prepare tasks with prefetch = false
 //	                               │    migrate_disk  (ephemeral_disk sticky/migrate) previous alloc's alloc/data
 //	                               │                and <task>/local: moved (same node) or fetched (Config.PrevData)
+//	                               │    network     (mode bridge or cni/<name>) the allocation's namespace,
+//	                               │                made or reattached by Config.Network (client/network)
 //	                               ├─ task runners run (start, wait, restart per policy),
 //	                               │    each behind its lifecycle gate (lifecycle.go):
 //	                               │    prestart ─► main ─► poststart; a failed task (or a
@@ -35,7 +37,8 @@
 //	                               │        after the others, then poststop tasks run
 //	                               │        (not on Destroy)
 //	                               ▼
-//	                       every task dead ──► TasksExitedCh closed, postrun hooks, Run returns
+//	                       every task dead ──► TasksExitedCh closed, postrun hooks (the namespace
+//	                                           goes), Run returns
 //
 //	Shutdown: Run returns, tasks keep running (the next client process Restores them).
 //	Destroy:  kill (running Run if needed), forget the tasks in their drivers, destroy hooks

@@ -132,3 +132,17 @@ func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher, t
 		&stateHook{db: ar.stateDB, allocID: ar.id},
 	)
 }
+
+// addNetworkHook puts the network hook after the prepare and data
+// migration hooks (the previous allocation has stopped by then) and
+// before the shutdown delay: the namespace exists before any task starts
+// and goes only after every task is dead.
+func (ar *AllocRunner) addNetworkHook(h *networkHook) {
+	for i, hook := range ar.hooks {
+		if _, ok := hook.(*shutdownDelayHook); ok {
+			ar.hooks = append(ar.hooks[:i], append([]RunnerHook{h}, ar.hooks[i:]...)...)
+			return
+		}
+	}
+	ar.hooks = append(ar.hooks, h)
+}

@@ -202,6 +202,7 @@ func (a *Agent) startClient() error {
 		TemplateFunctionDenylist:   cfg.Client.Template.FunctionDenylist,
 		TemplateDisableFileSandbox: cfg.Client.Template.DisableFileSandbox,
 		Artifact:                   artifactConfig(cfg.Client.Artifact),
+		Network:                    clientNetwork(cfg.Client),
 		// Another node's client (ephemeral_disk migrate) is dialled as
 		// the servers dial nodes.
 		PeerTransport: a.tls.nodeTransport(), PeerScheme: a.tls.scheme(),
@@ -366,4 +367,18 @@ func hostVolumes(in map[string]config.HostVolume) map[string]*structs.ClientHost
 		out[name] = &structs.ClientHostVolumeConfig{Path: v.Path, ReadOnly: v.ReadOnly}
 	}
 	return out
+}
+
+// clientNetwork is the client's bridge networking from its config block.
+func clientNetwork(c config.ClientConfig) client.NetworkConfig {
+	var paths []string
+	for _, p := range strings.Split(c.CNIPath, ":") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return client.NetworkConfig{
+		CNIPath: paths, CNIConfigDir: c.CNIConfigDir, BridgeName: c.BridgeNetworkName, BridgeSubnet: c.BridgeNetworkSubnet,
+		HairpinMode: c.BridgeNetworkHairpinMode,
+	}
 }

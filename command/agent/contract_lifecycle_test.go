@@ -256,7 +256,12 @@ func TestContractMockDriverLogsNetworkMeta(t *testing.T) {
 	meta, err := c.Nodes().Meta().Read(ag.Client().NodeID(), nil)
 	require.NoError(t, err)
 	require.Equal(t, "true", meta.Static["drover.prefetch"])
-	require.Equal(t, "host", meta.Static["drover.network_modes"])
+	require.Contains(t, []string{"host", "host,bridge"}, meta.Static["drover.network_modes"])
+	var bridge bool
+	for _, n := range node.NodeResources.Networks {
+		bridge = bridge || n.Mode == "bridge"
+	}
+	require.Equal(t, bridge, meta.Static["drover.network_modes"] == "host,bridge", "the metadata says what the node offers")
 	require.Equal(t, meta.Static, meta.Meta)
 	require.Empty(t, meta.Dynamic)
 	require.Equal(t, meta.Meta, node.Meta)

@@ -141,6 +141,9 @@ func containerSpec(cfg *drivers.TaskConfig, tc *taskConfig, so securityOptions, 
 		}
 		cc.Env = containerEnv(env)
 	}
+	if err := joinGroupNetwork(cfg, tc, cc, hc); err != nil {
+		return nil, nil, err
+	}
 	return cc, hc, nil
 }
 

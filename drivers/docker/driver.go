@@ -46,6 +46,7 @@ type Driver struct {
 	cli         *client.Client
 	cliEndpoint string
 	tasks       map[string]*task
+	pauseMu     sync.Mutex // serializes the pause image's import (network.go)
 }
 
 var (

@@ -168,6 +168,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, error)
 		IPCNS: orDefault(tc.IPCMode, pc.DefaultIPCMode) == modePrivate,
 	}
 	spec.Hostname, _ = os.Hostname()
+	applyGroupNetwork(&spec, cfg.Network)
 	if d.support().cgroupErr == nil {
 		spec.Cgroup = newCgroupSpec(cgroupName(cfg.ID), cfg.MemoryMB, cfg.MemoryMaxMB, cfg.CPU)
 	}

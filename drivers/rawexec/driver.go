@@ -185,6 +185,9 @@ func (d *Driver) start(cfg *drivers.TaskConfig, spec execSpec) (*drivers.TaskHan
 	d.tasks[cfg.ID] = nil // reserve the ID while starting; get ignores it
 	d.mu.Unlock()
 
+	if cfg.Network != nil {
+		spec.NetNS = cfg.Network.Path
+	}
 	t := &task{id: cfg.ID, driver: d.name, cfg: cfg.Copy(), done: make(chan struct{})}
 	cmd, err := d.startExecutor(t, spec)
 	d.mu.Lock()

@@ -63,6 +63,9 @@ type execSpec struct {
 	// WrapperSpec is its opaque spec. Empty for raw_exec tasks.
 	Wrapper     string          `json:",omitempty"`
 	WrapperSpec json.RawMessage `json:",omitempty"`
+	// NetNS is the allocation's network namespace (bridge mode), which
+	// the executor enters before it starts the task; "" keeps the host's.
+	NetNS string `json:",omitempty"`
 }
 
 // startMsg is the executor's answer on the handshake pipe.
@@ -122,6 +125,11 @@ func runExecutor(args []string) int {
 	}
 	spec, err := readSpec(args[0])
 	if err != nil {
+		report(startMsg{Error: "executor: " + err.Error()})
+		return 2
+	}
+
+	if err := enterNetns(spec.NetNS); err != nil {
 		report(startMsg{Error: "executor: " + err.Error()})
 		return 2
 	}

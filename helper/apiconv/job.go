@@ -245,8 +245,6 @@ var refusalReasons = map[string]string{
 	"Resources.Devices":                   "device plugins are not supported by Drover",
 	"Resources.NUMA":                      "NUMA-aware placement is not supported by Drover",
 	"Resources.SecretsMB":                 "sizing the secrets directory is not supported by Drover yet",
-	"NetworkResource.DNS":                 "DNS settings need bridge networking, which Drover does not have yet",
-	"NetworkResource.CNI":                 "CNI networks are not set up by Drover yet",
 	"Port.IgnoreCollision":                "Drover always checks static ports for collisions",
 	"Job.Multiregion":                     "multiregion deployments are not supported by Drover",
 	"Service.Connect":                     "Consul Connect needs Consul: this cluster has no Consul integration",

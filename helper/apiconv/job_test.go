@@ -252,7 +252,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 	task.Vault = &api.Vault{Role: "r"}
 	task.Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu"}}
 	tg.Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data", Sticky: true}}
-	tg.Networks[0].DNS = &api.DNSConfig{Servers: []string{"1.1.1.1"}}
 	tg.Services[0].Checks[0].GRPCService = "health"
 	tg.Services = append(tg.Services, &api.Service{Name: "legacy", Provider: "consul"})
 	j.Multiregion = &api.Multiregion{}
@@ -269,7 +268,6 @@ func TestJobFromAPI_RefusesWhatIsNotDone(t *testing.T) {
 		`group "proxy": task "x": vault: this cluster has no Vault integration`,
 		`group "proxy": task "x": vault_grace: vault_grace is for Vault tokens: this cluster has no Vault integration`,
 		`group "proxy": volume "data": sticky: sticky volume claims are not supported by Drover yet`,
-		`group "proxy": dns: DNS settings need bridge networking, which Drover does not have yet`,
 		`group "proxy": service "proxy": check "alive": grpc_service: gRPC checks need Consul: this cluster has no Consul integration`,
 		"multiregion: multiregion deployments are not supported by Drover",
 		`group "proxy": service "legacy": provider "consul": this cluster has no Consul integration; use provider = "nomad"`,

@@ -20,9 +20,23 @@ type NetworkResource struct {
 	CIDR          string
 	IP            string
 	Hostname      string
-	ReservedPorts []Port // static ports
-	DynamicPorts  []Port // ports assigned by the scheduler (Value filled in allocations)
+	DNS           *DNSConfig // bridge and cni modes: the group's resolv.conf; nil keeps the host's
+	CNI           *CNIConfig // cni/<name> mode: the arguments passed to the plugins
+	ReservedPorts []Port     // static ports
+	DynamicPorts  []Port     // ports assigned by the scheduler (Value filled in allocations)
 	MBits         int
+}
+
+// DNSConfig is a group network's dns block.
+type DNSConfig struct {
+	Servers  []string
+	Searches []string
+	Options  []string
+}
+
+// CNIConfig is a group network's cni block.
+type CNIConfig struct {
+	Args map[string]string
 }
 
 // Port is a labelled port. Value is the host port; To the port inside the task.

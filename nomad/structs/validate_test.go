@@ -303,10 +303,28 @@ func TestValidate_Problems(t *testing.T) {
 			"disconnect: lost_after must not be negative, got -1m0s"},
 		{"reconcile unknown", func(j *Job) { r := "newest"; tg(j).Disconnect = &DisconnectStrategy{Reconcile: &r} },
 			`disconnect: reconcile must be one of best_score, keep_original, keep_replacement or longest_running, got "newest"`},
-		{"bridge network", func(j *Job) { tg(j).Networks[0].Mode = "bridge" },
-			`network: mode "bridge" is not supported by Drover yet: tasks would run in the node's network namespace; use mode = "host"`},
-		{"cni network", func(j *Job) { tg(j).Networks[0].Mode = "cni/mynet" },
-			`network: mode "cni/mynet" is not supported by Drover yet: CNI networks are not set up by Drover yet`},
+		{"cni mode without a name", func(j *Job) { tg(j).Networks[0].Mode = "cni/" },
+			`network: mode "cni/" names no network`},
+		{"cni args without cni mode", func(j *Job) { tg(j).Networks[0].CNI = &CNIConfig{Args: map[string]string{"a": "b"}} },
+			`network: cni: needs mode = "cni/<name>"`},
+		{"none mode", func(j *Job) { tg(j).Networks[0].Mode = "none" },
+			`network: mode "none" is not supported by Drover yet: tasks would run in the node's network namespace`},
+		{"task network in bridge mode", func(j *Job) {
+			task(j).Resources.Networks = []*NetworkResource{{Mode: "bridge"}}
+		}, `resources: network: mode "bridge" is not supported by Drover yet: a task-level network block cannot have a namespace of its own`},
+		{"docker network_mode in a bridge group", func(j *Job) {
+			tg(j).Networks[0].Mode = "bridge"
+			task(j).Driver, task(j).Config = "docker", map[string]any{"image": "redis:7", "network_mode": "host"}
+		}, `task "server": config: network_mode = "host" cannot be set in a group with network mode "bridge"`},
+		{"dns in host mode", func(j *Job) { tg(j).Networks[0].DNS = &DNSConfig{Servers: []string{"1.1.1.1"}} },
+			`network: dns: needs mode = "bridge" or "cni/<name>"`},
+		{"hostname in host mode", func(j *Job) { tg(j).Networks[0].Hostname = "web" },
+			`network: hostname: needs mode = "bridge" or "cni/<name>"`},
+		{"dns in bridge mode with a non-docker task", func(j *Job) {
+			tg(j).Networks[0].Mode = "bridge"
+			tg(j).Networks[0].DNS = &DNSConfig{Searches: []string{"svc"}}
+			task(j).Driver = "raw_exec"
+		}, `network: dns: applies to docker and exec tasks only in Drover; task "server" (driver "raw_exec") would not see it`},
 		{"group script check without a task", func(j *Job) { c := &tg(j).Services[0].Checks[0]; c.Type, c.Command = "script", "/bin/true" },
 			`check "alive": task is required for script checks of a group service`},
 		{"check task unknown", func(j *Job) { tg(j).Services[0].Checks[0].TaskName = "nope" },

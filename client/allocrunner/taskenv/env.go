@@ -33,6 +33,10 @@ type Input struct {
 	// rendered; they override the task's env block (the identities'
 	// NOMAD_TOKEN* are set after them).
 	TemplateEnv map[string]string
+	// AllocNetwork is the allocation's own namespace's status in bridge
+	// mode (its address on the bridge), nil in the host's network: it
+	// adds NOMAD_ALLOC_{INTERFACE,IP,PORT,ADDR}_<label>.
+	AllocNetwork *structs.AllocNetworkStatus
 }
 
 // Env is a built task environment. It is immutable.
@@ -50,6 +54,7 @@ func Build(in Input) *Env {
 	e.addAlloc(in)
 	e.addResources(in.Alloc, in.Task)
 	e.addPorts(in.Alloc, in.Task, in.Node)
+	e.addAllocPorts(in.Alloc, in.AllocNetwork)
 	e.addMeta(in.Alloc, in.Task)
 	if in.Task != nil {
 		// The env block is interpolated against the NOMAD_* variables and
@@ -201,6 +206,26 @@ func (e *Env) addPort(label, ip, fallbackIP string, value, to int) {
 	e.vars["NOMAD_HOST_PORT_"+label] = host
 	e.vars["NOMAD_ADDR_"+label] = net.JoinHostPort(ip, host)
 	e.vars["NOMAD_HOST_ADDR_"+label] = net.JoinHostPort(ip, host)
+}
+
+// addAllocPorts adds, for an allocation with a namespace of its own, each
+// port's address inside it: the interface, the allocation's IP and the
+// port the task listens on (To, else the host port), as in Nomad.
+func (e *Env) addAllocPorts(a *structs.Allocation, ns *structs.AllocNetworkStatus) {
+	if a == nil || a.AllocatedResources == nil || ns == nil || ns.Address == "" {
+		return
+	}
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		label := CleanKey(p.Label)
+		port := p.Value
+		if p.To > 0 {
+			port = p.To
+		}
+		e.vars["NOMAD_ALLOC_INTERFACE_"+label] = ns.InterfaceName
+		e.vars["NOMAD_ALLOC_IP_"+label] = ns.Address
+		e.vars["NOMAD_ALLOC_PORT_"+label] = strconv.Itoa(port)
+		e.vars["NOMAD_ALLOC_ADDR_"+label] = net.JoinHostPort(ns.Address, strconv.Itoa(port))
+	}
 }
 
 // addMeta adds job, group and task meta (the most specific wins) under the

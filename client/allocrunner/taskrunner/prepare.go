@@ -107,6 +107,10 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 	if err := writeIdentities(td.Dir, alloc, task); err != nil {
 		return nil, err
 	}
+	var iso *drivers.NetworkIsolation
+	if tr.network != nil {
+		iso, _ = tr.network()
+	}
 	env := tr.buildEnv(alloc, task)
 	config := maps.Clone(task.Config)
 	if _, _, err := drivers.ConfigBool(config, PrefetchKey); err != nil {
@@ -141,6 +145,7 @@ func (tr *TaskRunner) buildTaskConfig() (*drivers.TaskConfig, error) {
 		StdoutPath: stdout,
 		StderrPath: stderr,
 		LogLimits:  limits,
+		Network:    iso,
 	}
 	cfg.CPU, cfg.MemoryMB, cfg.MemoryMaxMB = taskResources(alloc, task)
 	if cfg.Mounts, err = hostVolumeMounts(tr.node, alloc, task); err != nil {
@@ -154,11 +159,17 @@ func (tr *TaskRunner) buildEnv(alloc *structs.Allocation, task *structs.Task) *t
 	tr.mu.Lock()
 	tmplEnv := tr.templateEnv
 	tr.mu.Unlock()
+	var iso *drivers.NetworkIsolation
+	var netStatus *structs.AllocNetworkStatus
+	if tr.network != nil {
+		iso, netStatus = tr.network()
+	}
 	td := tr.allocDir.TaskDir(tr.name)
 	return taskenv.Build(taskenv.Input{
 		Alloc: alloc, Task: task, Node: tr.node,
 		AllocDir: tr.allocDir.SharedDir(), TaskDir: td.Dir, LocalDir: td.LocalDir, SecretsDir: td.SecretsDir,
 		HostEnv: tr.hostEnv, UnixAddr: tr.unixAddr, TemplateEnv: tmplEnv,
+		AllocNetwork: allocNetwork(iso, netStatus),
 	})
 }
 
@@ -215,4 +226,13 @@ func taskResources(alloc *structs.Allocation, task *structs.Task) (cpu, memoryMB
 		}
 	}
 	return cpu, memoryMB, memoryMaxMB
+}
+
+// allocNetwork is the network status the environment shows the task: the
+// allocation's own (bridge mode), nil in the host's network.
+func allocNetwork(iso *drivers.NetworkIsolation, ns *structs.AllocNetworkStatus) *structs.AllocNetworkStatus {
+	if iso == nil {
+		return nil
+	}
+	return ns
 }

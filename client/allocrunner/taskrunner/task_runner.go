@@ -82,6 +82,11 @@ type Config struct {
 	// Artifact is the client's artifact {} settings; nil means the
 	// defaults.
 	Artifact *getter.Config
+
+	// Network returns the allocation's own namespace (nil in the host's
+	// network) and its network status (nil until known), read at each
+	// start; nil means the host's network.
+	Network func() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus)
 }
 
 // TaskRunner runs one task of an allocation. See the package doc for its
@@ -101,12 +106,13 @@ type TaskRunner struct {
 	now            func() time.Time
 	prepareTimeout time.Duration
 	onStateChange  func()
-	hostEnv        map[string]string // nil unless the driver inherits it
-	unixAddr       string            // NOMAD_UNIX_ADDR, or ""
-	renew          RenewFunc         // or nil
-	identityCh     chan struct{}     // buffered(1): Update wakes the identity renewal
-	templates      *templateHook     // immutable pointer; see template_hook.go
-	prestart       []prestartHook    // run before every start, in order; owned by Run
+	hostEnv        map[string]string                                               // nil unless the driver inherits it
+	unixAddr       string                                                          // NOMAD_UNIX_ADDR, or ""
+	renew          RenewFunc                                                       // or nil
+	identityCh     chan struct{}                                                   // buffered(1): Update wakes the identity renewal
+	templates      *templateHook                                                   // immutable pointer; see template_hook.go
+	prestart       []prestartHook                                                  // run before every start, in order; owned by Run
+	network        func() (*drivers.NetworkIsolation, *structs.AllocNetworkStatus) // or nil
 
 	killCh     chan struct{}   // closed by Kill
 	shutdownCh chan struct{}   // closed by Shutdown
@@ -183,6 +189,7 @@ func New(cfg *Config) (*TaskRunner, error) {
 		unixAddr:       unixAddrFor(cfg.Driver, cfg.TaskAPIAddr),
 		renew:          cfg.RenewIdentities,
 		identityCh:     make(chan struct{}, 1),
+		network:        cfg.Network,
 		killCh:         make(chan struct{}),
 		shutdownCh:     make(chan struct{}),
 		restartCh:      make(chan struct{}, 1),

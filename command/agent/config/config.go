@@ -168,6 +168,17 @@ type ClientConfig struct {
 	NodePool                       string
 	Meta                           map[string]string
 	Options                        map[string]string
+	// CNIPath (cni_path) lists the directories of the CNI plugins,
+	// colon-separated; "" means /opt/cni/bin, then /usr/lib/cni.
+	CNIPath string
+	// CNIConfigDir (cni_config_dir) holds the configurations of the
+	// cni/<name> networks; "" means /opt/cni/config.
+	CNIConfigDir string
+	// BridgeNetworkName, BridgeNetworkSubnet and BridgeNetworkHairpinMode
+	// (bridge_network_*) are the bridge of allocations in network mode
+	// "bridge"; "" means "nomad" and 172.26.64.0/20, as in Nomad.
+	BridgeNetworkName, BridgeNetworkSubnet string
+	BridgeNetworkHairpinMode               bool
 	// ChrootEnv (chroot_env) maps host paths to paths in the root of exec
 	// tasks, as in Nomad; it is the exec driver's chroot_env unless the
 	// plugin "exec" block sets one.
@@ -352,6 +363,11 @@ func (c *Config) Merge(o *Config) *Config {
 	setString(&out.Client.NodePool, o.Client.NodePool)
 	setString(&out.Client.IntroToken, o.Client.IntroToken)
 	setString(&out.Client.HostVolumesDir, o.Client.HostVolumesDir)
+	setString(&out.Client.CNIPath, o.Client.CNIPath)
+	setString(&out.Client.CNIConfigDir, o.Client.CNIConfigDir)
+	setString(&out.Client.BridgeNetworkName, o.Client.BridgeNetworkName)
+	setString(&out.Client.BridgeNetworkSubnet, o.Client.BridgeNetworkSubnet)
+	out.Client.BridgeNetworkHairpinMode = out.Client.BridgeNetworkHairpinMode || o.Client.BridgeNetworkHairpinMode
 	if len(o.Client.ChrootEnv) > 0 {
 		out.Client.ChrootEnv = maps.Clone(o.Client.ChrootEnv) // a chroot is replaced whole
 	}

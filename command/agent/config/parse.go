@@ -150,6 +150,8 @@ var (
 			{Name: "node_pool"}, {Name: "meta"}, {Name: "options"},
 			{Name: "min_dynamic_port"}, {Name: "max_dynamic_port"}, {Name: "intro_token"}, {Name: "chroot_env"},
 			{Name: "host_volumes_dir"},
+			{Name: "cni_path"}, {Name: "bridge_network_name"}, {Name: "bridge_network_subnet"},
+			{Name: "bridge_network_hairpin_mode"}, {Name: "cni_config_dir"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}, {Type: "host_volume", LabelNames: []string{"name"}}},
 	}
@@ -288,14 +290,19 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 	content, diags := body.Content(withNomadOnly(clientSchema, "client"))
 	noteNomadOnly(c, content, "client", clientSchema)
 	diags = append(diags, decodeAttrs(content.Attributes, map[string]any{
-		"enabled":          &cl.Enabled,
-		"servers":          &cl.Servers,
-		"node_class":       &cl.NodeClass,
-		"node_pool":        &cl.NodePool,
-		"min_dynamic_port": &cl.MinDynamicPort,
-		"max_dynamic_port": &cl.MaxDynamicPort,
-		"intro_token":      &cl.IntroToken,
-		"host_volumes_dir": &cl.HostVolumesDir,
+		"enabled":                     &cl.Enabled,
+		"servers":                     &cl.Servers,
+		"node_class":                  &cl.NodeClass,
+		"node_pool":                   &cl.NodePool,
+		"min_dynamic_port":            &cl.MinDynamicPort,
+		"max_dynamic_port":            &cl.MaxDynamicPort,
+		"intro_token":                 &cl.IntroToken,
+		"host_volumes_dir":            &cl.HostVolumesDir,
+		"cni_path":                    &cl.CNIPath,
+		"cni_config_dir":              &cl.CNIConfigDir,
+		"bridge_network_name":         &cl.BridgeNetworkName,
+		"bridge_network_subnet":       &cl.BridgeNetworkSubnet,
+		"bridge_network_hairpin_mode": &cl.BridgeNetworkHairpinMode,
 	})...)
 	if a, ok := content.Attributes["meta"]; ok {
 		m, d := decodeStringMap(a)

@@ -11,9 +11,10 @@
 // "webserver probe STEP..." runs steps instead, for tests of what a task can
 // reach (the image has no shell): "ln TARGET LINK" (a symlink), "write PATH"
 // (creates PATH holding "written by probe"), "cat PATH" (to stdout), "ls
-// DIR" (names to stdout), "readlink PATH" (the target, to stdout), "exit
-// CODE", "taskapi PATH" (GET PATH from the task API at $NOMAD_UNIX_ADDR
-// with $NOMAD_TOKEN; prints "taskapi <status>" and the body), and "sleep"
+// DIR" (names to stdout), "readlink PATH" (the target, to stdout), "get
+// URL" (retried until it answers 200; the body to stdout), "exit CODE",
+// "taskapi PATH" (GET PATH from the task API at $NOMAD_UNIX_ADDR with
+// $NOMAD_TOKEN; prints "taskapi <status>" and the body), and "sleep"
 // (until SIGTERM). A failed
 // step prints "probe: ..." to stderr and exits 3.
 //
@@ -132,6 +133,26 @@ func probe(args []string) {
 				fail(err)
 			}
 			fmt.Println(target)
+		case "get":
+			// get URL: GET it until it answers 200 (at most a minute);
+			// print the body.
+			url := need(1)[0]
+			deadline := time.Now().Add(time.Minute)
+			for {
+				resp, err := http.Get(url)
+				if err == nil {
+					b, rerr := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if rerr == nil && resp.StatusCode == http.StatusOK {
+						fmt.Printf("got %s: %s", url, b)
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					fail(fmt.Errorf("get %s: no answer within a minute: %v", url, err))
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 		case "exit":
 			var code int
 			if _, err := fmt.Sscan(need(1)[0], &code); err != nil {
