@@ -194,6 +194,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 			}
 		}
 	}
+	tg.validateDroverMeta(&p, jobType)
 	if tg.ReschedulePolicy != nil && !system {
 		p.addAll("reschedule: ", tg.ReschedulePolicy.validate())
 	}
