@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,20 +21,14 @@ import (
 // task reads them. A second job whose artifact is over http_max_size fails
 // with "Failed Artifact Download" naming the limit, never started.
 func TestArtifactsFetchedBeforeTheTaskStarts(t *testing.T) {
-	var archive bytes.Buffer
-	gz := gzip.NewWriter(&archive)
-	tw := tar.NewWriter(gz)
 	version := "tool 1.4.2\n"
-	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "bin/VERSION", Mode: 0o644, Size: int64(len(version)), Typeflag: tar.TypeReg}))
-	_, err := tw.Write([]byte(version))
-	require.NoError(t, err)
-	require.NoError(t, tw.Close())
-	require.NoError(t, gz.Close())
-	sum := sha256.Sum256(archive.Bytes())
+	archive := tarGz(t, map[string]string{"bin/VERSION": version})
+	sum := sha256.Sum256(archive)
 	files := map[string][]byte{
-		"/tool.tar.gz":          archive.Bytes(),
+		"/tool.tar.gz":          archive,
 		"/conf/fetch-demo.conf": []byte("greeting = hello\n"),
 		"/big.bin":              make([]byte, 4096),
+		"/escape.tar.gz":        tarGz(t, map[string]string{"../../escaped-by-archive": "x"}),
 	}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[r.URL.Path]
@@ -61,7 +54,7 @@ func TestArtifactsFetchedBeforeTheTaskStarts(t *testing.T) {
 		},
 		&api.TaskArtifact{GetterSource: new(web.URL + "/conf/${NOMAD_JOB_NAME}.conf")},
 	)
-	_, _, err = c.Jobs().Register(job, nil)
+	_, _, err := c.Jobs().Register(job, nil)
 	require.NoError(t, err)
 	a := waitAllocStatus(t, c, cl, "fetch-demo", "complete")
 	require.Equal(t, version+"greeting = hello\n", taskStdout(t, c, a, "main"))
@@ -81,6 +74,49 @@ func TestArtifactsFetchedBeforeTheTaskStarts(t *testing.T) {
 	require.NotNil(t, failed, "events: %v", eventTypes(st))
 	require.Contains(t, failed.DownloadError, "http_max_size of 1024 bytes")
 	require.Contains(t, failed.DisplayMessage, "http_max_size of 1024 bytes")
+
+	// A checksum the download does not match fails the task before it
+	// starts, with the event.
+	bad := sha256.Sum256([]byte("something else"))
+	_, _, err = c.Jobs().Register(artifactJob("bad-sum", "true", &api.TaskArtifact{
+		GetterSource:  new(web.URL + "/tool.tar.gz"),
+		GetterOptions: map[string]string{"checksum": "sha256:" + hex.EncodeToString(bad[:])},
+	}), nil)
+	require.NoError(t, err)
+	requireArtifactFailed(t, waitAllocStatus(t, c, cl, "bad-sum", "failed"), "Checksums did not match")
+
+	// An archive with an entry climbing out of its destination fails the
+	// task, and nothing is written outside.
+	_, _, err = c.Jobs().Register(artifactJob("escape", "true", &api.TaskArtifact{GetterSource: new(web.URL + "/escape.tar.gz")}), nil)
+	require.NoError(t, err)
+	a = waitAllocStatus(t, c, cl, "escape", "failed")
+	requireArtifactFailed(t, a, "entry contains '..'")
+	_, err = os.Stat(filepath.Join(cl.dataDir, "alloc", a.ID, "escaped-by-archive"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the archive's ../ entry was not written")
+	_, err = os.Stat(filepath.Join(cl.dataDir, "alloc", "escaped-by-archive"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the archive's ../ entry was not written")
+
+	// A destination outside the allocation directory is refused at
+	// registration.
+	_, _, err = c.Jobs().Register(artifactJob("outside", "true", &api.TaskArtifact{
+		GetterSource: new(web.URL + "/big.bin"), RelativeDest: new("../../../etc/x"),
+	}), nil)
+	require.ErrorContains(t, err, "destination escapes allocation directory")
+}
+
+// requireArtifactFailed checks that the allocation's task never started
+// and has a "Failed Artifact Download" event whose error contains want.
+func requireArtifactFailed(t *testing.T, a *api.Allocation, want string) {
+	t.Helper()
+	st := a.TaskStates["main"]
+	require.True(t, st.StartedAt.IsZero(), "never started: %v", eventTypes(st))
+	for _, e := range st.Events {
+		if e.Type == "Failed Artifact Download" {
+			require.Contains(t, e.DownloadError, want)
+			return
+		}
+	}
+	t.Fatalf("no Failed Artifact Download event: %v", eventTypes(st))
 }
 
 // artifactJob is a batch job of one raw_exec task "main" running script
