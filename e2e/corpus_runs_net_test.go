@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +88,8 @@ var functionsIPNetRun = corpusRun{
 // answers from the host on its host port and on 8080 (to) at the
 // allocation's address; static "admin" is mapped from host port 9901 to
 // 9901 inside. traefik/whoami is not here: the probe image's web server
-// (which listens on 8080 unless $PORT says otherwise, and ignores the
-// file's arguments, which it reports) runs in its place.
+// (which listens on 8080 unless $PORT says otherwise, answers "version
+// corpus", and ignores the file's arguments, which it reports) runs in its place.
 //
 // Not checked: host_network = "private" (see the report of this entry:
 // placement and the port's binding ignore it).
@@ -106,8 +107,9 @@ var networkBridgeRun = corpusRun{
 		rep := cc.reportOf(t, a.ID, "whoami", nil)
 		require.Equal(t, []string{"--port", "8080"}, rep.Args)
 		require.Equal(t, "whoami-0", rep.Hostname, `hostname = "whoami-${NOMAD_ALLOC_INDEX}"`)
-		require.Equal(t, []string{"nameserver 10.0.0.2", "nameserver 1.1.1.1", "search service.consul", "options ndots:2"},
-			resolvLines(rep.Files["/etc/resolv.conf"]))
+		resolv := resolvLines(rep.Files["/etc/resolv.conf"])
+		require.ElementsMatch(t, []string{"nameserver 10.0.0.2", "nameserver 1.1.1.1", "search service.consul", "options ndots:2"}, resolv)
+		require.Less(t, slices.Index(resolv, "nameserver 10.0.0.2"), slices.Index(resolv, "nameserver 1.1.1.1"), "the servers in the file's order")
 		require.True(t, cc.inspect(t, a.ID, "whoami").HostConfig.NetworkMode.IsContainer(), "the task joins the allocation's pause container")
 
 		ports := map[string]api.PortMapping{}
@@ -137,7 +139,7 @@ var networkBridgeRun = corpusRun{
 		} {
 			require.Eventually(t, func() bool {
 				body, err := httpBody(url)
-				return err == nil && body == "version \n"
+				return err == nil && body == "version corpus\n" // the probe image's VERSION
 			}, 30*time.Second, 200*time.Millisecond, "GET %s answers from the task", url)
 		}
 		// Nothing listens on admin's 9901 inside (the file's program would):
