@@ -91,8 +91,11 @@ var functionsIPNetRun = corpusRun{
 // (which listens on 8080 unless $PORT says otherwise, answers "version
 // corpus", and ignores the file's arguments, which it reports) runs in its place.
 //
-// Not checked: host_network = "private" (see the report of this entry:
-// placement and the port's binding ignore it).
+// Not checked: admin's host_network = "private". It is a defect: Drover
+// ignores a port's host_network (the client's host_network blocks are
+// Nomad-only keys it does not act on; the scheduler places the port on any
+// node and maps it on the node's address), where Nomad places it only on a
+// node with that host network and maps it on that network's address.
 var networkBridgeRun = corpusRun{
 	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
 		task := corpusTask(t, job, "whoami", "whoami")
