@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	dockerclient "github.com/docker/docker/client"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
@@ -159,7 +163,14 @@ type corpusCluster struct {
 	image    string                // the probe image reference
 	pushed   []string              // its references, to remove at cleanup
 	uniq     string                // prefix of Docker objects this run creates
+	subnets  map[string]string     // node name -> its bridge_network_subnet
+	volumes  map[string]string     // host_volume name -> path (on corpusVolumeNode)
 }
+
+// corpusVolumeNode is the one client with the host volumes volumes-host
+// names ("pgdata", "tls-certs"), both offered read-write (read-only is the
+// file's to ask).
+const corpusVolumeNode = "corpus-e"
 
 // corpusNode is one client of the corpus cluster.
 type corpusNode struct {
@@ -186,7 +197,24 @@ const corpusPortBase = 24000
 func newCorpusCluster(t *testing.T) *corpusCluster {
 	t.Helper()
 	requireDocker(t)
-	cc := &corpusCluster{clients: map[string]*agentProc{}, nodeIDs: map[string]string{}, uniq: fmt.Sprintf("corpus%d", time.Now().UnixNano())}
+	cc := &corpusCluster{clients: map[string]*agentProc{}, nodeIDs: map[string]string{}, uniq: fmt.Sprintf("corpus%d", time.Now().UnixNano()),
+		subnets: map[string]string{}, volumes: map[string]string{"pgdata": t.TempDir(), "tls-certs": t.TempDir()}}
+	require.NoError(t, os.WriteFile(filepath.Join(cc.volumes["tls-certs"], "server.crt"), []byte("corpus cert\n"), 0o644))
+	// Each client has a bridge and subnet of this run's own (10.213.X.0/24,
+	// apart from TestBridgeNetworking's 10.214/16), removed with their IPAM
+	// state once the clients are gone (this cleanup runs after theirs).
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	bridges := make([]string, len(corpusNodes))
+	for i := range corpusNodes {
+		bridges[i] = fmt.Sprintf("drvc%s%d", hex.EncodeToString(rnd[:3]), i)
+	}
+	t.Cleanup(func() {
+		for _, b := range bridges {
+			_ = exec.Command("ip", "link", "del", b).Run()
+			_ = os.RemoveAll("/var/lib/cni/networks/" + b)
+		}
+	})
 	cc.probeBin = filepath.Join(t.TempDir(), "probe")
 	out, err := exec.Command("go", "build", "-o", cc.probeBin, "../testutil/images/webserver").CombinedOutput()
 	require.NoError(t, err, "build the probe: %s", out)
@@ -210,7 +238,15 @@ func newCorpusCluster(t *testing.T) *corpusCluster {
 			fmt.Fprintf(&meta, "    %s = %q\n", k, v)
 		}
 		minPort := corpusPortBase + 200*i
-		clientExtra := fmt.Sprintf("node_class = %q\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  meta {\n%s  }", n.class, minPort, minPort+99, meta.String())
+		cc.subnets[n.name] = fmt.Sprintf("10.213.%d.0/24", int(rnd[3])%50*len(corpusNodes)+i)
+		clientExtra := fmt.Sprintf("node_class = %q\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  meta {\n%s  }\n"+
+			"  cni_path = \"/usr/lib/cni\"\n  bridge_network_name = %q\n  bridge_network_subnet = %q\n",
+			n.class, minPort, minPort+99, meta.String(), bridges[i], cc.subnets[n.name])
+		if n.name == corpusVolumeNode {
+			for _, name := range slices.Sorted(maps.Keys(cc.volumes)) {
+				clientExtra += fmt.Sprintf("  host_volume %q {\n    path = %q\n  }\n", name, cc.volumes[name])
+			}
+		}
 		top := fmt.Sprintf(`region = "eu"
 datacenter = %q
 plugin "docker" {
@@ -247,12 +283,54 @@ func (cc *corpusCluster) cleanup(t *testing.T) {
 			_, _, _ = cc.c.Jobs().Deregister(j.ID, true, &api.WriteOptions{Namespace: ns})
 		}
 	}
+	// The clients tear down the bridge networks of the stopped allocations
+	// (namespace, veth, iptables rules, pause container) before they are
+	// killed (a client that is not root makes none).
+	gone := func() bool { return os.Geteuid() != 0 || cc.networksLeft(t, allocIDs) == "" }
+	deadline := time.Now().Add(60 * time.Second)
+	for !gone() && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !gone() {
+		t.Errorf("the networks of the stopped allocations were not removed within 60s: %s", cc.networksLeft(t, allocIDs))
+	}
 	removeAllocContainers(t, allocIDs)
 	removeImages(t, cc.pushed)
+	removePauseImages(t)
 	if d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation()); err == nil {
 		_ = d.VolumeRemove(context.Background(), cc.uniq+"-agent-wal", true)
 		_ = d.Close()
 	}
+}
+
+// networksLeft names what is left of the bridge networks of allocIDs on
+// the corpus clients: namespace files, iptables rules, pause containers
+// ("" when nothing is).
+func (cc *corpusCluster) networksLeft(t *testing.T, allocIDs []string) string {
+	rules := iptablesRules(t)
+	pause := map[string]bool{}
+	if d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation()); err == nil {
+		list, _ := d.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "drover.pause"))})
+		for _, c := range list {
+			pause[c.Labels["drover.alloc_id"]] = true
+		}
+		_ = d.Close()
+	}
+	var left []string
+	for _, id := range allocIDs {
+		for name, cl := range cc.clients {
+			if _, err := os.Stat(filepath.Join(cl.dataDir, "netns", id)); !os.IsNotExist(err) {
+				left = append(left, "namespace of "+id+" on "+name)
+			}
+		}
+		if strings.Contains(rules, id) {
+			left = append(left, "iptables rules of "+id)
+		}
+		if pause[id] {
+			left = append(left, "pause container of "+id)
+		}
+	}
+	return strings.Join(left, ", ")
 }
 
 // probe makes task run the probe in mode "report" (print what the task

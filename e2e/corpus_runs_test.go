@@ -149,6 +149,7 @@ var corpusRuns = map[string]corpusRun{
 		"md5": "5d41402abc4b2a76b9719d911017c592", "bcrypt_prefix": "$2a$06$", "bcrypt_length": "60",
 	}, ""),
 	"functions-files": functionsFilesRun,
+	"functions-ipnet": functionsIPNetRun,
 	"functions-numeric": {
 		prepare: holdProbe("g", "t"),
 		check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
@@ -268,6 +269,7 @@ var corpusRuns = map[string]corpusRun{
 	},
 	"lifecycle":               lifecycleRun,
 	"locals":                  localsRun,
+	"network-bridge":          networkBridgeRun,
 	"parameterized-transcode": transcodeRun,
 	"periodic-cron":           periodicCronRun,
 	"reverse": {
@@ -339,7 +341,8 @@ var corpusRuns = map[string]corpusRun{
 			requireResources(t, cc, a.ID, "inventory", 0, 256, 0)
 		},
 	},
-	"web-docker": webRun,
+	"volumes-host": volumesHostRun,
+	"web-docker":   webRun,
 }
 
 // holdProbe is the prepare of an entry whose one task runs the probe
