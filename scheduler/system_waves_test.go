@@ -179,6 +179,10 @@ func TestPartition(t *testing.T) {
 			v2 := nextVersion(f.v1, func(tg *structs.TaskGroup) { tg.Meta = part(1) })
 			return f, v2, f.deployment(structs.DeploymentStatusSuccessful)
 		}, "replace=n05,n06 inplace=n00,n01,n02,n03,n04 deferred=n07,n08,n09 place= total=9"},
+		{"without a deployment the partition still holds", func() (*wavesFleet, *structs.Job, *structs.Deployment) {
+			f := newWavesFleet(4, 0, part(2))
+			return f, f.v1, nil
+		}, "replace=n00,n01 inplace= deferred=n02,n03 place= total=none"},
 		{"partition 0 is none", func() (*wavesFleet, *structs.Job, *structs.Deployment) {
 			f := newWavesFleet(3, 3, part(0))
 			return f, f.v1, nil
