@@ -114,6 +114,17 @@ func TestRolloutWavesPercentAndPartition(t *testing.T) {
 		return most, replaced
 	}
 
+	// A bad value is refused at registration (400) naming the key.
+	bad := wavesJob("0", -1)
+	bad.TaskGroups[0].Meta["drover.max_parallel"] = "ten percent"
+	_, _, err = c.Jobs().Register(bad, nil)
+	require.ErrorContains(t, err, `meta "drover.max_parallel": must be a whole number of nodes or a percentage`)
+	require.ErrorContains(t, err, "400")
+	bad = wavesJob("0", -1)
+	bad.TaskGroups[0].Meta["drover.partition"] = "25%"
+	_, _, err = c.Jobs().Register(bad, nil)
+	require.ErrorContains(t, err, `meta "drover.partition": must be a whole number of nodes`)
+
 	// Version 0 everywhere, then version 1 in waves of 10% of 20 = 2.
 	register(wavesJob("0", -1), 0)
 	start := time.Now()
