@@ -109,6 +109,12 @@
 // deployment successful: the deployment watcher does, with
 // structs.DeploymentComplete.
 //
+// Group meta extends the rollout (system_waves.go): drover.max_parallel
+// replaces max_parallel by a percentage of the group's feasible nodes (or a
+// whole number), and drover.partition holds the last N nodes by node ID
+// whose allocation runs another spec (drover.* keys aside) before any
+// gating, deployment or not, leaving them out of DesiredTotal.
+//
 // Imported by the server (nomad/...) only. Decision code here takes time as
 // a parameter and imports no server, raft or HTTP package.
 package scheduler

@@ -592,6 +592,7 @@ func (r *systemReconciler) result() SystemReconcileResult {
 	for _, g := range r.groups {
 		g.sort() // gating picks in node order
 	}
+	r.holdPartitions() // drover.partition, before gating (system_waves.go)
 	res.Deployment, res.DeploymentUpdates, res.FollowupAt = r.deployment()
 	if !r.followupAt.IsZero() && (res.FollowupAt.IsZero() || r.followupAt.Before(res.FollowupAt)) {
 		res.FollowupAt = r.followupAt

@@ -160,13 +160,14 @@ func (r *systemReconciler) desiredCanaries(g *SystemGroupResult, p groupProgress
 			nodes++
 		}
 	}
-	want := min((pct*nodes+99)/100, u.MaxParallel)
+	want := min((pct*nodes+99)/100, g.waveSize())
 	return max(want, p.liveCanaries)
 }
 
-// budget is how many limited placements g may start now.
+// budget is how many limited placements g may start now; the wave size
+// is update { max_parallel } or drover.max_parallel (system_waves.go).
 func budget(g *SystemGroupResult, p groupProgress) int {
-	return max(0, g.Group.Update.MaxParallel-p.inFlight)
+	return max(0, g.waveSize()-p.inFlight)
 }
 
 // staggerHolds reports whether g's stagger forbids a wave now, and when

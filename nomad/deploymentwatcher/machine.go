@@ -245,7 +245,7 @@ func (m *Machine) succeed() []Effect {
 	m.done = true
 	return []Effect{
 		MarkStable{Version: m.d.JobVersion},
-		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: structs.DeploymentStatusDescriptionSuccessful},
+		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: successDescription(m.job)},
 		Stop{},
 	}
 }
