@@ -11,10 +11,10 @@ import (
 // parameter, and returns effects as data. It is not safe for concurrent use;
 // its driver owns it.
 type Machine struct {
-	d        *structs.Deployment   // last deployment seen; private copy
-	job      *structs.Job          // the job version d deploys; shared, read-only
-	versions []*structs.Job        // the job's retained versions; shared, read-only
-	allocs   []*structs.Allocation // last allocations seen; shared, read-only
+	d        *structs.Deployment    // last deployment seen; private copy
+	job      *structs.Job           // the job version d deploys; shared, read-only
+	versions []*structs.Job         // the job's retained versions; shared, read-only
+	allocs   []*structs.Allocation  // last allocations seen; shared, read-only
 	rules    map[string]signalRules // drover.auto_pause_on / auto_fail_on by group (signals.go)
 
 	healthy  map[string]bool      // allocations seen healthy, by ID
