@@ -74,6 +74,12 @@
 // pause never fails a deployment the moment it resumes. An unhealthy
 // allocation still fails a paused deployment.
 //
+// Runtime signals (signals.go): a group's drover.auto_fail_on fails the
+// deployment, running or paused, and its drover.auto_pause_on pauses a
+// running one, on counts of restarts, OOM kills, image pull failures and
+// unhealthy allocations over the group's allocations; after a resume a
+// pause needs counts above those the state store recorded at resume.
+//
 // Who may import it: the server (package nomad). It imports the state store
 // and structs, never the server.
 package deploymentwatcher
