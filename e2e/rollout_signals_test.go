@@ -15,6 +15,16 @@ import (
 // group meta carries the rollout signal conditions; its task runs command
 // under a restart policy that retries quickly.
 func signalsJobHCL(version, pauseOn, failOn, command string) string {
+	return signalsJobOf("system", version, pauseOn, failOn, command)
+}
+
+// signalsJobOf is signalsJobHCL for a job of type typ (a service job runs
+// two allocations).
+func signalsJobOf(typ, version, pauseOn, failOn, command string) string {
+	count := ""
+	if typ == "service" {
+		count = "count = 2"
+	}
 	meta := fmt.Sprintf("VERSION = %q\n", version)
 	if pauseOn != "" {
 		meta += fmt.Sprintf("    \"drover.auto_pause_on\" = %q\n", pauseOn)
@@ -24,7 +34,7 @@ func signalsJobHCL(version, pauseOn, failOn, command string) string {
 	}
 	return fmt.Sprintf(`
 job "web" {
-  type        = "system"
+  type        = %q
   datacenters = ["dc1"]
   update {
     max_parallel      = 1
@@ -35,6 +45,7 @@ job "web" {
     auto_revert       = true
   }
   group "web" {
+    %s
     meta = {
     %s
     }
@@ -57,7 +68,7 @@ job "web" {
     }
   }
 }
-`, meta, command)
+`, typ, count, meta, command)
 }
 
 // TestRolloutSignalsPauseResumeFail: a version whose task crashes three
@@ -127,4 +138,40 @@ func TestRolloutSignalsPauseResumeFail(t *testing.T) {
 	require.Regexp(t, `^Deployment failed: restarts [3-9] > 2 in group "web" on nodes [0-9a-f]{8} - rolling back to job version 1$`, failed)
 	require.Contains(t, out, failed, "job run shows why")
 	waitDeployment(t, c, 3, "successful")
+}
+
+// TestRolloutSignalsServicePauseThenFail: a service deployment is paused
+// by drover.auto_pause_on after its first replacement crash-looped, and
+// `deployment fail` on the paused deployment fails it and auto-reverts.
+func TestRolloutSignalsServicePauseThenFail(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	newClientAgent(t, "client-1", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	runs := filepath.Join(t.TempDir(), "runs")
+	run := func(hcl string, args ...string) (int, string) {
+		return drover(t, srv.httpAddr(), append(append([]string{"job", "run"}, args...), writeJobFile(t, hcl))...)
+	}
+	code, out := run(signalsJobOf("service", "0", "", "", "exec sleep 3600"))
+	require.Equal(t, 0, code, out)
+	waitDeployment(t, c, 0, "successful")
+
+	crashThrice := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ge 3 ] || exit 1; exec sleep 3600`, runs)
+	code, out = run(signalsJobOf("service", "1", "restarts>2", "", crashThrice), "-detach")
+	require.Equal(t, 0, code, out)
+	d := waitDeployment(t, c, 1, "paused")
+	require.Regexp(t, `^Deployment paused: restarts 3 > 2 in group "web" on nodes [0-9a-f]{8}$`, d.StatusDescription)
+	allocs, _, err := c.Deployments().Allocations(d.ID, nil)
+	require.NoError(t, err)
+	require.Len(t, allocs, 1, "max_parallel = 1: paused after the first replacement")
+
+	code, out = drover(t, srv.httpAddr(), "deployment", "fail", d.ID)
+	require.Equal(t, 0, code, out)
+	failed, _, err := c.Deployments().Info(d.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, "failed", failed.Status)
+	require.Equal(t, "Deployment marked as failed - rolling back to job version 0", failed.StatusDescription)
+	waitDeployment(t, c, 2, "successful")
+	require.Equal(t, map[uint64]int{2: 2}, liveVersions(t, c))
 }
