@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,6 +72,29 @@ job "web" {
 `, typ, count, meta, command)
 }
 
+// signalsCluster starts a server and clients client agents; run submits a
+// job file with `job run`.
+func signalsCluster(t *testing.T, clients int) (*agentProc, *api.Client, func(hcl string, args ...string) (int, string)) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	for i := 1; i <= clients; i++ {
+		newClientAgent(t, fmt.Sprintf("client-%d", i), srv.httpHostPort())
+	}
+	waitReadyNodes(t, c, clients)
+	run := func(hcl string, args ...string) (int, string) {
+		return drover(t, srv.httpAddr(), append(append([]string{"job", "run"}, args...), writeJobFile(t, hcl))...)
+	}
+	return srv, c, run
+}
+
+// crashThriceCommand is a shell command whose first three runs (counted in
+// a file shared by every allocation) exit 1 and later ones run.
+func crashThriceCommand(t *testing.T) string {
+	runs := filepath.Join(t.TempDir(), "runs")
+	return fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ge 3 ] || exit 1; exec sleep 3600`, runs)
+}
+
 // TestRolloutSignalsPauseResumeFail: a version whose task crashes three
 // times before it runs is paused by drover.auto_pause_on = "restarts>2"
 // after its first node, with the reason in the deployment's description;
@@ -78,16 +102,7 @@ job "web" {
 // completes. A version that crash-loops is failed by drover.auto_fail_on,
 // paused or not, and auto-reverted.
 func TestRolloutSignalsPauseResumeFail(t *testing.T) {
-	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
-	waitLeader(t, srv)
-	c := srv.client(t)
-	newClientAgent(t, "client-1", srv.httpHostPort())
-	newClientAgent(t, "client-2", srv.httpHostPort())
-	waitReadyNodes(t, c, 2)
-	runs := filepath.Join(t.TempDir(), "runs")
-	run := func(hcl string, args ...string) (int, string) {
-		return drover(t, srv.httpAddr(), append(append([]string{"job", "run"}, args...), writeJobFile(t, hcl))...)
-	}
+	srv, c, run := signalsCluster(t, 2)
 
 	code, out := run(signalsJobHCL("0", "", "", "exec sleep 3600"))
 	require.Equal(t, 0, code, out)
@@ -95,7 +110,7 @@ func TestRolloutSignalsPauseResumeFail(t *testing.T) {
 
 	// Version 1: the first three runs (over all nodes) exit 1, later ones
 	// run. The first node's allocation restarts three times: paused.
-	crashThrice := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ge 3 ] || exit 1; exec sleep 3600`, runs)
+	crashThrice := crashThriceCommand(t)
 	code, out = run(signalsJobHCL("1", "restarts>2", "restarts>6", crashThrice), "-detach")
 	require.Equal(t, 0, code, out)
 	d := waitDeployment(t, c, 1, "paused")
@@ -144,20 +159,12 @@ func TestRolloutSignalsPauseResumeFail(t *testing.T) {
 // by drover.auto_pause_on after its first replacement crash-looped, and
 // `deployment fail` on the paused deployment fails it and auto-reverts.
 func TestRolloutSignalsServicePauseThenFail(t *testing.T) {
-	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
-	waitLeader(t, srv)
-	c := srv.client(t)
-	newClientAgent(t, "client-1", srv.httpHostPort())
-	waitReadyNodes(t, c, 1)
-	runs := filepath.Join(t.TempDir(), "runs")
-	run := func(hcl string, args ...string) (int, string) {
-		return drover(t, srv.httpAddr(), append(append([]string{"job", "run"}, args...), writeJobFile(t, hcl))...)
-	}
+	srv, c, run := signalsCluster(t, 1)
 	code, out := run(signalsJobOf("service", "0", "", "", "exec sleep 3600"))
 	require.Equal(t, 0, code, out)
 	waitDeployment(t, c, 0, "successful")
 
-	crashThrice := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ge 3 ] || exit 1; exec sleep 3600`, runs)
+	crashThrice := crashThriceCommand(t)
 	code, out = run(signalsJobOf("service", "1", "restarts>2", "", crashThrice), "-detach")
 	require.Equal(t, 0, code, out)
 	d := waitDeployment(t, c, 1, "paused")
