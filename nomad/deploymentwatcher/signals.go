@@ -11,7 +11,8 @@ import (
 // Auto-pause and auto-fail on runtime signals (docs/semantics.md): the
 // group meta keys drover.auto_pause_on and drover.auto_fail_on list
 // conditions on the group's rollout signals (structs.AllocRolloutSignals)
-// summed over the deployment's allocations of the group. The decision is
+// summed over the deployment's allocations of the group placed for it
+// (structs.CountsForRollout). The decision is
 // pure; the machine turns it into an UpdateStatus.
 
 // signalRules are the parsed conditions of one group.
@@ -82,7 +83,14 @@ func DecideSignals(d *structs.Deployment, rules map[string]signalRules, allocs [
 		}
 	}
 	sort.Strings(groups)
-	counts := structs.GroupRolloutSignals(allocs)
+	counted := allocs[:0:0]
+	for _, a := range allocs {
+		if structs.CountsForRollout(d, a) {
+			counted = append(counted, a)
+		}
+	}
+	allocs = counted
+	counts := structs.GroupRolloutSignals(d, allocs)
 	for _, g := range groups {
 		for _, c := range rules[g].fail {
 			if n := counts[g][c.Signal]; c.Holds(n) {

@@ -106,6 +106,9 @@ func TestDecideSignals(t *testing.T) {
 			want:   SignalVerdict{Status: structs.DeploymentStatusFailed, Reason: `unhealthy 2 > 1 in group "web" on nodes a1b2c3d4, e5f6a7b8`}},
 		{name: "allocations of other groups do not count", pause: "restarts>0", d: d,
 			allocs: []*structs.Allocation{func() *structs.Allocation { a := crashing("a1", nodeA, 5, unknown); a.TaskGroup = "api"; return a }()}},
+		{name: "an allocation updated in place brings its earlier restarts, which do not count", pause: "restarts>0",
+			d: func() *structs.Deployment { c := d.Copy(); c.CreateIndex = 50; return c }(),
+			allocs: []*structs.Allocation{func() *structs.Allocation { a := crashing("a1", nodeA, 5, unknown); a.CreateIndex = 40; return a }()}},
 		{name: "nodes named at most five", pause: "restarts>0", d: d,
 			allocs: []*structs.Allocation{
 				crashing("a1", "n1", 1, unknown), crashing("a2", "n2", 1, unknown), crashing("a3", "n3", 1, unknown),

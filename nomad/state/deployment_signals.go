@@ -13,7 +13,7 @@ func (tx *writeTxn) recordSignalsAtResume(d *structs.Deployment) error {
 	if err != nil {
 		return err
 	}
-	counts := structs.GroupRolloutSignals(allocs)
+	counts := structs.GroupRolloutSignals(d, allocs)
 	for name, st := range d.TaskGroups {
 		if st == nil {
 			continue

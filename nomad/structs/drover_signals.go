@@ -160,10 +160,22 @@ func isPullFailure(e *TaskEvent) bool {
 	return strings.Contains(e.DriverError, PullFailureText) || strings.Contains(e.DisplayMessage, PullFailureText)
 }
 
-// GroupRolloutSignals sums AllocRolloutSignals per task group over allocs.
-func GroupRolloutSignals(allocs []*Allocation) map[string]map[string]int {
+// CountsForRollout reports whether a, an allocation of deployment d, is
+// counted for d's rollout signals: it was placed for d (created with or
+// after it). An allocation updated in place joined d with the task states
+// of its earlier version, whose restarts are not the new version's.
+func CountsForRollout(d *Deployment, a *Allocation) bool {
+	return a.CreateIndex >= d.CreateIndex
+}
+
+// GroupRolloutSignals sums AllocRolloutSignals per task group over the
+// allocations of deployment d that count for it (CountsForRollout).
+func GroupRolloutSignals(d *Deployment, allocs []*Allocation) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for _, a := range allocs {
+		if !CountsForRollout(d, a) {
+			continue
+		}
 		for sig, n := range AllocRolloutSignals(a) {
 			if out[a.TaskGroup] == nil {
 				out[a.TaskGroup] = map[string]int{}

@@ -112,11 +112,14 @@ func TestAllocRolloutSignals(t *testing.T) {
 	} {
 		require.Equal(t, c.want, AllocRolloutSignals(c.alloc), c.name)
 	}
-	got := GroupRolloutSignals([]*Allocation{
-		{TaskGroup: "web", TaskStates: map[string]*TaskState{"a": {Restarts: 2}}},
-		{TaskGroup: "web", TaskStates: map[string]*TaskState{"a": {Restarts: 1}}},
-		{TaskGroup: "api", TaskStates: map[string]*TaskState{"a": {Events: []*TaskEvent{pull}}}},
-		{TaskGroup: "db"},
+	got := GroupRolloutSignals(&Deployment{CreateIndex: 10}, []*Allocation{
+		{CreateIndex: 10, TaskGroup: "web", TaskStates: map[string]*TaskState{"a": {Restarts: 2}}},
+		{CreateIndex: 12, TaskGroup: "web", TaskStates: map[string]*TaskState{"a": {Restarts: 1}}},
+		{CreateIndex: 11, TaskGroup: "api", TaskStates: map[string]*TaskState{"a": {Events: []*TaskEvent{pull}}}},
+		{CreateIndex: 11, TaskGroup: "db"},
+		// Updated in place into the deployment: its restarts are the
+		// earlier version's.
+		{CreateIndex: 9, TaskGroup: "web", TaskStates: map[string]*TaskState{"a": {Restarts: 5}}},
 	})
 	require.Equal(t, map[string]map[string]int{"web": {SignalRestarts: 3}, "api": {SignalPullFailures: 1}}, got)
 }
