@@ -107,7 +107,7 @@ func TestDecideSignals(t *testing.T) {
 		{name: "allocations of other groups do not count", pause: "restarts>0", d: d,
 			allocs: []*structs.Allocation{func() *structs.Allocation { a := crashing("a1", nodeA, 5, unknown); a.TaskGroup = "api"; return a }()}},
 		{name: "an allocation updated in place brings its earlier restarts, which do not count", pause: "restarts>0",
-			d: func() *structs.Deployment { c := d.Copy(); c.CreateIndex = 50; return c }(),
+			d:      func() *structs.Deployment { c := d.Copy(); c.CreateIndex = 50; return c }(),
 			allocs: []*structs.Allocation{func() *structs.Allocation { a := crashing("a1", nodeA, 5, unknown); a.CreateIndex = 40; return a }()}},
 		{name: "nodes named at most five", pause: "restarts>0", d: d,
 			allocs: []*structs.Allocation{
