@@ -8,9 +8,10 @@
 // It is layered like a raft node (see docs/architecture.md, "The pure-core
 // rule"):
 //
-//   - Machine (machine.go, decide.go, events.go) is a pure state machine per
-//     deployment: Step(event, now) returns effects as data and the time it
-//     wants to be woken. It reads no state, no clock, starts nothing.
+//   - Machine (machine.go, decide.go, events.go, signals.go) is a pure
+//     state machine per deployment: Step(event, now) returns effects as
+//     data and the time it wants to be woken. It reads no state, no clock,
+//     starts nothing.
 //   - Watcher (watcher.go) is the driver: one goroutine per active
 //     deployment that only waits (a blocking query on the deployment, its
 //     allocations and its job, or the machine's wakeAt on the Clock), calls
