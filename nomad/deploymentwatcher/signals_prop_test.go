@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -143,6 +144,62 @@ func TestDecideSignalsProperties(t *testing.T) {
 			allocs[k].TaskStates["server"].Restarts++
 			if again := DecideSignals(d, rulesOf(job), allocs); again.Status != structs.DeploymentStatusFailed {
 				t.Fatalf("one more restart undid the failure: %+v", again)
+			}
+		}
+	})
+}
+
+// TestMachineSignalsSequenceProperties drives a machine through a crash
+// loop whose restarts only grow, with the user resuming at random (the
+// state store recording the counts then): the machine pauses only a
+// running deployment, never twice without a resume in between, never on
+// counts no higher than at the last resume, and fails at most once, after
+// which it is done.
+func TestMachineSignalsSequenceProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pauseAt := rapid.IntRange(0, 4).Draw(t, "pauseAt")
+		failAt := rapid.IntRange(pauseAt, 12).Draw(t, "failAt")
+		job := signalJob(1, fmt.Sprintf("restarts>%d", pauseAt), fmt.Sprintf("restarts>%d", failAt))
+		d := testDeployment(job)
+		m := NewMachine(d, job, t0)
+		m.Step(Init{}, t0)
+		restarts, atResume := uint64(0), -1
+		for i := range 30 {
+			now := at(time.Duration(i) * time.Second)
+			if d.Status == structs.DeploymentStatusPaused && rapid.Bool().Draw(t, fmt.Sprintf("resume%d", i)) {
+				d = d.Copy()
+				d.Status = structs.DeploymentStatusRunning
+				d.TaskGroups["web"].SignalsAtResume = map[string]int{structs.SignalRestarts: int(restarts)}
+				atResume = int(restarts)
+				m.Step(Resumed{}, now)
+			}
+			restarts += uint64(rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("more%d", i)))
+			effects, _ := m.Step(AllocHealthChanged{Deployment: d, Allocs: []*structs.Allocation{crashing("a1", nodeA, restarts, unknown)}}, now)
+			for _, e := range effects {
+				upd, ok := e.(UpdateStatus)
+				if !ok {
+					continue
+				}
+				switch upd.Status {
+				case structs.DeploymentStatusPaused:
+					if d.Status != structs.DeploymentStatusRunning || int(restarts) <= pauseAt || int(restarts) <= atResume {
+						t.Fatalf("paused at %d restarts (threshold %d, %d at resume) while %s", restarts, pauseAt, atResume, d.Status)
+					}
+					d = d.Copy()
+					d.Status, d.StatusDescription = upd.Status, upd.Description
+				case structs.DeploymentStatusFailed:
+					if int(restarts) <= failAt || !m.Done() {
+						t.Fatalf("failed at %d restarts (threshold %d), done %v", restarts, failAt, m.Done())
+					}
+				default:
+					t.Fatalf("unexpected status %q", upd.Status)
+				}
+			}
+			if int(restarts) > failAt && !m.Done() {
+				t.Fatalf("%d restarts past auto_fail_on %d and not failed", restarts, failAt)
+			}
+			if m.Done() {
+				return
 			}
 		}
 	})
