@@ -8,9 +8,10 @@
 // It is layered like a raft node (see docs/architecture.md, "The pure-core
 // rule"):
 //
-//   - Machine (machine.go, decide.go, events.go) is a pure state machine per
-//     deployment: Step(event, now) returns effects as data and the time it
-//     wants to be woken. It reads no state, no clock, starts nothing.
+//   - Machine (machine.go, decide.go, events.go, signals.go) is a pure
+//     state machine per deployment: Step(event, now) returns effects as
+//     data and the time it wants to be woken. It reads no state, no clock,
+//     starts nothing.
 //   - Watcher (watcher.go) is the driver: one goroutine per active
 //     deployment that only waits (a blocking query on the deployment, its
 //     allocations and its job, or the machine's wakeAt on the Clock), calls
@@ -73,6 +74,12 @@
 // now + progress_deadline, in the machine and in the state store, so a long
 // pause never fails a deployment the moment it resumes. An unhealthy
 // allocation still fails a paused deployment.
+//
+// Runtime signals (signals.go): a group's drover.auto_fail_on fails the
+// deployment, running or paused, and its drover.auto_pause_on pauses a
+// running one, on counts of restarts, OOM kills, image pull failures and
+// unhealthy allocations over the group's allocations; after a resume a
+// pause needs counts above those the state store recorded at resume.
 //
 // Who may import it: the server (package nomad). It imports the state store
 // and structs, never the server.

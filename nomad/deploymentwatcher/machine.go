@@ -11,10 +11,11 @@ import (
 // parameter, and returns effects as data. It is not safe for concurrent use;
 // its driver owns it.
 type Machine struct {
-	d        *structs.Deployment   // last deployment seen; private copy
-	job      *structs.Job          // the job version d deploys; shared, read-only
-	versions []*structs.Job        // the job's retained versions; shared, read-only
-	allocs   []*structs.Allocation // last allocations seen; shared, read-only
+	d        *structs.Deployment    // last deployment seen; private copy
+	job      *structs.Job           // the job version d deploys; shared, read-only
+	versions []*structs.Job         // the job's retained versions; shared, read-only
+	allocs   []*structs.Allocation  // last allocations seen; shared, read-only
+	rules    map[string]signalRules // drover.auto_pause_on / auto_fail_on by group (signals.go)
 
 	healthy  map[string]bool      // allocations seen healthy, by ID
 	deadline map[string]time.Time // progress deadline per group; zero: none
@@ -31,6 +32,7 @@ func NewMachine(d *structs.Deployment, job *structs.Job, now time.Time) *Machine
 		job:      job,
 		healthy:  map[string]bool{},
 		deadline: map[string]time.Time{},
+		rules:    rulesOf(job),
 	}
 	m.adopt(d)
 	for name, st := range m.d.TaskGroups {
@@ -86,8 +88,11 @@ func (m *Machine) Step(ev Event, now time.Time) (effects []Effect, wakeAt time.T
 // stepObserve handles a fresh view of the deployment (Init when init).
 //
 // Order of the rules: a terminal deployment stops the machine; an unhealthy
-// allocation fails it (paused or not); completion succeeds it; then, only
-// while running: newly healthy allocations push their group's deadline,
+// allocation fails it (paused or not), unless its group's rollout signal
+// conditions count unhealthy allocations; an auto_fail_on condition fails
+// it (paused or not); completion succeeds it; then, only while running: an
+// auto_pause_on condition pauses it (signals.go), newly healthy
+// allocations push their group's deadline,
 // a passed deadline fails it, canaries ready for auto-promotion are
 // promoted, and progress asks the scheduler for the next wave.
 func (m *Machine) stepObserve(d *structs.Deployment, allocs []*structs.Allocation, versions []*structs.Job, now time.Time, init bool) []Effect {
@@ -108,15 +113,22 @@ func (m *Machine) stepObserve(d *structs.Deployment, allocs []*structs.Allocatio
 	}
 	gained := m.noteHealthy(allocs)
 	for _, a := range allocs {
-		if failsDeployment(a) {
+		if failsDeployment(a) && !m.rules[a.TaskGroup].toleratesUnhealthy() {
 			return m.fail(structs.DeploymentStatusDescriptionFailedAllocations)
 		}
+	}
+	signals := DecideSignals(m.d, m.rules, allocs)
+	if signals.Status == structs.DeploymentStatusFailed {
+		return m.applySignals(signals)
 	}
 	if complete(d) {
 		return m.succeed()
 	}
 	if m.d.Status != structs.DeploymentStatusRunning {
 		return nil // paused: progress is recorded, nothing is decided
+	}
+	if out := m.applySignals(signals); out != nil {
+		return out
 	}
 	if !init {
 		for name := range gained {

@@ -169,7 +169,8 @@ func (tx *writeTxn) recountDeploymentHealth(d *structs.Deployment) error {
 //     deployment that was paused, failed or cancelled after its snapshot;
 //   - promotion, which is one-way;
 //   - the progress deadline of every group exist has (the state store and
-//     the deployment watcher own it once the group exists);
+//     the deployment watcher own it once the group exists), and its
+//     SignalsAtResume (the state store's);
 //   - the groups the plan dropped.
 //
 // Health counts are recounted after the merge (applyHealthChanges).
@@ -187,6 +188,7 @@ func mergeStoredDeployment(d, exist *structs.Deployment) {
 		}
 		st.Promoted = st.Promoted || old.Promoted
 		st.RequireProgressBy = old.RequireProgressBy
+		st.SignalsAtResume = old.SignalsAtResume
 	}
 	if d.StatusDescription == structs.DeploymentStatusDescriptionRunningNeedsPromotion ||
 		d.StatusDescription == structs.DeploymentStatusDescriptionRunningAutoPromotion {

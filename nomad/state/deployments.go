@@ -145,6 +145,9 @@ func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, up
 	c := d.Copy()
 	if d.Status == structs.DeploymentStatusPaused && u.Status == structs.DeploymentStatusRunning {
 		resetProgressDeadlines(c, time.Unix(0, updatedAt), func(string, *structs.DeploymentState) bool { return true })
+		if err := tx.recordSignalsAtResume(c); err != nil {
+			return err
+		}
 	}
 	c.Status, c.StatusDescription = u.Status, u.StatusDescription
 	c.ModifyIndex, c.ModifyTime = tx.index, updatedAt

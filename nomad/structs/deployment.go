@@ -62,6 +62,11 @@ type DeploymentState struct {
 	PlacedAllocs      int
 	HealthyAllocs     int
 	UnhealthyAllocs   int
+	// SignalsAtResume are the group's rollout signal counts
+	// (GroupRolloutSignals) when the deployment last resumed from a pause;
+	// drover.auto_pause_on pauses again only on counts above them. Set by
+	// the state store; never mutated once stored, replaced.
+	SignalsAtResume map[string]int `json:",omitempty"`
 }
 
 // DeploymentComplete reports whether every group of d has at least
