@@ -68,10 +68,12 @@ func (h *networkHook) Prerun(ctx context.Context, _ *PrerunRequest) error {
 	if h.mgr == nil {
 		return errNoBridge
 	}
+	began := h.ar.now()
 	st, err := h.mgr.Setup(ctx, h.ar.serverAlloc(), h.spec, h.creator)
 	if err != nil {
 		return err
 	}
+	h.ar.logger.Debug("allocation network set up", "took", h.ar.now().Sub(began))
 	h.mu.Lock()
 	h.iso, h.torndown = st.Isolation, false
 	h.mu.Unlock()
