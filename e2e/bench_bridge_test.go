@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -69,30 +70,39 @@ job %q {
 type staticProber struct {
 	url     string
 	mu      sync.Mutex
+	start   time.Time
 	last    time.Time // last answer; zero before the first
+	body    string    // the last answer's body
 	longest time.Duration
-	stop    chan struct{}
-	done    chan struct{}
+	// The longest dark time began at from (since start), after an answer
+	// before and ended with an answer after.
+	from          time.Duration
+	before, after string
+	stop          chan struct{}
+	done          chan struct{}
 }
 
 func probeStatic(url string) *staticProber {
-	p := &staticProber{url: url, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &staticProber{url: url, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	httpc := &http.Client{Timeout: 200 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
 		defer close(p.done)
 		for {
 			resp, err := httpc.Get(p.url)
 			ok := err == nil && resp.StatusCode == 200
+			var body []byte
 			if err == nil {
+				body, _ = io.ReadAll(resp.Body)
 				resp.Body.Close()
 			}
 			now := time.Now()
 			p.mu.Lock()
 			if ok {
+				b := strings.TrimPrefix(strings.TrimSpace(string(body)), "version ")
 				if !p.last.IsZero() && now.Sub(p.last) > p.longest {
-					p.longest = now.Sub(p.last)
+					p.longest, p.from, p.before, p.after = now.Sub(p.last), p.last.Sub(p.start), p.body, b
 				}
-				p.last = now
+				p.last, p.body = now, b
 			}
 			p.mu.Unlock()
 			select {
@@ -105,13 +115,15 @@ func probeStatic(url string) *staticProber {
 	return p
 }
 
-// finish stops probing and returns the longest dark time.
-func (p *staticProber) finish() time.Duration {
+// finish stops probing and returns the longest dark time and where it
+// was ("+1.9s old→new": it began 1.9 s after probing began, between
+// answers of those versions).
+func (p *staticProber) finish() (time.Duration, string) {
 	close(p.stop)
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.longest
+	return p.longest, fmt.Sprintf("%s@+%s %s→%s", p.longest.Round(10*time.Millisecond), p.from.Round(100*time.Millisecond), p.before, p.after)
 }
 
 // BenchmarkPrefetchGapBridge measures how long a node is dark during a
@@ -126,7 +138,7 @@ func (p *staticProber) finish() time.Duration {
 //	go test -run '^$' -bench PrefetchGapBridge -benchtime 1x ./e2e/
 func BenchmarkPrefetchGapBridge(b *testing.B) {
 	const (
-		rounds    = 4       // rollouts per mode per b.N
+		rounds    = 6       // rollouts per mode per b.N
 		padding   = 2 << 20 // a new 2 MiB layer per rollout
 		bandwidth = 1 << 20 // pulled at 1 MiB/s while the old container serves
 	)
@@ -147,6 +159,7 @@ func BenchmarkPrefetchGapBridge(b *testing.B) {
 	type mode struct {
 		name, job, file, url string
 		gaps                 []time.Duration
+		where                []string // finish's description of each
 	}
 	modes := []*mode{{name: "host", job: "bench-host"}, {name: "bridge", job: "bench-bridge"}}
 	for _, m := range modes {
@@ -207,7 +220,8 @@ func BenchmarkPrefetchGapBridge(b *testing.B) {
 				dc.reg.SetBandwidth(bandwidth)
 				p := probeStatic(m.url)
 				run(m, fmt.Sprintf("%s-%d", m.name, version))
-				m.gaps = append(m.gaps, p.finish())
+				dark, where := p.finish()
+				m.gaps, m.where = append(m.gaps, dark), append(m.where, where)
 				dc.reg.SetBandwidth(0)
 			}
 		}
@@ -221,18 +235,18 @@ func BenchmarkPrefetchGapBridge(b *testing.B) {
 	}
 	host, br := modes[0], modes[1]
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nnetwork\trollouts\tdark p50\tdark max\tdark per rollout\n")
+	fmt.Fprintf(w, "\nnetwork\trollouts\tdark p50\tdark max\tper rollout: dark@began (after probing began) last→first version answering\n")
 	for _, m := range modes {
-		var each []string
-		for _, g := range m.gaps {
-			each = append(each, g.Round(10*time.Millisecond).String())
-		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%v\n", m.name, len(m.gaps), p50(m.gaps).Round(10*time.Millisecond),
-			slices.Max(m.gaps).Round(10*time.Millisecond), each)
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", m.name, len(m.gaps), p50(m.gaps).Round(10*time.Millisecond),
+			slices.Max(m.gaps).Round(10*time.Millisecond), strings.Join(m.where, " "))
 	}
 	_ = w.Flush()
 	fmt.Printf("bridge/host: p50 %.2fx, max %.2fx\n", float64(p50(br.gaps))/float64(p50(host.gaps)),
 		float64(slices.Max(br.gaps))/float64(slices.Max(host.gaps)))
+	if builds := setupTimes(client.logs()); len(builds) > 0 {
+		fmt.Printf("bridge namespace builds (pause container, CNI ADD, port mappings; before the old allocation stops): %d, p50 %s, max %s\n",
+			len(builds), p50(builds).Round(10*time.Millisecond), slices.Max(builds).Round(10*time.Millisecond))
+	}
 	b.ReportMetric(float64(p50(host.gaps).Milliseconds()), "host-dark-p50-ms")
 	b.ReportMetric(float64(p50(br.gaps).Milliseconds()), "bridge-dark-p50-ms")
 
@@ -248,4 +262,23 @@ func BenchmarkPrefetchGapBridge(b *testing.B) {
 		}
 		return !bridgeHasVeth(b, bridge)
 	}, 60*time.Second, 200*time.Millisecond, "the bridge job leaves no network behind")
+}
+
+// setupTimes are the durations of the client's namespace builds, from its
+// log ("allocation network set up" ... took=1.2s).
+func setupTimes(log string) []time.Duration {
+	var out []time.Duration
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, "allocation network set up") {
+			continue
+		}
+		_, took, ok := strings.Cut(l, "took=")
+		if !ok {
+			continue
+		}
+		if d, err := time.ParseDuration(strings.Fields(took)[0]); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
