@@ -5,7 +5,7 @@ BIN := bin/drover
 # One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
 export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
-.PHONY: all build test ui-deps cni-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
+.PHONY: all build test ui-deps cni-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -80,6 +80,12 @@ bench-prefetch: build
 # about two and a half minutes).
 bench-prefetch-ahead: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchAhead -benchtime 1x -timeout 20m ./e2e/
+
+# Per-node dark time of a static-port system-job rollout with prefetch,
+# host networking and bridge mode side by side on one client (root, the CNI
+# plugins, a Docker engine; about a minute).
+bench-bridge: build cni-deps
+	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PrefetchGapBridge -benchtime 1x -timeout 20m ./e2e/
 
 # Fleet-size benchmarks: simulated nodes (nodesim) against a real server
 # process; prints CPU, RSS, heartbeat latency, placement and rollout

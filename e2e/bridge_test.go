@@ -215,7 +215,7 @@ EOT
 // requireBridge skips, loudly, unless this host can do bridge mode: root
 // and the reference CNI plugins in /usr/lib/cni (make test installs
 // Debian's containernetworking-plugins).
-func requireBridge(t *testing.T) {
+func requireBridge(t testing.TB) {
 	t.Helper()
 	why := ""
 	if os.Geteuid() != 0 {
@@ -236,6 +236,12 @@ func requireBridge(t *testing.T) {
 // bridgeClient starts a client on a bridge and subnet of the test's own,
 // removed (with its IPAM state) when the test ends.
 func bridgeClient(t *testing.T, server string) (*agentProc, string) {
+	return bridgeClientWith(t, "bridge-client", 27000, server)
+}
+
+// bridgeClientWith is bridgeClient with the client's name and the first
+// of its 100 dynamic ports.
+func bridgeClientWith(t testing.TB, name string, minPort int, server string) (*agentProc, string) {
 	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -244,11 +250,11 @@ func bridgeClient(t *testing.T, server string) (*agentProc, string) {
 		_ = exec.Command("ip", "link", "del", bridge).Run()
 		_ = os.RemoveAll("/var/lib/cni/networks/" + bridge)
 	})
-	c := newClientAgentWith(t, "bridge-client", fmt.Sprintf(`min_dynamic_port = 27000
-  max_dynamic_port = 27099
+	c := newClientAgentWith(t, name, fmt.Sprintf(`min_dynamic_port = %d
+  max_dynamic_port = %d
   cni_path = "/usr/lib/cni"
   bridge_network_name = %q
-  bridge_network_subnet = "10.214.%d.0/24"`, bridge, b[0]), "", server)
+  bridge_network_subnet = "10.214.%d.0/24"`, minPort, minPort+99, bridge, b[0]), "", server)
 	return c, bridge
 }
 
@@ -448,26 +454,26 @@ func TestBridgeNetworking(t *testing.T) {
 
 // networkGone reports whether nothing of allocID's network is left: its
 // namespace file, iptables rules and pause container.
-func networkGone(t *testing.T, client *agentProc, allocID string) bool {
+func networkGone(t testing.TB, client *agentProc, allocID string) bool {
 	if _, err := os.Stat(filepath.Join(client.dataDir, "netns", allocID)); !os.IsNotExist(err) {
 		return false
 	}
 	return !strings.Contains(iptablesRules(t), allocID) && pauseContainers(t, allocID) == 0
 }
 
-func iptablesRules(t *testing.T) string {
+func iptablesRules(t testing.TB) string {
 	out, err := exec.Command("iptables-save").CombinedOutput()
 	require.NoError(t, err, string(out))
 	return string(out)
 }
 
-func bridgeHasVeth(t *testing.T, bridge string) bool {
+func bridgeHasVeth(t testing.TB, bridge string) bool {
 	out, _ := exec.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
 	return strings.Contains(string(out), "veth")
 }
 
 // runningGroupAlloc waits for a running allocation of job's group.
-func runningGroupAlloc(t *testing.T, c *api.Client, jobID, group string) *api.Allocation {
+func runningGroupAlloc(t testing.TB, c *api.Client, jobID, group string) *api.Allocation {
 	t.Helper()
 	var alloc *api.Allocation
 	require.Eventually(t, func() bool {
@@ -497,10 +503,10 @@ func nsInode(t *testing.T, path string) uint64 {
 }
 
 // pauseContainers counts the pause containers of allocID.
-func pauseContainers(t *testing.T, allocID string) int { return len(pauseContainerIDs(t, allocID)) }
+func pauseContainers(t testing.TB, allocID string) int { return len(pauseContainerIDs(t, allocID)) }
 
 // pauseContainerIDs lists the IDs of the pause containers of allocID.
-func pauseContainerIDs(t *testing.T, allocID string) []string {
+func pauseContainerIDs(t testing.TB, allocID string) []string {
 	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	require.NoError(t, err)
 	defer cli.Close()
@@ -516,7 +522,7 @@ func pauseContainerIDs(t *testing.T, allocID string) []string {
 
 // removePauseImages removes the pause images clients imported that no
 // container uses (one in use, by another test's allocation, stays).
-func removePauseImages(t *testing.T) {
+func removePauseImages(t testing.TB) {
 	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
 		return

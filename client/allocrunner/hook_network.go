@@ -27,8 +27,9 @@ var errNoBridge = errors.New("network: the group asks for bridge networking, whi
 // networkTeardownTimeout bounds the removal of a namespace.
 const networkTeardownTimeout = time.Minute
 
-// networkHook gives an allocation in bridge mode its namespace before its
-// tasks start (reattaching to it after a client restart) and removes it
+// networkHook gives an allocation in bridge mode its namespace before it
+// prepares (a replacement's is built while the allocation it replaces
+// still serves; reattaching to it after a client restart) and removes it
 // once every task is dead, or when the runner is destroyed.
 type networkHook struct {
 	ar      *AllocRunner
@@ -68,10 +69,12 @@ func (h *networkHook) Prerun(ctx context.Context, _ *PrerunRequest) error {
 	if h.mgr == nil {
 		return errNoBridge
 	}
+	began := h.ar.now()
 	st, err := h.mgr.Setup(ctx, h.ar.serverAlloc(), h.spec, h.creator)
 	if err != nil {
 		return err
 	}
+	h.ar.logger.Debug("allocation network set up", "took", h.ar.now().Sub(began))
 	h.mu.Lock()
 	h.iso, h.torndown = st.Isolation, false
 	h.mu.Unlock()

@@ -6,9 +6,12 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/client/allocrunner/taskrunner"
 	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/drivers/mock"
@@ -168,4 +171,87 @@ func TestNetworkHookFailures(t *testing.T) {
 			})
 		})
 	}
+}
+
+// bridgeReplacement is a running allocation and its replacement in
+// bridge mode (both on fake's namespaces), the replacement's task
+// preparing with config.
+func bridgeReplacement(t *testing.T, h *harness, fake *fakeNetwork, config map[string]any) (prev, ar *AllocRunner, rec *recordingPrev) {
+	t.Helper()
+	withFake := func(c *Config) { c.Network = fake }
+	prevAlloc := bridgeAllocOf(newJob(structs.JobTypeSystem, mockTask("web", nil)))
+	prevAlloc.Job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: "bridge"}}
+	prev = h.runner(prevAlloc, withFake)
+	go prev.Run()
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	require.Equal(t, structs.AllocClientStatusRunning, prev.Alloc().ClientStatus)
+
+	job := newJob(structs.JobTypeSystem, mockTask("web", config))
+	job.Version = 2
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: "bridge"}}
+	alloc := bridgeAllocOf(job)
+	alloc.PreviousAllocation = prevAlloc.ID
+	rec = &recordingPrev{inner: LocalPrevAlloc(prev)}
+	ar = h.runner(alloc, withFake, func(c *Config) { c.PrevAlloc = rec })
+	return prev, ar, rec
+}
+
+// TestNetworkBuiltBeforePreviousStops: a replacement's namespace is built
+// during prepare, while the previous allocation still runs, so that the
+// previous allocation's stop and the replacement's start are all the
+// node's dark time; the previous allocation's namespace goes once its
+// task is dead.
+func TestNetworkBuiltBeforePreviousStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		fake := &fakeNetwork{}
+		prev, ar, rec := bridgeReplacement(t, h, fake, map[string]any{"prepare_for": "2s"})
+		var setupsAtStop int
+		var teardownsAtStop []string
+		rec.onStop = func() {
+			fake.mu.Lock()
+			setupsAtStop, teardownsAtStop = len(fake.setups), append([]string(nil), fake.teardowns...)
+			fake.mu.Unlock()
+		}
+		// assert, not require: a runner left running would hold the bubble.
+		go ar.Run()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Empty(t, rec.Calls(), "mid-prepare")
+		fake.mu.Lock()
+		assert.Len(t, fake.setups, 2, "the replacement's namespace exists mid-prepare")
+		fake.mu.Unlock()
+
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"stop", "waited"}, rec.Calls())
+		assert.Equal(t, 2, setupsAtStop, "built before the previous allocation was stopped")
+		assert.Empty(t, teardownsAtStop, "the previous namespace stays until its task is dead")
+		assert.Equal(t, []string{prev.id}, fake.teardowns, "the previous allocation's namespace went")
+		assert.Equal(t, taskrunner.StateRunning, taskState(t, ar, "web").State)
+		assert.Equal(t, "172.26.64.9", ar.Alloc().NetworkStatus.Address)
+		ar.Destroy()
+		prev.Destroy()
+		assert.Equal(t, []string{prev.id, ar.id}, fake.teardowns)
+	})
+}
+
+// TestNetworkBuiltThenPrepareFails: a replacement whose prepare fails
+// never stops the previous allocation and removes the namespace it built.
+func TestNetworkBuiltThenPrepareFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		fake := &fakeNetwork{}
+		prev, ar, rec := bridgeReplacement(t, h, fake, map[string]any{"prepare_for": "1s", "prepare_error": "manifest unknown"})
+		defer prev.Destroy()
+		defer ar.Destroy()
+		go ar.Run()
+		<-ar.WaitCh()
+		require.Equal(t, structs.AllocClientStatusFailed, ar.Alloc().ClientStatus)
+		require.Empty(t, rec.Calls(), "the previous allocation was never asked to stop")
+		require.Equal(t, structs.AllocClientStatusRunning, prev.Alloc().ClientStatus)
+		require.Len(t, fake.setups, 2)
+		require.Equal(t, []string{ar.id}, fake.teardowns, "only the failed replacement's namespace went")
+	})
 }

@@ -133,13 +133,16 @@ func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher, t
 	)
 }
 
-// addNetworkHook puts the network hook after the prepare and data
-// migration hooks (the previous allocation has stopped by then) and
-// before the shutdown delay: the namespace exists before any task starts
-// and goes only after every task is dead.
+// addNetworkHook puts the network hook before the prepare hook: the
+// namespace (pause container, CNI ADD, port mappings) is built while the
+// previous allocation still serves, so the node's dark time is its stop
+// and the tasks' start only. The portmap plugin appends a new
+// allocation's rules after the previous one's, so a static port keeps
+// reaching the previous allocation until its namespace goes. The
+// namespace goes only after every task is dead (Postrun).
 func (ar *AllocRunner) addNetworkHook(h *networkHook) {
 	for i, hook := range ar.hooks {
-		if _, ok := hook.(*shutdownDelayHook); ok {
+		if _, ok := hook.(*prepareHook); ok {
 			ar.hooks = append(ar.hooks[:i], append([]RunnerHook{h}, ar.hooks[i:]...)...)
 			return
 		}
