@@ -3,13 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,88 +76,6 @@ var functionsIPNetRun = corpusRun{
 		require.Equal(t, []string{"nameserver 10.20.0.2"}, resolvLines(rep.Files["/etc/resolv.conf"]),
 			"dns servers = [cidrhost(var.vpc_cidr, 2)]")
 	},
-}
-
-// networkBridgeRun: the group runs in a namespace of its own on the
-// node's bridge, with the group's hostname (interpolated: whoami-0) and
-// resolv.conf (dns servers, searches, options); its dynamic port "http"
-// answers from the host on its host port and on 8080 (to) at the
-// allocation's address; static "admin" is mapped from host port 9901 to
-// 9901 inside. traefik/whoami is not here: the probe image's web server
-// (which listens on 8080 unless $PORT says otherwise, answers "version
-// corpus", and ignores the file's arguments, which it reports) runs in its place.
-//
-// Not checked: admin's host_network = "private". It is a defect: Drover
-// ignores a port's host_network (the client's host_network blocks are
-// Nomad-only keys it does not act on; the scheduler places the port on any
-// node and maps it on the node's address), where Nomad places it only on a
-// node with that host network and maps it on that network's address.
-var networkBridgeRun = corpusRun{
-	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		task := corpusTask(t, job, "whoami", "whoami")
-		task.Config["image"] = cc.image
-		task.Env = map[string]string{"PROBE_REPORT": "1", "PROBE_SHOW": "/etc/resolv.conf"}
-	},
-	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
-		requireBridge(t)
-		stub := cc.waitAllocs(t, "whoami", 1, "running", nil)[0]
-		a := cc.bridgeAlloc(t, stub.ID)
-		allocIP := a.NetworkStatus.Address
-		rep := cc.reportOf(t, a.ID, "whoami", nil)
-		require.Equal(t, []string{"--port", "8080"}, rep.Args)
-		require.Equal(t, "whoami-0", rep.Hostname, `hostname = "whoami-${NOMAD_ALLOC_INDEX}"`)
-		resolv := resolvLines(rep.Files["/etc/resolv.conf"])
-		require.ElementsMatch(t, []string{"nameserver 10.0.0.2", "nameserver 1.1.1.1", "search service.consul", "options ndots:2"}, resolv)
-		require.Less(t, slices.Index(resolv, "nameserver 10.0.0.2"), slices.Index(resolv, "nameserver 1.1.1.1"), "the servers in the file's order")
-		require.True(t, cc.inspect(t, a.ID, "whoami").HostConfig.NetworkMode.IsContainer(), "the task joins the allocation's pause container")
-
-		ports := map[string]api.PortMapping{}
-		for _, p := range a.AllocatedResources.Shared.Ports {
-			ports[p.Label] = p
-		}
-		http, admin := ports["http"], ports["admin"]
-		lo := corpusPortBase + 200*nodeIndex(t, a.NodeName)
-		require.True(t, http.Value >= lo && http.Value <= lo+99, "dynamic port %d in %s's range", http.Value, a.NodeName)
-		require.Equal(t, 8080, http.To)
-		require.Equal(t, 9901, admin.Value)
-		require.Equal(t, 9901, admin.To)
-		require.Equal(t, "8080", rep.Env["NOMAD_PORT_http"])
-		require.Equal(t, fmt.Sprint(http.Value), rep.Env["NOMAD_HOST_PORT_http"])
-		require.Equal(t, allocIP, rep.Env["NOMAD_ALLOC_IP_http"])
-
-		hostIP := http.HostIP
-		if hostIP == "" {
-			node, _, err := cc.c.Nodes().Info(a.NodeID, nil)
-			require.NoError(t, err)
-			hostIP = node.Attributes["unique.network.ip-address"]
-		}
-		require.NotEmpty(t, hostIP)
-		for _, url := range []string{
-			fmt.Sprintf("http://%s/", net.JoinHostPort(hostIP, fmt.Sprint(http.Value))), // the host port
-			fmt.Sprintf("http://%s/", net.JoinHostPort(allocIP, "8080")),                // to, inside
-		} {
-			require.Eventually(t, func() bool {
-				body, err := httpBody(url)
-				return err == nil && body == "version corpus\n" // the probe image's VERSION
-			}, 30*time.Second, 200*time.Millisecond, "GET %s answers from the task", url)
-		}
-		// Nothing listens on admin's 9901 inside (the file's program would):
-		// its mapping is the portmap plugin's rule.
-		dnat := regexp.MustCompile(`--dport 9901 .*-j DNAT --to-destination ` + regexp.QuoteMeta(allocIP) + `:9901\b`)
-		require.Regexp(t, dnat, iptablesRules(t), "host port 9901 maps to 9901 in the namespace")
-	},
-}
-
-// nodeIndex is the index of the corpus node name (its dynamic port range).
-func nodeIndex(t *testing.T, name string) int {
-	t.Helper()
-	for i, n := range corpusNodes {
-		if n.name == name {
-			return i
-		}
-	}
-	t.Fatalf("no corpus node %s", name)
-	return -1
 }
 
 // volumesHostRun: the job is placed on the one node offering both host

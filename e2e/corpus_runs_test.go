@@ -269,7 +269,6 @@ var corpusRuns = map[string]corpusRun{
 	},
 	"lifecycle":               lifecycleRun,
 	"locals":                  localsRun,
-	"network-bridge":          networkBridgeRun,
 	"parameterized-transcode": transcodeRun,
 	"periodic-cron":           periodicCronRun,
 	"reverse": {

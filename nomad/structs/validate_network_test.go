@@ -35,3 +35,47 @@ func TestValidate_NetworkModesAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestValidate_HostNetworkRefused: a port naming a host network other than
+// the default is refused naming the group, the port and why; "" and
+// "default" (the node's default address) validate.
+func TestValidate_HostNetworkRefused(t *testing.T) {
+	const why = "host networks are not supported by Drover yet: the port would be placed on any node and mapped on its default address"
+	cases := []struct {
+		name   string
+		mutate func(j *Job)
+		want   []string // problems; nil: the job validates
+	}{
+		{"unset", func(j *Job) {}, nil},
+		{"default", func(j *Job) {
+			j.TaskGroups[0].Networks[0].ReservedPorts[0].HostNetwork = "default"
+			j.TaskGroups[0].Networks[0].DynamicPorts[0].HostNetwork = "default"
+		}, nil},
+		{"static group port", func(j *Job) {
+			j.TaskGroups[0].Networks[0].ReservedPorts[0].HostNetwork = "private"
+		}, []string{`Task group "web" validation failed: network: port "admin": host_network = "private": ` + why}},
+		{"dynamic group port in bridge mode", func(j *Job) {
+			j.TaskGroups[0].Networks[0].Mode = "bridge"
+			j.TaskGroups[0].Networks[0].DynamicPorts[0].HostNetwork = "public"
+		}, []string{`Task group "web" validation failed: network: port "http": host_network = "public": ` + why}},
+		{"task port", func(j *Job) {
+			j.TaskGroups[0].Tasks[0].Resources.Networks = []*NetworkResource{{
+				ReservedPorts: []Port{{Label: "legacy", Value: 7000, HostNetwork: "private"}},
+			}}
+		}, []string{`Task group "web" validation failed: task "server": resources: network: port "legacy": host_network = "private": ` + why}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			tc.mutate(j)
+			err := j.Validate()
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, tc.want, ve.Problems)
+		})
+	}
+}

@@ -32,6 +32,23 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 			undoneBridgeOnly(p, tg, n)
 			undoneOwnNetworkMode(p, tg, n)
 		}
+		undoneHostNetworks(p, "network: ", n)
+	}
+}
+
+// undoneHostNetworks refuses each port of n whose host_network names a
+// network other than the node's default address: the scheduler does not
+// yet place such a port on a node with that network, nor map it there.
+func undoneHostNetworks(p *problems, prefix string, n *NetworkResource) {
+	if n == nil {
+		return
+	}
+	for _, ports := range [][]Port{n.ReservedPorts, n.DynamicPorts} {
+		for _, port := range ports {
+			if port.HostNetwork != "" && port.HostNetwork != "default" {
+				p.addf("%sport %q: host_network = %q: host networks are not supported by Drover yet: the port would be placed on any node and mapped on its default address", prefix, port.Label, port.HostNetwork)
+			}
+		}
 	}
 }
 
@@ -86,6 +103,7 @@ func (t *Task) undoneTask(p *problems) {
 	if t.Resources != nil {
 		for _, n := range t.Resources.Networks {
 			undoneNetwork(p, "resources: network: ", n, hostNetworkModes)
+			undoneHostNetworks(p, "resources: network: ", n)
 		}
 	}
 }
