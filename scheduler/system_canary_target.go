@@ -100,7 +100,7 @@ func chooseCanaryNodes(t canaryTarget, candidates, live []*structs.Node, n int) 
 		}
 	}
 	if t.spread == "" {
-		out := make([]string, 0, min(n, len(allowed)))
+		var out []string
 		for _, node := range allowed[:min(n, len(allowed))] {
 			out = append(out, node.ID)
 		}
