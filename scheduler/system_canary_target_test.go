@@ -96,7 +96,7 @@ func TestChooseCanaryNodes(t *testing.T) {
 			meta: map[string]string{structs.MetaCanarySpread: "${meta.zone}"}, n: 4, want: []string{"a1", "a3", "b1", "b2"}},
 		{name: "selector and spread together",
 			meta: map[string]string{structs.MetaCanarySelector: "${meta.zone} is_set", structs.MetaCanarySpread: "${meta.zone}"},
-			n: 3, want: []string{"a1", "a3", "b1"}},
+			n:    3, want: []string{"a1", "a3", "b1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := chooseCanaryNodes(targetOf(c.meta), nodes, pick(c.live...), c.n)
@@ -209,17 +209,17 @@ func TestRollout_CanaryTargeting(t *testing.T) {
 		nodes []string // tg1's destructive updates, "*" for canaries
 	}{
 		{
-			name: "count with spread: one canary per datacenter",
-			u:    update(2, 0),
-			meta: map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySpread: "${node.datacenter}"},
-			tg1:  "place=0 destructive=2 canary=2 inplace=0 deferred=4 stop=0 | total=6 placed=2 canaries=2/2",
+			name:  "count with spread: one canary per datacenter",
+			u:     update(2, 0),
+			meta:  map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySpread: "${node.datacenter}"},
+			tg1:   "place=0 destructive=2 canary=2 inplace=0 deferred=4 stop=0 | total=6 placed=2 canaries=2/2",
 			nodes: []string{"n00*", "n03*"},
 		},
 		{
-			name: "count beyond max_parallel: canaries start max_parallel at a time",
-			u:    update(1, 0),
-			meta: map[string]string{structs.MetaCanaryCount: "3", structs.MetaCanarySpread: "${node.datacenter}"},
-			tg1:  "place=0 destructive=1 canary=1 inplace=0 deferred=5 stop=0 | total=6 placed=1 canaries=1/3",
+			name:  "count beyond max_parallel: canaries start max_parallel at a time",
+			u:     update(1, 0),
+			meta:  map[string]string{structs.MetaCanaryCount: "3", structs.MetaCanarySpread: "${node.datacenter}"},
+			tg1:   "place=0 destructive=1 canary=1 inplace=0 deferred=5 stop=0 | total=6 placed=1 canaries=1/3",
 			nodes: []string{"n00*"},
 		},
 		{
@@ -234,17 +234,17 @@ func TestRollout_CanaryTargeting(t *testing.T) {
 			nodes: []string{"n03*"},
 		},
 		{
-			name: "count wins over the percentage; selector keeps canaries in dc2",
-			u:    update(4, 100),
-			meta: map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySelector: "${node.datacenter} = dc2"},
-			tg1:  "place=0 destructive=2 canary=2 inplace=0 deferred=4 stop=0 | total=6 placed=2 canaries=2/2",
+			name:  "count wins over the percentage; selector keeps canaries in dc2",
+			u:     update(4, 100),
+			meta:  map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySelector: "${node.datacenter} = dc2"},
+			tg1:   "place=0 destructive=2 canary=2 inplace=0 deferred=4 stop=0 | total=6 placed=2 canaries=2/2",
 			nodes: []string{"n03*", "n04*"},
 		},
 		{
-			name: "selector matching no node: one canary wanted, none placed, nothing else moves",
-			u:    update(4, 0),
-			meta: map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySelector: "${node.datacenter} = dc9"},
-			tg1:  "place=0 destructive=0 canary=0 inplace=0 deferred=6 stop=0 | total=6 placed=0 canaries=0/1",
+			name:  "selector matching no node: one canary wanted, none placed, nothing else moves",
+			u:     update(4, 0),
+			meta:  map[string]string{structs.MetaCanaryCount: "2", structs.MetaCanarySelector: "${node.datacenter} = dc9"},
+			tg1:   "place=0 destructive=0 canary=0 inplace=0 deferred=6 stop=0 | total=6 placed=0 canaries=0/1",
 			nodes: []string{},
 		},
 		{

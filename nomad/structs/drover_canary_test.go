@@ -82,7 +82,7 @@ func TestValidate_CanaryTargeting(t *testing.T) {
 		{name: "bad selector", meta: map[string]string{MetaCanarySelector: "dc1"}, problem: `meta "drover.canary_selector": must be "<attribute> <operator> <value>"`},
 		{name: "bad spread", meta: map[string]string{MetaCanarySpread: "datacenter"}, problem: `meta "drover.canary_spread": must be a node attribute reference`},
 		{name: "service job", meta: map[string]string{MetaCanaryCount: "1"},
-			mutate: func(j *Job) { j.Type = JobTypeService; j.TaskGroups[0].Update.Canary = 0 },
+			mutate:  func(j *Job) { j.Type = JobTypeService; j.TaskGroups[0].Update.Canary = 0 },
 			problem: `meta "drover.canary_count": only system jobs support canary targeting (this is a service job`},
 		{name: "sysbatch job", meta: map[string]string{MetaCanarySpread: "${node.datacenter}"},
 			mutate: func(j *Job) {
