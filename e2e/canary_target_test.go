@@ -16,7 +16,7 @@ const canaryTargetJobHCL = `
 variable "version" {
   type = string
 }
-job "spread" {
+job "web" {
   type        = "system"
   datacenters = ["dc1", "dc2"]
   update {
@@ -66,39 +66,22 @@ func TestSystemCanaryTargeting(t *testing.T) {
 		dcOf[n.ID] = n.Datacenter
 	}
 	jobFile := writeJobFile(t, canaryTargetJobHCL)
-	live := func() map[uint64]int {
-		allocs, _, err := c.Jobs().Allocations("spread", false, nil)
-		require.NoError(t, err)
-		out := map[uint64]int{}
-		for _, a := range allocs {
-			if a.DesiredStatus == "run" && (a.ClientStatus == "running" || a.ClientStatus == "pending") {
-				out[a.JobVersion]++
-			}
-		}
-		return out
-	}
-	latest := func() *api.Deployment {
-		d, _, err := c.Jobs().LatestDeployment("spread", nil)
-		require.NoError(t, err)
-		return d
-	}
-
 	code, out := drover(t, srv.httpAddr(), "job", "run", "-var", "version=0", jobFile)
 	require.Equal(t, 0, code, out)
-	require.Equal(t, map[uint64]int{0: 4}, live(), "version 0 gets no canaries")
+	require.Equal(t, map[uint64]int{0: 4}, liveVersions(t, c), "version 0 gets no canaries")
 
 	code, out = drover(t, srv.httpAddr(), "job", "run", "-detach", "-var", "version=1", jobFile)
 	require.Equal(t, 0, code, out)
 	var d *api.Deployment
 	require.Eventually(t, func() bool {
-		d = latest()
+		d = latestDeployment(t, c)
 		return d != nil && d.JobVersion == 1 && d.TaskGroups["web"].HealthyAllocs == 2
 	}, 20*time.Second, 100*time.Millisecond, "two healthy canaries (last: %+v)", d)
 	st := d.TaskGroups["web"]
 	require.Equal(t, 2, st.DesiredCanaries, "drover.canary_count")
 	require.Len(t, st.PlacedCanaries, 2)
 	require.Equal(t, "Deployment is running but requires manual promotion", d.StatusDescription)
-	require.Equal(t, map[uint64]int{0: 2, 1: 2}, live(), "only the canaries run version 1")
+	require.Equal(t, map[uint64]int{0: 2, 1: 2}, liveVersions(t, c), "only the canaries run version 1")
 	canaryDCs := map[string]int{}
 	for _, id := range st.PlacedCanaries {
 		a, _, err := c.Allocations().Info(id, nil)
@@ -119,8 +102,8 @@ func TestSystemCanaryTargeting(t *testing.T) {
 	code, out = drover(t, srv.httpAddr(), "deployment", "promote", d.ID)
 	require.Equal(t, 0, code, out)
 	require.Eventually(t, func() bool {
-		d = latest()
+		d = latestDeployment(t, c)
 		return d.ID != "" && d.JobVersion == 1 && d.Status == "successful"
 	}, 20*time.Second, 100*time.Millisecond, "promotion finishes the rollout (last: %+v)", d)
-	require.Equal(t, map[uint64]int{1: 4}, live(), "every node runs version 1")
+	require.Equal(t, map[uint64]int{1: 4}, liveVersions(t, c), "every node runs version 1")
 }
