@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -291,4 +292,88 @@ func TestRollout_CanaryTargeting(t *testing.T) {
 			require.Equal(t, c.nodes, got)
 		})
 	}
+}
+
+// TestRollout_CanaryTargetingSimulation walks a rollout through the real
+// scheduler: six nodes, n00..n02 in dc1 and n03..n05 in dc2; version 1
+// asks for three canaries spread over datacenters with max_parallel 1:
+// n00 (dc1), then n03 (dc2), then n01 (dc1 again, the first in order of
+// the tied values); a node joining dc2 meanwhile gets nothing; promotion
+// rolls the rest in waves of one, the joiner included.
+func TestRollout_CanaryTargetingSimulation(t *testing.T) {
+	s := newRolloutSim(t, 0)
+	for i := range 6 {
+		n := testNode(nodeName(i))
+		if i >= 3 {
+			n.Datacenter = "dc2"
+		}
+		s.h.state.upsertNode(n)
+	}
+	var out strings.Builder
+	step := func(title, text string) { fmt.Fprintf(&out, "%s\n  %s\n", title, text) }
+
+	v0 := testJob("web")
+	v0.Datacenters = []string{"dc1", "dc2"}
+	v0.TaskGroups[0].Update = update(1, 0)
+	s.register(v0)
+	s.markHealth(nil, true, false)
+	require.True(t, s.succeedIfComplete(), "version 0 is placed everywhere at once")
+
+	v1 := nextVersion(v0, func(tg *structs.TaskGroup) {
+		destructiveChange(tg)
+		tg.Meta = map[string]string{structs.MetaCanaryCount: "3", structs.MetaCanarySpread: "${node.datacenter}"}
+	})
+	before := len(s.h.plans)
+	eval := s.register(v1)
+	step("register v1", s.describePlan(eval, before)+"\n  "+s.describeDeployment())
+	s.markHealth(nil, true, false)
+	step("first canary healthy", s.evaluate())
+	n06 := testNode(nodeName(6))
+	n06.Datacenter = "dc2"
+	s.h.state.upsertNode(n06)
+	step("n06 joins dc2", s.evaluate())
+	s.markHealth(nil, true, false)
+	step("second canary healthy", s.evaluate())
+	s.markHealth(nil, true, false)
+	step("third canary healthy", s.evaluate())
+	s.promote()
+	step("promote", s.evaluate())
+	for range 3 {
+		s.markHealth(nil, true, false)
+		step("wave healthy", s.evaluate())
+	}
+	s.markHealth(nil, true, false)
+	step("last wave healthy", fmt.Sprintf("complete %v", s.succeedIfComplete())+"\n  "+s.describeDeployment())
+	want := `register v1
+  canary n00
+  deployment #1 v1 running "Deployment is running but requires manual promotion": total 6 placed 1 healthy 0 canaries 1/3 promoted false
+first canary healthy
+  canary n03
+  deployment #1 v1 running "Deployment is running but requires manual promotion": total 6 placed 2 healthy 1 canaries 2/3 promoted false
+n06 joins dc2
+  plan changes no allocation
+  deployment #1 v1 running "Deployment is running but requires manual promotion": total 7 placed 2 healthy 1 canaries 2/3 promoted false
+second canary healthy
+  canary n01
+  deployment #1 v1 running "Deployment is running but requires manual promotion": total 7 placed 3 healthy 2 canaries 3/3 promoted false
+third canary healthy
+  no plan
+  deployment #1 v1 running "Deployment is running but requires manual promotion": total 7 placed 3 healthy 3 canaries 3/3 promoted false
+promote
+  place n06; replace n02
+  deployment #1 v1 running "Deployment is running": total 7 placed 5 healthy 3 canaries 3/3 promoted true
+wave healthy
+  replace n04
+  deployment #1 v1 running "Deployment is running": total 7 placed 6 healthy 5 canaries 3/3 promoted true
+wave healthy
+  replace n05
+  deployment #1 v1 running "Deployment is running": total 7 placed 7 healthy 6 canaries 3/3 promoted true
+wave healthy
+  no plan
+  deployment #1 v1 running "Deployment is running": total 7 placed 7 healthy 7 canaries 3/3 promoted true
+last wave healthy
+  complete true
+  deployment #1 v1 successful "Deployment completed successfully": total 7 placed 7 healthy 7 canaries 3/3 promoted true
+`
+	require.Equal(t, want, out.String())
 }
