@@ -47,8 +47,12 @@ func init() {
 // change nothing: it is for system jobs only, needs a deployment (update
 // max_parallel > 0) and, for the selector and spread, canaries.
 func canaryKeyNeeds(tg *TaskGroup, jobType string, needsCanaries bool) []string {
-	if jobType != JobTypeSystem {
-		return []string{fmt.Sprintf("only system jobs support canary targeting (this is a %s job; its canaries are a count in update { canary })", jobType)}
+	switch jobType {
+	case JobTypeSystem:
+	case JobTypeService:
+		return []string{"only system jobs support canary targeting (this is a service job; its canaries are a count in update { canary })"}
+	default:
+		return []string{fmt.Sprintf("only system jobs support canary targeting (this is a %s job)", jobType)}
 	}
 	if !tg.UsesDeployment() {
 		return []string{"canaries need a deployment: set update { max_parallel } above 0"}
