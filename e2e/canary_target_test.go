@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,12 @@ func TestSystemCanaryTargeting(t *testing.T) {
 		dcOf[n.ID] = n.Datacenter
 	}
 	jobFile := writeJobFile(t, canaryTargetJobHCL)
-	code, out := drover(t, srv.httpAddr(), "job", "run", "-var", "version=0", jobFile)
+	bad := writeJobFile(t, strings.Replace(canaryTargetJobHCL, `"drover.canary_count"  = "2"`, `"drover.canary_count"  = "two"`, 1))
+	code, out := drover(t, srv.httpAddr(), "job", "run", "-var", "version=0", bad)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, `meta "drover.canary_count": must be a positive integer, got "two"`)
+
+	code, out = drover(t, srv.httpAddr(), "job", "run", "-var", "version=0", jobFile)
 	require.Equal(t, 0, code, out)
 	require.Equal(t, map[uint64]int{0: 4}, liveVersions(t, c), "version 0 gets no canaries")
 
