@@ -195,7 +195,9 @@ func (r *systemReconciler) staggerHolds(g *SystemGroupResult, p groupProgress) (
 // Invariants: while canarying, the version reaches no node but canary
 // nodes: fresh placements (nodes that joined), other destructive updates,
 // retries of non-canaries and in-place updates wait for promotion. Live
-// canaries + new canaries ≤ DesiredCanaries ≤ max_parallel.
+// canaries + new canaries ≤ DesiredCanaries ≤ max_parallel, except that a
+// drover.canary_count may exceed max_parallel (canaries then start
+// max_parallel at a time, within the budget).
 func (r *systemReconciler) gateCanaries(g *SystemGroupResult, st *structs.DeploymentState, p groupProgress) time.Time {
 	var followup time.Time
 	n := min(st.DesiredCanaries-p.liveCanaries, budget(g, p))
