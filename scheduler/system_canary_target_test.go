@@ -377,3 +377,70 @@ last wave healthy
 `
 	require.Equal(t, want, out.String())
 }
+
+// TestRollout_CanaryTargetingProperties runs the reconciler on rollouts in
+// any state (genRolloutInput) with targeting added: the decision is
+// deterministic, canaries are placed only on nodes the selector allows,
+// never more than DesiredCanaries, and a fixed count bounds
+// DesiredCanaries (beyond the canaries already live).
+func TestRollout_CanaryTargetingProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genRolloutInput(t)
+		job := in.Job.Copy()
+		meta := map[string]string{}
+		count := rapid.IntRange(0, 4).Draw(t, "count")
+		if count > 0 {
+			meta[structs.MetaCanaryCount] = fmt.Sprint(count)
+		}
+		selector := rapid.Bool().Draw(t, "selector")
+		if selector {
+			meta[structs.MetaCanarySelector] = "${meta.zone} = z1"
+		}
+		if rapid.Bool().Draw(t, "spread") {
+			meta[structs.MetaCanarySpread] = "${meta.zone}"
+		}
+		job.TaskGroups[0].Meta = meta
+		in.Job = job
+		for _, n := range in.Nodes {
+			if z := rapid.SampledFrom([]string{"", "z1", "z2"}).Draw(t, "zone"); z != "" {
+				n.Meta = map[string]string{"zone": z}
+			}
+		}
+		zone := map[string]string{}
+		for _, n := range in.Nodes {
+			zone[n.ID] = n.Meta["zone"]
+		}
+		res := ReconcileSystem(in)
+		again := ReconcileSystem(in)
+		g, g2 := groupNamed(res, "web"), groupNamed(again, "web")
+		require.Equal(t, nodesOf(g.Place), nodesOf(g2.Place), "deterministic")
+		require.Equal(t, nodesOf(g.DestructiveUpdate), nodesOf(g2.DestructiveUpdate), "deterministic")
+		placed := 0
+		for _, pl := range append(append([]SystemPlacement(nil), g.Place...), g.DestructiveUpdate...) {
+			if !pl.Canary {
+				continue
+			}
+			placed++
+			if selector && zone[pl.Node.ID] != "z1" {
+				t.Fatalf("canary on %s (zone %q) outside the selector", pl.Node.ID, zone[pl.Node.ID])
+			}
+		}
+		if res.Deployment == nil || res.Deployment.TaskGroups["web"] == nil {
+			require.Zero(t, placed, "canaries without a deployment")
+			return
+		}
+		st := res.Deployment.TaskGroups["web"]
+		if placed > st.DesiredCanaries {
+			t.Fatalf("%d canaries placed, %d desired", placed, st.DesiredCanaries)
+		}
+		live := 0
+		for _, a := range in.Allocs {
+			if a.DeploymentID == res.Deployment.ID && a.DeploymentID != "" && isCanary(a) && !a.Terminal() {
+				live++
+			}
+		}
+		if count > 0 && !st.Promoted && st.DesiredCanaries > max(count, live) {
+			t.Fatalf("DesiredCanaries %d above count %d (%d live)", st.DesiredCanaries, count, live)
+		}
+	})
+}
