@@ -178,9 +178,10 @@ func deploymentStatus(m *Meta, args []string) int {
 		}
 		return 0
 	}
-	out := formatDeployment(d, verbose)
+	mon := newMonitor(m, c, verbose)
+	out := formatDeployment(d, verbose) + mon.canariesSection(d)
 	if verbose {
-		out += newMonitor(m, c, verbose).deploymentAllocsSection(d.ID)
+		out += mon.deploymentAllocsSection(d.ID)
 	}
 	m.outf("%s", out)
 	return 0

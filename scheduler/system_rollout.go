@@ -28,9 +28,11 @@ import (
 // groupProgress is what the allocations of deployment d say about one
 // group.
 type groupProgress struct {
-	inFlight     int   // live allocations of d kept and not healthy
-	liveCanaries int   // live canaries of d kept
-	lastWave     int64 // newest CreateTime of an allocation of d (unix ns), or 0
+	inFlight     int // live allocations of d kept and not healthy
+	liveCanaries int // live canaries of d kept
+	// liveCanaryNodes are the nodes of those live canaries.
+	liveCanaryNodes []string
+	lastWave        int64 // newest CreateTime of an allocation of d (unix ns), or 0
 	// canaryIDs are the group's PlacedCanaries: the stored list without
 	// IDs of unknown allocations (a partly rejected plan may have listed
 	// them), then canaries of d the list missed, oldest first.
@@ -129,6 +131,7 @@ func progressOf(g *SystemGroupResult, d *structs.Deployment, st *structs.Deploym
 		}
 		if listed[a.ID] || isCanary(a) {
 			p.liveCanaries++
+			p.liveCanaryNodes = append(p.liveCanaryNodes, a.NodeID)
 		}
 	}
 	return p
@@ -142,7 +145,8 @@ func isCanary(a *structs.Allocation) bool {
 // canary percentage of the feasible nodes that need a destructive update
 // (those running a canary or retrying a failed one included, so the number
 // holds while canaries are placed), rounded up, capped by max_parallel, and
-// never below the canaries already running.
+// never below the canaries already running; drover.canary_count and
+// drover.canary_selector change the number (desiredCanaryCount).
 //
 // Assumptions: job version 0 has nothing to compare against, so it gets no
 // canaries, nor does a rollout back to a stable spec (RevertsToStable). The percentage is validated to 0..100 when the job is
@@ -151,7 +155,8 @@ func isCanary(a *structs.Allocation) bool {
 func (r *systemReconciler) desiredCanaries(g *SystemGroupResult, p groupProgress) int {
 	u := g.Group.Update
 	pct := min(max(u.Canary, 0), 100)
-	if pct == 0 || r.job.Version == 0 || r.in.RevertsToStable {
+	t := canaryTargetOf(g.Group)
+	if (pct == 0 && t.count == 0) || r.job.Version == 0 || r.in.RevertsToStable {
 		return p.liveCanaries
 	}
 	nodes := len(g.DestructiveUpdate) + p.liveCanaries
@@ -160,7 +165,7 @@ func (r *systemReconciler) desiredCanaries(g *SystemGroupResult, p groupProgress
 			nodes++
 		}
 	}
-	want := min((pct*nodes+99)/100, g.waveSize())
+	want := desiredCanaryCount(t, pct, nodes, r.canaryEligible(g, p, t), g.waveSize())
 	return max(want, p.liveCanaries)
 }
 
@@ -191,7 +196,9 @@ func (r *systemReconciler) staggerHolds(g *SystemGroupResult, p groupProgress) (
 // Invariants: while canarying, the version reaches no node but canary
 // nodes: fresh placements (nodes that joined), other destructive updates,
 // retries of non-canaries and in-place updates wait for promotion. Live
-// canaries + new canaries ≤ DesiredCanaries ≤ max_parallel.
+// canaries + new canaries ≤ DesiredCanaries ≤ max_parallel, except that a
+// drover.canary_count may exceed max_parallel (canaries then start
+// max_parallel at a time, within the budget).
 func (r *systemReconciler) gateCanaries(g *SystemGroupResult, st *structs.DeploymentState, p groupProgress) time.Time {
 	var followup time.Time
 	n := min(st.DesiredCanaries-p.liveCanaries, budget(g, p))
@@ -213,7 +220,9 @@ func (r *systemReconciler) gateCanaries(g *SystemGroupResult, st *structs.Deploy
 
 // pickCanaries chooses up to n canary nodes: nodes retrying a failed
 // canary, then nodes needing a destructive update that ran a canary of the
-// group before (in any deployment), then the others, each in node ID order.
+// group before (in any deployment), then the others, each in node ID order;
+// the group's selector and spread then choose among them
+// (chooseCanaryNodes).
 //
 // Assumptions: operators watch the nodes that canaried the last version;
 // reusing them keeps the blast radius on the same machines.
@@ -222,25 +231,23 @@ func (r *systemReconciler) pickCanaries(g *SystemGroupResult, p groupProgress, n
 	if n <= 0 {
 		return chosen
 	}
-	var candidates []string
+	var candidates []*structs.Node
 	for _, pl := range g.Place {
 		if p.retries[pl.Node.ID] {
-			candidates = append(candidates, pl.Node.ID)
+			candidates = append(candidates, pl.Node)
 		}
 	}
 	before := r.canaryNodes(g.Name)
-	var others []string
+	var others []*structs.Node
 	for _, pl := range g.DestructiveUpdate {
 		if before[pl.Node.ID] {
-			candidates = append(candidates, pl.Node.ID)
+			candidates = append(candidates, pl.Node)
 		} else {
-			others = append(others, pl.Node.ID)
+			others = append(others, pl.Node)
 		}
 	}
-	for _, id := range append(candidates, others...) {
-		if len(chosen) == n {
-			break
-		}
+	t := canaryTargetOf(g.Group)
+	for _, id := range chooseCanaryNodes(t, append(candidates, others...), r.liveCanaryNodes(p, t), n) {
 		chosen[id] = true
 	}
 	return chosen
