@@ -25,6 +25,7 @@ var structsOnlyFields = map[string]bool{
 	"Allocation.DisconnectedAt":        true, // server-side: when a plan marked it unknown or lost
 	"Job.PayloadEncoding":              true, // JobToAPI decodes Payload
 	"ClientHostVolumeConfig.Namespace": true, // server-set from the dynamic volume
+	"DeploymentState.SignalsAtResume":  true, // server-side: rollout signal counts at the last resume
 }
 
 // convertedPairs are the top-level types converted by name.
