@@ -215,10 +215,17 @@ var scalingRun = corpusRun{
 		require.Equal(t, int64(20), *p.Max)
 		require.True(t, *p.Enabled)
 		require.Equal(t, "api", p.Target["Group"])
-		_, _, err = cc.c.Jobs().Scale("autoscaled-api", "api", new(21), "beyond max", false, nil, nil)
-		require.Error(t, err, "count 21 is above the policy's max")
-		_, _, err = cc.c.Jobs().Scale("autoscaled-api", "api", new(3), "within bounds", false, nil, nil)
-		require.NoError(t, err)
+		// A scale waits for the job's running deployment to end.
+		scale := func(n int, why string) error {
+			var err error
+			require.Eventually(t, func() bool {
+				_, _, err = cc.c.Jobs().Scale("autoscaled-api", "api", new(n), why, false, nil, nil)
+				return err == nil || !strings.Contains(err.Error(), "active deployment")
+			}, 60*time.Second, 200*time.Millisecond, "the deployment ends")
+			return err
+		}
+		require.ErrorContains(t, scale(21, "beyond max"), "greater than scaling policy maximum", "count 21 is above the policy's max")
+		require.NoError(t, scale(3, "within bounds"))
 		cc.waitAllocs(t, "autoscaled-api", 3, "running", nil)
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,13 +47,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a TCP port that was free a moment ago on 127.0.0.1.
+// handedPorts are the ports freePort returned in this process: the kernel
+// may hand a just-closed port out again, so two calls could otherwise give
+// one agent the same port twice.
+var handedPorts sync.Map
+
+// freePort returns a TCP port that was free a moment ago on 127.0.0.1 and
+// that it has not returned before.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if _, seen := handedPorts.LoadOrStore(port, true); !seen {
+			return port
+		}
+	}
 }
 
 // agentProc is one drover agent process.
