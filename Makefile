@@ -64,8 +64,8 @@ cni-deps:
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.
 fuzz:
-	$(GO) test ./jobspec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
-	$(GO) test ./command/agent -run '^$$' -fuzz '^FuzzJobRegisterDecode$$' -fuzztime 20s
+	$(GO) test ./jobspec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s -fuzzminimizetime 1s
+	$(GO) test ./command/agent -run '^$$' -fuzz '^FuzzJobRegisterDecode$$' -fuzztime 20s -fuzzminimizetime 1s
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./nomad ./nomad/state ./nomad/fsm ./scheduler
