@@ -57,13 +57,5 @@ func (h *HTTPServer) allocsList(w http.ResponseWriter, r *http.Request) (any, ui
 }
 
 func (h *HTTPServer) allocGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	a, meta, err := h.srv.AllocGet(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return apiconv.AllocToAPI(a), metaIndex(meta), nil
+	return serveByID(r, h.srv.AllocGet, apiconv.AllocToAPI)
 }

@@ -34,27 +34,11 @@ func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (an
 }
 
 func (h *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	d, meta, err := h.srv.DeploymentGet(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return apiconv.DeploymentToAPI(d), metaIndex(meta), nil
+	return serveByID(r, h.srv.DeploymentGet, apiconv.DeploymentToAPI)
 }
 
 func (h *HTTPServer) deploymentAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	allocs, meta, err := h.srv.DeploymentAllocations(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return allocStubs(allocs), metaIndex(meta), nil
+	return serveByID(r, h.srv.DeploymentAllocations, allocStubs)
 }
 
 func deploymentResponse(reply *nomad.DeploymentUpdateReply) (any, uint64, error) {

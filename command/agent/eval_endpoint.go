@@ -117,13 +117,5 @@ func evalStub(x *structs.Evaluation) *api.EvaluationStub {
 }
 
 func (h *HTTPServer) evalAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	allocs, meta, err := h.srv.EvalAllocations(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return allocStubs(allocs), metaIndex(meta), nil
+	return serveByID(r, h.srv.EvalAllocations, allocStubs)
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,6 +265,28 @@ func queryOptions(r *http.Request) (nomad.QueryOptions, error) {
 
 // metaIndex is the index a handler returns for the server's meta (its
 // index 0 is reported as 0, not as the store's latest).
+// readByID is a read of the object the path's {id} names, with the
+// request's query options; the index is the one the server reported,
+// also on an error.
+func readByID[T any](r *http.Request, read func(context.Context, nomad.QueryOptions, string) (T, nomad.QueryMeta, error)) (T, uint64, error) {
+	var zero T
+	opts, err := queryOptions(r)
+	if err != nil {
+		return zero, 0, err
+	}
+	out, meta, err := read(r.Context(), opts, r.PathValue("id"))
+	return out, metaIndex(meta), err
+}
+
+// serveByID answers with conv of what readByID reads.
+func serveByID[T, U any](r *http.Request, read func(context.Context, nomad.QueryOptions, string) (T, nomad.QueryMeta, error), conv func(T) U) (any, uint64, error) {
+	out, index, err := readByID(r, read)
+	if err != nil {
+		return nil, index, err
+	}
+	return conv(out), index, nil
+}
+
 func metaIndex(m nomad.QueryMeta) uint64 {
 	if m.Index == 0 {
 		return reportZeroIndex

@@ -15,7 +15,7 @@ import (
 const checkNowTimeout = time.Minute
 
 func (h *HTTPServer) jobImageUpdates(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	imgs, index, err := readJob(r, h.srv.JobImageUpdates)
+	imgs, index, err := readByID(r, h.srv.JobImageUpdates)
 	if err != nil {
 		return nil, index, err
 	}

@@ -113,19 +113,8 @@ func (h *HTTPServer) jobsList(w http.ResponseWriter, r *http.Request) (any, uint
 	return out, metaIndex(meta), nil
 }
 
-// readJob is a read of the job in the path with the request's options.
-func readJob[T any](r *http.Request, read func(context.Context, nomad.QueryOptions, string) (T, nomad.QueryMeta, error)) (T, uint64, error) {
-	var zero T
-	opts, err := queryOptions(r)
-	if err != nil {
-		return zero, 0, err
-	}
-	out, meta, err := read(r.Context(), opts, r.PathValue("id"))
-	return out, metaIndex(meta), err
-}
-
 func (h *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	job, index, err := readJob(r, h.srv.JobGet)
+	job, index, err := readByID(r, h.srv.JobGet)
 	if err != nil {
 		return nil, index, err
 	}
@@ -133,7 +122,7 @@ func (h *HTTPServer) jobGet(w http.ResponseWriter, r *http.Request) (any, uint64
 }
 
 func (h *HTTPServer) jobSummary(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	sum, index, err := readJob(r, h.srv.JobSummary)
+	sum, index, err := readByID(r, h.srv.JobSummary)
 	if err != nil {
 		return nil, index, err
 	}
@@ -147,7 +136,7 @@ func (h *HTTPServer) jobAllocations(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, 0, err
 	}
-	allocs, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Allocation, nomad.QueryMeta, error) {
+	allocs, index, err := readByID(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Allocation, nomad.QueryMeta, error) {
 		return h.srv.JobAllocations(ctx, opts, id, all)
 	})
 	if err != nil {
@@ -167,7 +156,7 @@ func allocStubs(allocs []*structs.Allocation) []*api.AllocationListStub {
 // jobEvaluations lists the evaluations of the job in the path; an unknown
 // job has none.
 func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	evals, index, err := readJob(r, h.srv.JobEvaluations)
+	evals, index, err := readByID(r, h.srv.JobEvaluations)
 	if err != nil {
 		return nil, index, err
 	}
@@ -181,7 +170,7 @@ func (h *HTTPServer) jobEvaluations(w http.ResponseWriter, r *http.Request) (any
 // jobLatestDeployment answers the newest deployment, or JSON null with 200
 // when there is none (the CLI treats any error as fatal here).
 func (h *HTTPServer) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	d, index, err := readJob(r, h.srv.JobLatestDeployment)
+	d, index, err := readByID(r, h.srv.JobLatestDeployment)
 	if err != nil || d == nil {
 		return nil, index, err
 	}
@@ -193,7 +182,7 @@ func (h *HTTPServer) jobDeployments(w http.ResponseWriter, r *http.Request) (any
 	if err != nil {
 		return nil, 0, err
 	}
-	ds, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Deployment, nomad.QueryMeta, error) {
+	ds, index, err := readByID(r, func(ctx context.Context, opts nomad.QueryOptions, id string) ([]*structs.Deployment, nomad.QueryMeta, error) {
 		return h.srv.JobDeployments(ctx, opts, id, all)
 	})
 	if err != nil {
@@ -234,7 +223,7 @@ func (h *HTTPServer) jobVersions(w http.ResponseWriter, r *http.Request) (any, u
 		}
 		base = &v
 	}
-	reply, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobVersionsReply, nomad.QueryMeta, error) {
+	reply, index, err := readByID(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobVersionsReply, nomad.QueryMeta, error) {
 		return h.srv.JobVersions(ctx, opts, id, diffs, base)
 	})
 	if err != nil {
@@ -255,7 +244,7 @@ func (h *HTTPServer) jobSubmission(w http.ResponseWriter, r *http.Request) (any,
 	if err != nil {
 		return nil, 0, badRequest("Unable to parse job version: %v", err)
 	}
-	sub, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*structs.JobSubmission, nomad.QueryMeta, error) {
+	sub, index, err := readByID(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*structs.JobSubmission, nomad.QueryMeta, error) {
 		return h.srv.JobSubmission(ctx, opts, id, version)
 	})
 	if err != nil {

@@ -60,31 +60,17 @@ func (h *HTTPServer) nodesList(w http.ResponseWriter, r *http.Request) (any, uin
 }
 
 func (h *HTTPServer) nodeGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	n, meta, err := h.srv.NodeGet(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return nodeToWire(n), metaIndex(meta), nil
+	return serveByID(r, h.srv.NodeGet, nodeToWire)
 }
 
 func (h *HTTPServer) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	allocs, meta, err := h.srv.NodeAllocations(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	out := make([]*api.Allocation, 0, len(allocs))
-	for _, a := range allocs {
-		out = append(out, apiconv.AllocToAPI(a))
-	}
-	return out, metaIndex(meta), nil
+	return serveByID(r, h.srv.NodeAllocations, func(allocs []*structs.Allocation) []*api.Allocation {
+		out := make([]*api.Allocation, 0, len(allocs))
+		for _, a := range allocs {
+			out = append(out, apiconv.AllocToAPI(a))
+		}
+		return out
+	})
 }
 
 func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {

@@ -18,7 +18,7 @@ import (
 // allocations and nodes.
 func (h *HTTPServer) jobRollout(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	depID := r.URL.Query().Get("deployment")
-	ro, index, err := readJob(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobRollout, nomad.QueryMeta, error) {
+	ro, index, err := readByID(r, func(ctx context.Context, opts nomad.QueryOptions, id string) (*nomad.JobRollout, nomad.QueryMeta, error) {
 		return h.srv.JobRollout(ctx, opts, id, depID)
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func (h *HTTPServer) jobScale(w http.ResponseWriter, r *http.Request) (any, uint
 }
 
 func (h *HTTPServer) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	sc, index, err := readJob(r, h.srv.JobScaleStatus)
+	sc, index, err := readByID(r, h.srv.JobScaleStatus)
 	if err != nil {
 		return nil, index, err
 	}
@@ -106,13 +106,5 @@ func (h *HTTPServer) scalingPoliciesList(w http.ResponseWriter, r *http.Request)
 }
 
 func (h *HTTPServer) scalingPolicyGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	sp, meta, err := h.srv.ScalingPolicyGet(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return scalingPolicyToAPI(*sp), metaIndex(meta), nil
+	return serveByID(r, h.srv.ScalingPolicyGet, func(sp *nomad.ScalingPolicy) *api.ScalingPolicy { return scalingPolicyToAPI(*sp) })
 }

@@ -82,15 +82,7 @@ func (h *HTTPServer) allocServices(w http.ResponseWriter, r *http.Request) (any,
 // servicesOf answers with the registrations read returns for the
 // object the path's {id} names.
 func (h *HTTPServer) servicesOf(r *http.Request, read func(context.Context, nomad.QueryOptions, string) ([]*structs.ServiceRegistration, nomad.QueryMeta, error)) (any, uint64, error) {
-	opts, err := queryOptions(r)
-	if err != nil {
-		return nil, 0, err
-	}
-	regs, meta, err := read(r.Context(), opts, r.PathValue("id"))
-	if err != nil {
-		return nil, metaIndex(meta), err
-	}
-	return registrationsToAPI(regs), metaIndex(meta), nil
+	return serveByID(r, read, registrationsToAPI)
 }
 
 func registrationsToAPI(regs []*structs.ServiceRegistration) []*api.ServiceRegistration {
