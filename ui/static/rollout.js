@@ -286,6 +286,44 @@ function renderPanel(s, d) {
   show('act-revert', canRevert);
   if (canRevert) document.getElementById('act-revert').textContent = 'Revert to v' + revertTarget(s);
   renderImage(s, d);
+  renderRules(s, d);
+}
+
+// RULES says in words what each drover.* group meta key of a rollout does
+// (README: "Drover's rollout keys"); a key not listed is shown as written.
+const RULES = {
+  'drover.canary_count': 'canary nodes',
+  'drover.canary_selector': 'canaries only on nodes matching',
+  'drover.canary_spread': 'canaries spread over distinct values of',
+  'drover.max_parallel': 'nodes per wave',
+  'drover.partition': 'nodes kept on older versions',
+  'drover.auto_pause_on': 'pause when',
+  'drover.auto_fail_on': 'fail when',
+};
+
+// renderRules lists the drover.* rollout keys of the version going out,
+// group by group, and the nodes its canaries are on with their
+// datacenters; the box is hidden when there is neither. Why a deployment
+// paused or failed (a signal, a gate) is its status description, above.
+function renderRules(s, d) {
+  const box = document.getElementById('dep-rules');
+  const v = d ? d.JobVersion : s.job.Version;
+  const spec = (s.versions || []).find((x) => x.Version === v) || s.job;
+  const rows = [];
+  for (const tg of (spec && spec.TaskGroups) || []) {
+    for (const [k, val] of Object.entries(tg.Meta || {}).filter(([k]) => k.startsWith('drover.')).sort()) {
+      rows.push(el('div', { class: 'rule', 'data-key': k }, el('strong', {}, tg.Name + ': '),
+        RULES[k] ? el('span', {}, `${RULES[k]} `) : el('span', {}, `${k} = `), el('code', {}, val)));
+    }
+  }
+  const canaries = d ? s.model.cells.filter((c) => c.canary && c.version === v) : [];
+  if (canaries.length) {
+    const dc = (c) => { const n = s.nodes && s.nodes.get(c.nodeID); return n && n.Datacenter ? ` (${n.Datacenter})` : ''; };
+    const names = canaries.map((c) => c.nodeName + dc(c)).sort();
+    rows.push(el('div', { id: 'dep-canary-nodes' }, el('strong', {}, `Canar${names.length > 1 ? 'ies' : 'y'} on: `), names.join(', ')));
+  }
+  box.hidden = rows.length === 0;
+  box.replaceChildren(el('div', { class: 'small muted' }, `Rollout rules of v${v}`), ...rows);
 }
 
 function show(id, on) { document.getElementById(id).hidden = !on; }
