@@ -43,15 +43,15 @@ func TestContractDockerKeysOnTheServer(t *testing.T) {
 	unsupported := testJob("unsupported")
 	task = unsupported.TaskGroups[0].Tasks[0]
 	task.Driver = "docker"
-	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "mac_address": "02:68:b3:29:da:98",
+	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "ipv4_address": "10.0.0.9",
 		"mount": []map[string]any{{"type": "volume", "source": "v", "target": "/v", "volume_options": map[string]any{"driver_config": map[string]any{"name": "pxd"}}}}}
-	const why = `task "server": config: mac_address is not supported by Drover's docker driver yet: user-defined Docker networks are not managed by Drover`
+	const why = `task "server": config: ipv4_address is not supported by Drover's docker driver yet: user-defined Docker networks are not managed by Drover`
 	res, _, err = c.Jobs().Validate(unsupported, nil)
 	require.NoError(t, err)
 	require.Contains(t, res.Error, why)
 	require.Contains(t, res.Error, `mount[0].volume_options.driver_config is not supported by Drover's docker driver yet`)
 	_, _, err = c.Jobs().Register(unsupported, nil)
-	requireStatus(t, err, http.StatusBadRequest, "mac_address is not supported by Drover's docker driver yet")
+	requireStatus(t, err, http.StatusBadRequest, "ipv4_address is not supported by Drover's docker driver yet")
 	_, _, err = c.Jobs().Info("unsupported", nil)
 	require.Error(t, err, "nothing was written")
 }

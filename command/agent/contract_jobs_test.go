@@ -189,11 +189,11 @@ func TestContractJobRefusalsAndValidationInOneAnswer(t *testing.T) {
 	task := job.TaskGroups[0].Tasks[0]
 	task.Vault = &api.Vault{Role: "web"}
 	task.Driver = "docker"
-	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "mac_address": "02:68:b3:29:da:98"}
+	task.Config = map[string]any{"image": "redis:7", "pin_digest": false, "ipv4_address": "10.0.0.9"}
 	want := []string{
 		`task "server": vault: this cluster has no Vault integration`,
 		"priority must be between 1 and 100",
-		"mac_address is not supported by Drover's docker driver yet",
+		"ipv4_address is not supported by Drover's docker driver yet",
 	}
 	_, _, err := c.Jobs().Register(job, nil)
 	for _, w := range want {

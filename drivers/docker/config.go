@@ -175,6 +175,11 @@ func parseTaskConfig(m map[string]any, pc pluginConfig) (*taskConfig, error) {
 	}
 	tc.Keys, err = parseContainerKeys(m)
 	add(err)
+	// Docker sets a MAC only on a network of its own: not in the host's
+	// namespace, none, or another container's (a group's bridge network).
+	if mode := tc.NetworkMode; tc.Keys.MacAddress != "" && (mode == "host" || mode == "none" || strings.HasPrefix(mode, "container:")) {
+		add(&drivers.FieldError{Field: "mac_address", Rule: fmt.Sprintf("cannot be set with network_mode = %q", mode)})
+	}
 	tc.Auth, err = parseAuth(m)
 	add(err)
 	tc.Security, err = parseSecurityConfig(m)

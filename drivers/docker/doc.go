@@ -88,10 +88,10 @@
 // and pulls nothing.
 //
 // Nomad's other keys are refused naming the key and why, as an
-// *UnsupportedError ("mac_address is not supported by Drover's docker
-// driver yet: ..."): advertise_ipv6_address, cgroupns,
-// container_exists_attempts, cpuset_cpus, ipv4_address, ipv6_address,
-// isolation, mac_address, network_aliases, volume_driver, and a mount's
+// *UnsupportedError ("ipv4_address is not supported by Drover's docker
+// driver yet: ..."): advertise_ipv6_address, container_exists_attempts,
+// ipv4_address, ipv6_address, isolation, network_aliases, volume_driver,
+// and a mount's
 // volume_options.driver_config. Keys Nomad does not have are "not a known
 // option".
 // pin_digest, auto_update, auto_update_interval and auto_update_soak are read

@@ -43,6 +43,9 @@ type containerKeys struct {
 	GroupAdd           []string
 	StorageOpt         map[string]string
 	HealthcheckDisable bool
+	MacAddress         string // the container's MAC on Docker's bridge
+	CgroupNS           string // "host" or "private"; "" is Docker's default
+	CpusetCPUs         string // e.g. "0-2,4"
 }
 
 // loggingConfig is the logging block: the container's Docker log driver.
@@ -62,6 +65,7 @@ var containerKeyFields = []string{
 	"extra_hosts", "logging", "sysctl", "ulimit", "shm_size", "init", "readonly_rootfs",
 	"interactive", "tty", "load", "memory_hard_limit", "cpu_hard_limit", "cpu_cfs_period",
 	"pids_limit", "oom_score_adj", "group_add", "storage_opt", "healthchecks",
+	"mac_address", "cgroupns", "cpuset_cpus",
 }
 
 // ulimitNames are the resources Docker accepts in a ulimit.
@@ -142,6 +146,22 @@ func parseContainerKeys(m map[string]any) (containerKeys, error) {
 		if strings.TrimSpace(s) == "" {
 			fe(fmt.Sprintf("group_add[%d]", i), "must be a group name or ID")
 		}
+	}
+
+	k.MacAddress, _, err = drivers.ConfigString(m, "mac_address")
+	add(err)
+	if _, perr := net.ParseMAC(k.MacAddress); err == nil && k.MacAddress != "" && (perr != nil || len(k.MacAddress) != 17) {
+		fe("mac_address", fmt.Sprintf("must be a MAC address such as \"02:42:ac:11:00:02\", got %q", k.MacAddress))
+	}
+	k.CgroupNS, _, err = drivers.ConfigString(m, "cgroupns")
+	add(err)
+	if err == nil && k.CgroupNS != "" && k.CgroupNS != "host" && k.CgroupNS != "private" {
+		fe("cgroupns", fmt.Sprintf("must be \"host\" or \"private\", got %q", k.CgroupNS))
+	}
+	k.CpusetCPUs, _, err = drivers.ConfigString(m, "cpuset_cpus")
+	add(err)
+	if err == nil && k.CpusetCPUs != "" && !validCPUList(k.CpusetCPUs) {
+		fe("cpuset_cpus", fmt.Sprintf("must be a list of CPUs such as \"0-2,4\", got %q", k.CpusetCPUs))
 	}
 
 	k.PortMap, err = intMap(m, "port_map")
@@ -346,4 +366,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validCPUList reports whether s is a Linux CPU list: comma-separated CPU
+// numbers and ranges "a-b" with a <= b.
+func validCPUList(s string) bool {
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return false
+		}
+		if isRange {
+			b, err := strconv.Atoi(hi)
+			if err != nil || b < a {
+				return false
+			}
+		}
+	}
+	return true
 }

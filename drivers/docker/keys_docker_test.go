@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/stretchr/testify/require"
 
@@ -47,6 +48,9 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 		"oom_score_adj":      float64(100),
 		"group_add":          []any{"1234"},
 		"healthchecks":       []any{map[string]any{"disable": true}},
+		"mac_address":        "02:42:ac:11:99:01",
+		"cgroupns":           "private",
+		"cpuset_cpus":        "0",
 		"mounts": []any{
 			map[string]any{"type": "tmpfs", "target": "/scratch", "tmpfs_options": []any{map[string]any{"size": float64(8 << 20)}}},
 			map[string]any{"type": "bind", "source": "local", "target": "/legacy-local", "readonly": true},
@@ -95,6 +99,9 @@ func TestContainerKeysAgainstTheEngine(t *testing.T) {
 	require.Equal(t, int64(64), *hc.PidsLimit)
 	require.Equal(t, 100, hc.OomScoreAdj)
 	require.Equal(t, []string{"1234"}, []string(hc.GroupAdd))
+	require.Equal(t, "02:42:ac:11:99:01", ins.NetworkSettings.Networks["bridge"].MacAddress, "the container's MAC on Docker's bridge")
+	require.Equal(t, container.CgroupnsMode("private"), hc.CgroupnsMode)
+	require.Equal(t, "0", hc.CpusetCpus)
 	kinds := map[string]string{}
 	for _, m := range ins.Mounts {
 		kinds[m.Destination] = string(m.Type)

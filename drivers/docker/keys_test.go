@@ -102,10 +102,15 @@ func TestParseContainerKeys(t *testing.T) {
 				"mounts[1].tmpfs_options.size must not be negative", "mounts[1].tmpfs_options.mode must be a file mode",
 				"mounts[2]: no_copy must be a bool",
 				"mounts[2].volume_options.driver_config is not supported by Drover's docker driver yet"}},
-		{"unsupported", map[string]any{"mac_address": "02:68:b3:29:da:98", "ipv4_address": "10.0.0.9", "isolation": "process", "volume_driver": "pxd", "cpuset_cpus": "0-1"},
-			[]string{"mac_address is not supported by Drover's docker driver yet: user-defined Docker networks",
+		{"unsupported", map[string]any{"network_aliases": []any{"db"}, "ipv4_address": "10.0.0.9", "isolation": "process", "volume_driver": "pxd"},
+			[]string{"network_aliases is not supported by Drover's docker driver yet: user-defined Docker networks",
 				"ipv4_address is not supported by Drover's docker driver yet", "isolation is not supported by Drover's docker driver yet: it is a Windows option",
-				"volume_driver is not supported by Drover's docker driver yet", "cpuset_cpus is not supported by Drover's docker driver yet: use resources { cores } instead"}},
+				"volume_driver is not supported by Drover's docker driver yet"}},
+		{"mac, cgroupns, cpuset malformed", map[string]any{"mac_address": "02:68:b3", "cgroupns": "shared", "cpuset_cpus": "3-1"},
+			[]string{`mac_address must be a MAC address such as "02:42:ac:11:00:02", got "02:68:b3"`,
+				`cgroupns must be "host" or "private", got "shared"`, `cpuset_cpus must be a list of CPUs such as "0-2,4", got "3-1"`}},
+		{"mac with the host's network", map[string]any{"mac_address": "02:68:b3:29:da:98", "network_mode": "host"},
+			[]string{`mac_address cannot be set with network_mode = "host"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ func applyContainerKeys(cfg *drivers.TaskConfig, k containerKeys, cc *container.
 	hc.ShmSize = k.ShmSize
 	hc.ReadonlyRootfs = k.ReadonlyRootfs
 	hc.OomScoreAdj = k.OOMScoreAdj
+	cc.MacAddress = k.MacAddress //nolint:staticcheck // the engine's API (1.41) still takes it here
+	hc.CgroupnsMode = container.CgroupnsMode(k.CgroupNS)
+	hc.CpusetCpus = k.CpusetCPUs
 	if k.Init {
 		init := true
 		hc.Init = &init

@@ -12,13 +12,10 @@ import (
 // run without it.
 var unsupportedKeys = map[string]string{
 	"advertise_ipv6_address":    "services are advertised at the node's address",
-	"cgroupns":                  "the container gets Docker's default cgroup namespace",
 	"container_exists_attempts": "a left-over container of the task is removed at once",
-	"cpuset_cpus":               "use resources { cores } instead",
 	"ipv4_address":              "user-defined Docker networks are not managed by Drover",
 	"ipv6_address":              "user-defined Docker networks are not managed by Drover",
 	"isolation":                 "it is a Windows option and Drover runs Linux containers",
-	"mac_address":               "user-defined Docker networks are not managed by Drover",
 	"network_aliases":           "user-defined Docker networks are not managed by Drover",
 	"volume_driver":             "Docker volume drivers are not supported; use mount blocks of type volume",
 }
@@ -26,7 +23,7 @@ var unsupportedKeys = map[string]string{
 // UnsupportedError is a key of Nomad's docker driver that Drover's does
 // not carry out:
 //
-//	mac_address is not supported by Drover's docker driver yet: user-defined Docker networks are not managed by Drover
+//	ipv4_address is not supported by Drover's docker driver yet: user-defined Docker networks are not managed by Drover
 type UnsupportedError struct {
 	Field  string
 	Reason string
