@@ -409,8 +409,16 @@ func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs
 		g.Lost = append(g.Lost, live...)
 		return
 	}
-	if keep := r.keepOne(g, live); keep != nil {
-		a := keep
+	// A surge pair (keepSurge keeps the older allocation in Ignore) is
+	// marked as one: both unknown, or both lost.
+	before := len(g.Ignore)
+	keep := r.keepOne(g, live)
+	if keep == nil {
+		return
+	}
+	kept := append([]*structs.Allocation{keep}, g.Ignore[before:]...)
+	g.Ignore = g.Ignore[:before]
+	for _, a := range kept {
 		switch classifyDisconnect(a, node, g.Group, r.in.Now) {
 		case unknownState:
 			if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok && (r.followupAt.IsZero() || deadline.Before(r.followupAt)) {
