@@ -64,7 +64,7 @@ func TestSurgeReconcile(t *testing.T) {
 		{name: "disconnected node: the pair is marked as one",
 			job: v1, node: testNode("n1", disconnected),
 			allocs: []*structs.Allocation{testAlloc("old", v0, "n1"), pending(testAlloc("new", v1, "n1"))},
-			want: want{lost: []string{"new", "old"}}},
+			want:   want{lost: []string{"new", "old"}}},
 		{name: "without surge the extra old allocation stops at once",
 			job: plain, allocs: []*structs.Allocation{testAlloc("old", v0, "n1"), pending(testAlloc("new", plain, "n1"))},
 			want: want{ignore: []string{"new"}, stop: []string{"old"}}},
