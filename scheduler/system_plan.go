@@ -160,7 +160,11 @@ func (b *systemPlanBuilder) allocPrototype(tg *structs.TaskGroup, metric *struct
 // place adds one new allocation, a (a copy of the group's prototype), when
 // it fits on its node.
 func (b *systemPlanBuilder) place(g *SystemGroupResult, p SystemPlacement, a *structs.Allocation, base metricBase) error {
-	others, err := b.othersOn(p.Node.ID, p.Previous)
+	exclude := p.Previous
+	if p.Surge {
+		exclude = nil // Previous keeps running beside the new allocation
+	}
+	others, err := b.othersOn(p.Node.ID, exclude)
 	if err != nil {
 		return err
 	}
@@ -188,10 +192,14 @@ func (b *systemPlanBuilder) place(g *SystemGroupResult, p SystemPlacement, a *st
 	if p.Canary {
 		markCanary(a, b.deployment, g.Name)
 	}
-	if p.Previous != nil {
+	switch {
+	case p.Surge:
+		// Invariants: Previous keeps running; its stop comes with a later
+		// evaluation, once this allocation is healthy (system_surge.go).
+	case p.Previous != nil:
 		a.PreviousAllocation = p.Previous.ID
 		b.plan.AppendStop(p.Previous, DescUpdating)
-	} else if p.Lingering != nil {
+	case p.Lingering != nil:
 		a.PreviousAllocation = p.Lingering.ID
 	}
 	// Invariants: others holds the plan's allocations on the node (in-place

@@ -67,7 +67,9 @@ type SystemReconcileResult struct {
 // Ignore may also hold a terminal sysbatch allocation that keeps its node
 // from running again. A node appears at most once across Place,
 // DestructiveUpdate and Deferred, and never with a kept allocation except
-// as the Previous of a deferred replacement.
+// as the Previous of a deferred replacement, or (drover.surge) as the
+// Previous of a surge replacement, or the older allocation kept in Ignore
+// beside one of the job's version that is not yet healthy.
 type SystemGroupResult struct {
 	Name string
 	// Group is the job's group, or nil when the job is stopped or purged or
@@ -121,6 +123,10 @@ type SystemPlacement struct {
 	// failed). The new allocation names it as its previous allocation so
 	// the client stops it before starting the new one.
 	Lingering *structs.Allocation
+	// Surge, on a replacement, starts the new allocation beside Previous,
+	// which keeps running until the new one is healthy (system_surge.go):
+	// the plan neither stops Previous nor names it PreviousAllocation.
+	Surge bool
 }
 
 // SystemNodeFilter is a node Feasible rejected and the reason it gave.
@@ -403,8 +409,16 @@ func (r *systemReconciler) visitDisconnected(g *SystemGroupResult, node *structs
 		g.Lost = append(g.Lost, live...)
 		return
 	}
-	if keep := r.keepOne(g, live); keep != nil {
-		a := keep
+	// A surge pair (keepSurge keeps the older allocation in Ignore) is
+	// marked as one: both unknown, or both lost.
+	before := len(g.Ignore)
+	keep := r.keepOne(g, live)
+	if keep == nil {
+		return
+	}
+	kept := append([]*structs.Allocation{keep}, g.Ignore[before:]...)
+	g.Ignore = g.Ignore[:before]
+	for _, a := range kept {
 		switch classifyDisconnect(a, node, g.Group, r.in.Now) {
 		case unknownState:
 			if deadline, ok := lostDeadline(a, g.Group, r.in.Now); ok && (r.followupAt.IsZero() || deadline.Before(r.followupAt)) {
@@ -466,13 +480,15 @@ func (r *systemReconciler) visitReady(g *SystemGroupResult, node *structs.Node, 
 	case r.inPlaceUpdatable(keep, g.Group):
 		g.InplaceUpdate = append(g.InplaceUpdate, keep)
 	default:
-		g.DestructiveUpdate = append(g.DestructiveUpdate, SystemPlacement{Node: node, Previous: keep})
+		g.DestructiveUpdate = append(g.DestructiveUpdate, SystemPlacement{Node: node, Previous: keep, Surge: g.Group.DroverSurge()})
 	}
 	g.DesiredTotal++
 }
 
 // keepOne returns the live allocation to keep and stops the others: the
-// current version first, then the newest, then the lowest ID.
+// current version first, then the newest, then the lowest ID. A surge
+// group may keep an older allocation beside the current one
+// (keepSurge).
 func (r *systemReconciler) keepOne(g *SystemGroupResult, live []*structs.Allocation) *structs.Allocation {
 	switch len(live) {
 	case 0:
@@ -493,6 +509,9 @@ func (r *systemReconciler) keepOne(g *SystemGroupResult, live []*structs.Allocat
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	if r.job != nil && g.Group.DroverSurge() {
+		return r.keepSurge(g, ranked) // system_surge.go
+	}
 	g.stopAll(ranked[1:], DescNotNeeded)
 	return ranked[0]
 }

@@ -75,7 +75,8 @@ func (s *rolloutSim) markHealth(pick func(a *structs.Allocation) bool, healthy, 
 	s.recount()
 }
 
-// recount sets HealthyAllocs and UnhealthyAllocs of the latest deployment.
+// recount sets HealthyAllocs and UnhealthyAllocs of the latest deployment,
+// by the state store's rule for healthy (structs.CountsHealthy).
 func (s *rolloutSim) recount() {
 	all, _ := s.h.state.AllocsByJob(nil, s.job.Namespace, s.job.ID, true)
 	s.setDeployment(func(d *structs.Deployment) {
@@ -87,7 +88,7 @@ func (s *rolloutSim) recount() {
 			if a.DeploymentID != d.ID || st == nil {
 				continue
 			}
-			if a.DeploymentStatus.IsHealthy() {
+			if structs.CountsHealthy(a) {
 				st.HealthyAllocs++
 			} else if a.DeploymentStatus.IsUnhealthy() {
 				st.UnhealthyAllocs++
@@ -355,4 +356,52 @@ func TestSystemSched_PauseAndFailGatePlacements(t *testing.T) {
 	eval := s.h.process(s.job)
 	require.Len(t, s.h.plans, plans, "a failed deployment stops the rollout, new nodes included")
 	require.Empty(t, eval.DeploymentID)
+}
+
+// TestSystemSched_DownNodeHealthDoesNotCompleteRollout: a node whose
+// allocation of the deployment became healthy goes down. Its allocation
+// is lost and the node leaves DesiredTotal; its health must leave
+// HealthyAllocs with it, or the deployment succeeds before the last node
+// is updated and that node is then replaced without a wave.
+func TestSystemSched_DownNodeHealthDoesNotCompleteRollout(t *testing.T) {
+	s := newRolloutSim(t, 4)
+	v0 := testJob("web")
+	v0.TaskGroups[0].Update = update(1, 0)
+	s.register(v0)
+	s.markHealth(nil, true, false)
+	require.True(t, s.succeedIfComplete())
+
+	var out strings.Builder
+	step := func(title, text string) { fmt.Fprintf(&out, "%s\n  %s\n", title, text) }
+	before := len(s.h.plans)
+	eval := s.register(nextVersion(v0, destructiveChange))
+	step("register v1", s.describePlan(eval, before)+"\n  "+s.describeDeployment())
+	s.markHealth(nil, true, false)
+	down := testNode(nodeName(0))
+	down.Status = structs.NodeStatusDown
+	s.h.state.upsertNode(down)
+	step("n00 healthy, then down", s.evaluate())
+	s.recount()
+	for i := 0; i < 3; i++ {
+		s.markHealth(nil, true, false)
+		complete := s.succeedIfComplete()
+		step(fmt.Sprintf("wave healthy, complete %v", complete), s.evaluate())
+	}
+	want := `register v1
+  replace n00
+  deployment #1 v1 running "Deployment is running": total 4 placed 1 healthy 0 canaries 0/0 promoted false
+n00 healthy, then down
+  replace n01; stop n00
+  deployment #1 v1 running "Deployment is running": total 3 placed 2 healthy 1 canaries 0/0 promoted false
+wave healthy, complete false
+  replace n02
+  deployment #1 v1 running "Deployment is running": total 3 placed 3 healthy 1 canaries 0/0 promoted false
+wave healthy, complete false
+  replace n03
+  deployment #1 v1 running "Deployment is running": total 3 placed 4 healthy 2 canaries 0/0 promoted false
+wave healthy, complete true
+  no plan
+  deployment #1 v1 successful "Deployment completed successfully": total 3 placed 4 healthy 3 canaries 0/0 promoted false
+`
+	require.Equal(t, want, out.String())
 }

@@ -55,7 +55,7 @@ func HealthyCanaries(d *structs.Deployment, allocs []*structs.Allocation) map[st
 	out := map[string]int{}
 	for _, a := range allocs {
 		canary := placed[a.ID] || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary)
-		if canary && a.DeploymentID == d.ID && a.DeploymentStatus.IsHealthy() && !a.Terminal() {
+		if canary && a.DeploymentID == d.ID && structs.CountsHealthy(a) && !a.Terminal() {
 			out[a.TaskGroup]++
 		}
 	}

@@ -57,7 +57,8 @@
 //	(2) [Tick] a group that is not settled reached its progress deadline →
 //	    the same with "Failed due to progress deadline"
 //	(3) the deployment is complete → MarkStable + UpdateStatus{successful,
-//	    "Deployment completed successfully"} + Stop
+//	    "Deployment completed successfully"} (+ CreateEval when a group
+//	    has drover.surge: the last wave's old allocations stop) + Stop
 //	(4) [JobChanged] (newer version, stop, purge: the scheduler cancels), or
 //	    a terminal status written by someone else → Stop (MarkStable first
 //	    if that status is successful)

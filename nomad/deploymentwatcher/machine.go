@@ -16,6 +16,7 @@ type Machine struct {
 	versions []*structs.Job         // the job's retained versions; shared, read-only
 	allocs   []*structs.Allocation  // last allocations seen; shared, read-only
 	rules    map[string]signalRules // drover.auto_pause_on / auto_fail_on by group (signals.go)
+	surge    bool                   // a group of job rolls out by drover.surge
 
 	healthy  map[string]bool      // allocations seen healthy, by ID
 	deadline map[string]time.Time // progress deadline per group; zero: none
@@ -33,6 +34,7 @@ func NewMachine(d *structs.Deployment, job *structs.Job, now time.Time) *Machine
 		healthy:  map[string]bool{},
 		deadline: map[string]time.Time{},
 		rules:    rulesOf(job),
+		surge:    surgeOf(job),
 	}
 	m.adopt(d)
 	for name, st := range m.d.TaskGroups {
@@ -252,14 +254,33 @@ func (m *Machine) fail(desc string) []Effect {
 
 // succeed ends the deployment as successful. The version is marked stable
 // first: if the driver dies in between, a rebuilt machine sees the
-// deployment still complete and running, and finishes the job.
+// deployment still complete and running, and finishes the job. A job with
+// a drover.surge group also gets an evaluation with the status update: the
+// last wave's old allocations run beside their healthy replacements until
+// the scheduler stops them.
 func (m *Machine) succeed() []Effect {
 	m.done = true
-	return []Effect{
+	out := []Effect{
 		MarkStable{Version: m.d.JobVersion},
 		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: successDescription(m.job)},
-		Stop{},
 	}
+	if m.surge {
+		out = append(out, CreateEval{TriggeredBy: structs.EvalTriggerDeploymentWatcher, DeploymentID: m.d.ID})
+	}
+	return append(out, Stop{})
+}
+
+// surgeOf reports whether a group of job has drover.surge.
+func surgeOf(job *structs.Job) bool {
+	if job == nil {
+		return false
+	}
+	for _, tg := range job.TaskGroups {
+		if tg.DroverSurge() {
+			return true
+		}
+	}
+	return false
 }
 
 // stop ends the machine without writing anything.

@@ -365,6 +365,15 @@ func TestMachine_Success(t *testing.T) {
 		got, _ := m.Step(Init{Allocs: allHealthy}, t0)
 		require.Equal(t, success, got)
 	})
+	t.Run("a surge job's success asks for an evaluation (the last wave's old allocations stop)", func(t *testing.T) {
+		sj := job.Copy()
+		sj.TaskGroups[0].Meta = map[string]string{structs.DroverMetaSurge: "true"}
+		m := NewMachine(d, sj, t0)
+		_, _ = m.Step(Init{}, t0)
+		got, _ := m.Step(AllocHealthChanged{Deployment: withHealthy(d, 3), Allocs: allHealthy}, at(time.Minute))
+		require.Equal(t, []Effect{success[0], success[1],
+			CreateEval{TriggeredBy: structs.EvalTriggerDeploymentWatcher, DeploymentID: d.ID}, Stop{}}, got)
+	})
 	t.Run("a machine built for a job that moved on stops", func(t *testing.T) {
 		m := NewMachine(d, testJob(2, "nginx:3"), t0)
 		got, _ := m.Step(Init{}, t0)

@@ -148,8 +148,13 @@ func proposedAllocs(existing, stops, placing []*structs.Allocation) []*structs.A
 // group of a system or sysbatch job are proposed, or "". Service and batch
 // groups may run several allocations on one node. An allocation's job is
 // its stored version, or planJob for the plan's new ones.
+//
+// Exception (drover.surge, scheduler/system_surge.go): a group may run two
+// allocations of different job versions when the newer one's version of
+// the group has drover.surge; never three.
 func duplicateGroup(allocs []*structs.Allocation, planJob *structs.Job) string {
-	seen := map[[3]string]bool{}
+	seen := map[[3]string]*structs.Allocation{}
+	surged := map[[3]string]bool{}
 	for _, a := range allocs {
 		if a.Terminal() {
 			continue
@@ -162,10 +167,33 @@ func duplicateGroup(allocs []*structs.Allocation, planJob *structs.Job) string {
 			continue
 		}
 		key := [3]string{a.Namespace, a.JobID, a.TaskGroup}
-		if seen[key] {
+		other, dup := seen[key]
+		if !dup {
+			seen[key] = a
+			continue
+		}
+		if surged[key] || !surgePair(other, a, planJob) {
 			return "task group \"" + a.TaskGroup + "\" of job \"" + a.JobID + "\""
 		}
-		seen[key] = true
+		surged[key] = true
 	}
 	return ""
+}
+
+// surgePair reports whether a and b, live allocations of one group, may run
+// on one node together: their job versions differ and the newer version's
+// group has drover.surge.
+func surgePair(a, b *structs.Allocation, planJob *structs.Job) bool {
+	if a.JobVersion == b.JobVersion {
+		return false
+	}
+	newer := a
+	if b.JobVersion > a.JobVersion {
+		newer = b
+	}
+	job := newer.Job
+	if job == nil {
+		job = planJob
+	}
+	return job != nil && job.LookupTaskGroup(newer.TaskGroup).DroverSurge()
 }

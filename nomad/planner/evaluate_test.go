@@ -115,6 +115,34 @@ func TestEvaluatePlan(t *testing.T) {
 			rejected: []string{"n1"},
 		},
 		{
+			name: "drover.surge: a new version beside the old one commits",
+			snap: snapshotOf([]*structs.Node{node("n1")}, versioned(alloc("old", "n1", "web", 100), 1)),
+			plan: func(p *structs.Plan) {
+				p.Job = surgeJob(2)
+				p.AppendAlloc(versioned(alloc("new", "n1", "web", 100), 2))
+			},
+			committed: []string{"n1"},
+		},
+		{
+			name: "drover.surge: a third allocation is rejected",
+			snap: snapshotOf([]*structs.Node{node("n1")}, versioned(alloc("old", "n1", "web", 100), 1),
+				versioned(alloc("mid", "n1", "web", 100), 2)),
+			plan: func(p *structs.Plan) {
+				p.Job = surgeJob(3)
+				p.AppendAlloc(versioned(alloc("new", "n1", "web", 100), 3))
+			},
+			rejected: []string{"n1"},
+		},
+		{
+			name: "drover.surge: two allocations of one version are rejected",
+			snap: snapshotOf([]*structs.Node{node("n1")}, versioned(alloc("old", "n1", "web", 100), 2)),
+			plan: func(p *structs.Plan) {
+				p.Job = surgeJob(2)
+				p.AppendAlloc(versioned(alloc("new", "n1", "web", 100), 2))
+			},
+			rejected: []string{"n1"},
+		},
+		{
 			name: "a replacement that stops the old allocation in the same plan commits",
 			snap: snapshotOf([]*structs.Node{node("n1")}, alloc("old", "n1", "web", 900, 8080)),
 			plan: func(p *structs.Plan) {
@@ -182,4 +210,16 @@ func TestEvaluatePlanStopsOnRejectedNodesStillCommit(t *testing.T) {
 	require.Len(t, result.NodeUpdate["n1"], 1)
 	require.Empty(t, result.NodeAllocation)
 	require.False(t, result.FullCommit(plan))
+}
+
+func versioned(a *structs.Allocation, v uint64) *structs.Allocation {
+	a.JobVersion = v
+	return a
+}
+
+// surgeJob is system job "web" at version v whose group "web" has
+// drover.surge.
+func surgeJob(v uint64) *structs.Job {
+	return &structs.Job{ID: "web", Namespace: "default", Type: structs.JobTypeSystem, Version: v,
+		TaskGroups: []*structs.TaskGroup{{Name: "web", Meta: map[string]string{structs.DroverMetaSurge: "true"}}}}
 }

@@ -17,7 +17,9 @@ import (
 // and a plan computed on an old snapshot cannot overwrite them.
 //
 // Counting rules (countsHealthy, countsUnhealthy):
-//   - an allocation marked healthy counts as healthy, even after it stops;
+//   - an allocation marked healthy counts as healthy, even after it stops,
+//     unless it is lost or unknown (its node went down or disconnected:
+//     structs.CountsHealthy);
 //   - an allocation marked unhealthy counts as unhealthy, unless the server
 //     has stopped it: an allocation replaced or stopped before it became
 //     healthy is killed by its client, which then reports it unhealthy, and
@@ -30,7 +32,7 @@ import (
 
 // countsHealthy reports whether a counts as a healthy allocation of its
 // deployment.
-func countsHealthy(a *structs.Allocation) bool { return a.DeploymentStatus.IsHealthy() }
+func countsHealthy(a *structs.Allocation) bool { return structs.CountsHealthy(a) }
 
 // countsUnhealthy reports whether a counts as an unhealthy allocation of its
 // deployment.

@@ -73,6 +73,22 @@ func (f *healthFixture) planStop(t *testing.T, i int, at time.Time) {
 	}))
 }
 
+// planMark marks alloc i lost (stopped) or unknown (kept) through a plan,
+// as the scheduler does for a down or disconnected node.
+func (f *healthFixture) planMark(t *testing.T, i int, status string, at time.Time) {
+	t.Helper()
+	c := f.allocs[i].Copy()
+	c.ClientStatus = status
+	if status == structs.AllocClientStatusLost {
+		c.DesiredStatus = structs.AllocDesiredStatusStop
+	} else {
+		c.DesiredStatus = structs.AllocDesiredStatusRun
+	}
+	require.NoError(t, f.s.UpsertPlanResults(f.next(), &structs.ApplyPlanResultsRequest{
+		Job: f.job, AllocsStopped: []*structs.Allocation{c}, UpdatedAt: at.UnixNano(),
+	}))
+}
+
 func (f *healthFixture) stored(t *testing.T) *structs.Deployment {
 	t.Helper()
 	d, err := f.s.DeploymentByID(nil, f.d.ID)
@@ -153,6 +169,28 @@ func TestDeploymentHealthAggregation(t *testing.T) {
 			},
 			wantHealthy:  1,
 			wantProgress: healthT1.Add(healthPD),
+		},
+		{
+			name: "healthy alloc marked lost (node down) stops counting",
+			steps: func(t *testing.T, f *healthFixture) {
+				f.client(t, 0, true, healthT1)
+				f.client(t, 1, true, healthT1)
+				f.planMark(t, 0, structs.AllocClientStatusLost, healthT2)
+			},
+			wantHealthy:  1,
+			wantProgress: healthT1.Add(healthPD),
+		},
+		{
+			name: "healthy alloc marked unknown (node disconnected) stops counting, counts again on reconnect",
+			steps: func(t *testing.T, f *healthFixture) {
+				f.client(t, 0, true, healthT1)
+				f.client(t, 1, true, healthT1)
+				f.planMark(t, 0, structs.AllocClientStatusUnknown, healthT2)
+				require.Equal(t, 1, f.stored(t).TaskGroups["web"].HealthyAllocs, "while disconnected")
+				f.client(t, 0, true, healthT2) // reconnected: running and healthy again
+			},
+			wantHealthy:  2,
+			wantProgress: healthT2.Add(healthPD), // counting again is progress
 		},
 		{
 			name: "stale plan deployment overwrites neither counts nor deadline",

@@ -89,3 +89,20 @@ func DeploymentComplete(d *Deployment) bool {
 	}
 	return true
 }
+
+// CountsHealthy reports whether a counts toward its deployment group's
+// HealthyAllocs: it is marked healthy and its node has not gone away
+// (client status lost: the node went down or missed lost_after; unknown:
+// the node is disconnected). The state store recounts by this rule
+// (nomad/state/deployment_health.go).
+//
+// Assumptions: DesiredTotal leaves out down and disconnected nodes (the
+// scheduler recounts it at every evaluation), so their allocations must
+// leave HealthyAllocs too; otherwise a deployment completes before its
+// last nodes are updated, and those are then updated without a
+// deployment. An unknown allocation whose node reconnects runs again
+// and counts again.
+func CountsHealthy(a *Allocation) bool {
+	return a.DeploymentStatus.IsHealthy() &&
+		a.ClientStatus != AllocClientStatusLost && a.ClientStatus != AllocClientStatusUnknown
+}
