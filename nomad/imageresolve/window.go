@@ -207,11 +207,13 @@ func (w Window) span(y int, mo time.Month, d int) (time.Time, time.Time, bool) {
 	return open, closeAt, closeAt.After(open)
 }
 
-// Next returns when the window is next open at or after now: now itself
-// when it is open now. A window always opens within 8 days.
+// Next returns when the window is next open at or after now (in now's
+// location): now itself when it is open now. A window that falls wholly
+// into a daylight-saving gap of its zone does not open that day; it opens
+// the next week.
 func (w Window) Next(now time.Time) time.Time {
 	local := now.In(w.Zone)
-	for i := -1; i <= 8; i++ {
+	for i := -1; i <= 15; i++ {
 		open, closeAt, ok := w.span(local.Year(), local.Month(), local.Day()+i)
 		if !ok || !closeAt.After(now) {
 			continue
@@ -219,9 +221,9 @@ func (w Window) Next(now time.Time) time.Time {
 		if !open.After(now) {
 			return now
 		}
-		return open
+		return open.In(now.Location())
 	}
-	return time.Time{} // unreachable: some day of every week is listed
+	return time.Time{} // unreachable: some day of every two weeks opens
 }
 
 // Next returns when any window is next open at or after now (now when one
