@@ -25,7 +25,7 @@ const (
 	// (auto_update = "notify", or waiting for approval) is one: the
 	// payload's Held and HeldReason name it.
 	TopicImageUpdate Topic = "ImageUpdate"
-	TopicAll        Topic = "*"
+	TopicAll         Topic = "*"
 )
 
 // Event types, with Nomad's names: the type of every event of an entry is
