@@ -90,6 +90,12 @@ func (dc *dockerCluster) pushTag(t testing.TB, v, tag string, broken bool) strin
 // auto-updated job.
 func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak string, flags ...string) {
 	t.Helper()
+	dc.runAutoHCL(t, name, autoJobHCL(name, image, interval, soak), flags...)
+}
+
+// runAutoHCL is runAuto with the jobspec given.
+func (dc *dockerCluster) runAutoHCL(t testing.TB, name, hcl string, flags ...string) {
+	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, line := range strings.Split(dc.srv.logs(), "\n") {
@@ -99,7 +105,7 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 			}
 		}
 	})
-	file := writeJobFile(t, autoJobHCL(name, image, interval, soak))
+	file := writeJobFile(t, hcl)
 	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
 	if code != 0 {
 		dc.logTaskEvents(t, name)
