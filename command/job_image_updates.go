@@ -132,11 +132,8 @@ func formatImageUpdates(st *wire.ImageUpdates, now time.Time) string {
 		if t.Assumed != "" {
 			rows = append(rows, "Assumed Running|"+t.Assumed)
 		}
-		mode := "false"
-		switch t.Mode {
-		case "roll":
-			mode = "true"
-		case "notify":
+		mode := fmt.Sprint(t.AutoUpdate)
+		if t.Mode == "notify" {
 			mode = "notify (reported, never rolled)"
 		}
 		rows = append(rows, "Auto Update|"+mode)
