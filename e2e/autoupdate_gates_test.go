@@ -167,7 +167,10 @@ func TestAutoUpdateApprovalSurvivesLeaderChange(t *testing.T) {
 
 	d2 := push()
 	var before structs.ImageTaskStatus
-	require.Eventually(t, func() bool { before = imageStatus(t, c, "auto"); return before.Pending == d2 && before.Waiting == "soak" },
+	require.Eventually(t, func() bool {
+		before = imageStatus(t, c, "auto")
+		return before.Pending == d2 && before.Waiting == "soak"
+	},
 		10*time.Second, 100*time.Millisecond, "the watcher sees the moved tag")
 	require.Greater(t, before.SoakLeft, 8*time.Second)
 	// Approved through a follower, while the soak runs.
