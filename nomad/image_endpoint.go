@@ -114,7 +114,7 @@ func (s *Server) JobImageApprove(caller *acl.ACL, ns, id, digest string) (*JobIm
 		have[w.ID()] = true
 	}
 	var approvals []structs.ImageApproval
-	var others []string
+	var others, unfollowed []string
 	for _, t := range imgs.Tasks {
 		if !t.PendingApproval {
 			continue
@@ -125,13 +125,18 @@ func (s *Server) JobImageApprove(caller *acl.ACL, ns, id, digest string) (*JobIm
 			continue
 		}
 		if !have[wid] {
-			continue // the watcher has not recorded the task yet
+			unfollowed = append(unfollowed, t.Task) // the watcher has not recorded the task yet
+			continue
 		}
 		approvals = append(approvals, structs.ImageApproval{ID: wid, Digest: t.Pending})
 	}
 	if len(approvals) == 0 {
 		if len(others) > 0 {
 			return nil, 0, structs.BadRequestf("digest %q is not pending approval in job %q (%s)", digest, id, strings.Join(others, "; "))
+		}
+		if len(unfollowed) > 0 {
+			return nil, 0, structs.BadRequestf("the image watcher has not started following task(s) %s of job %q yet; retry in a moment",
+				strings.Join(unfollowed, ", "), id)
 		}
 		return nil, 0, structs.BadRequestf("job %q has no new image digest pending approval (auto_update_approval = true, a moved tag)", id)
 	}

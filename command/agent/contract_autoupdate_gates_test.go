@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
@@ -147,4 +152,66 @@ func TestContractAutoUpdateGateRefusals(t *testing.T) {
 	_, _, err := c.Jobs().Register(dockerJob("web", stable, map[string]any{"auto_update": "true",
 		"auto_update_window": []any{"Sat 02:00-04:00 Europe/Berlin", "Sun 02:00-04:00 Europe/Berlin"}}), nil)
 	require.NoError(t, err)
+}
+
+// pushCreated pushes a random image whose config says it was created at
+// created, and returns its digest.
+func pushCreated(t *testing.T, ref string, created time.Time) string {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	cf.Created = v1.Time{Time: created}
+	img, err = mutate.ConfigFile(img, cf)
+	require.NoError(t, err)
+	r, err := name.ParseReference(ref, name.Insecure)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(r, img))
+	d, err := img.Digest()
+	require.NoError(t, err)
+	return d.String()
+}
+
+// auto_update_min_age: the server reads the image config's created time
+// from the registry; a young image waits, an old one rolls.
+func TestContractAutoUpdateMinAge(t *testing.T) {
+	ta := newTestAgent(t, "")
+	c := ta.client
+	reg := registry.Start(t, registry.Options{})
+	stable := reg.Ref("app", "stable")
+	pushCreated(t, stable, time.Now().Add(-48*time.Hour))
+
+	cfg := map[string]any{"auto_update": true, "auto_update_interval": "10m", "auto_update_min_age": "1h"}
+	_, _, err := c.Jobs().Register(dockerJob("web", stable, cfg), nil)
+	require.NoError(t, err)
+	var st wire.ImageUpdates
+	require.Eventually(t, func() bool {
+		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
+		require.NoError(t, err)
+		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
+	}, 10*time.Second, 50*time.Millisecond)
+
+	youngAt := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	young := pushCreated(t, stable, youngAt)
+	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	task := st.Tasks[0]
+	require.Equal(t, young, task.Pending)
+	require.True(t, youngAt.Equal(task.ImageCreated), "created %s, want %s", task.ImageCreated, youngAt)
+	require.Equal(t, "min_age", task.Waiting)
+	require.True(t, youngAt.Add(time.Hour).Equal(task.WaitingUntil))
+	job, _, err := c.Jobs().Info("web", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, *job.Version, "a young image waits")
+
+	old := pushCreated(t, stable, time.Now().Add(-3*time.Hour))
+	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		job, _, err = c.Jobs().Info("web", nil)
+		require.NoError(t, err)
+		return *job.Version == 1
+	}, 10*time.Second, 50*time.Millisecond, "an old enough image rolls")
+	require.Equal(t, stable+"@"+old, taskImage(job))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	// The zone database is embedded so that windows in any IANA zone parse
@@ -142,13 +143,28 @@ func parseWindow(s string) (Window, error) {
 		return w, fmt.Errorf("time range %q is empty", f[ti])
 	}
 	if len(f) == ti+2 {
-		loc, err := time.LoadLocation(f[ti+1])
+		loc, err := loadZone(f[ti+1])
 		if err != nil || f[ti+1] == "Local" || f[ti+1] == "" {
 			return w, fmt.Errorf("unknown time zone %q (an IANA name such as \"Europe/Berlin\" or \"UTC\")", f[ti+1])
 		}
 		w.Zone = loc
 	}
 	return w, nil
+}
+
+// zones caches loaded zones: settings are parsed on every watcher pass.
+var zones sync.Map // name -> *time.Location
+
+func loadZone(name string) (*time.Location, error) {
+	if l, ok := zones.Load(name); ok {
+		return l.(*time.Location), nil
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, l)
+	return l, nil
 }
 
 func parseDays(s string) ([7]bool, error) {

@@ -118,6 +118,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		_ = ws.WatchCtx(wctx)
 		cancel()
 	}
+	w.countPending(nil) // no longer the leader's count
 	w.mu.Lock()
 	for _, wt := range w.waiters {
 		close(wt.done)
