@@ -105,12 +105,8 @@ func (dc *dockerCluster) runAutoHCL(t testing.TB, name, hcl string, flags ...str
 			}
 		}
 	})
-	file := writeJobFile(t, hcl)
-	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
-	if code != 0 {
-		dc.logTaskEvents(t, name)
-	}
-	require.Equal(t, 0, code, out)
+	// Registered before the run: a run that fails (a deployment that
+	// failed) has started containers too.
 	t.Cleanup(func() {
 		var allocIDs []string
 		if stubs, _, err := dc.api.Jobs().Allocations(name, true, nil); err == nil {
@@ -121,6 +117,12 @@ func (dc *dockerCluster) runAutoHCL(t testing.TB, name, hcl string, flags ...str
 		_, _ = drover(t, dc.srv.httpAddr(), "job", "stop", "-purge", "-yes", name)
 		removeAllocContainers(t, allocIDs)
 	})
+	file := writeJobFile(t, hcl)
+	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
+	if code != 0 {
+		dc.logTaskEvents(t, name)
+	}
+	require.Equal(t, 0, code, out)
 }
 
 // imageStatus reads the job's image-updates state.
