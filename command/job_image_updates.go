@@ -18,8 +18,17 @@ const jobImageUpdatesHelp = `Usage: drover job image-updates [options] <job>
   check and its answer, a new digest waiting for its soak (and how long it
   still waits), and the digests of the image that failed a deployment of
   any job on it (rolled to no job until cleared). An image stored by tag
-  only says why it is not pinned. Tasks with auto_update = true are followed
-  by the leader's image watcher.
+  only says why it is not pinned. Tasks with auto_update = true or "notify"
+  are followed by the leader's image watcher.
+
+  A pending digest shows what holds it (Status): its soak
+  (auto_update_soak), the image's age (auto_update_min_age, from the image
+  config's created time), "notify" (auto_update = "notify": reported here,
+  on the event stream (topic ImageUpdate) and in the metric
+  drover_image_updates_pending, never rolled), an approval
+  (auto_update_approval = true: the version is prepared with the digest
+  pinned and waits for -approve), or the next opening of an
+  auto_update_window ("waiting for window <time>").
 
 Image-updates Options:
 
@@ -34,16 +43,30 @@ Image-updates Options:
     soak has passed). A later failed deployment marks it bad again.
     Requires submit-job.
 
+  -approve
+    Approve the digests pending approval of the job's tasks with
+    auto_update_approval = true. The approval is of those digests (a later
+    move of the tag needs another) and is kept in raft, so it survives a
+    change of leader; the image watcher then rolls the new version through
+    the job's update block once the window (if any) is open. Requires
+    submit-job.
+
+  -digest <digest>
+    With -approve: approve only if this is the digest pending (a guard
+    against a tag that moved again after you looked).
+
   -json
     Output the answer as JSON.`
 
 // jobImageUpdates implements `drover job image-updates`.
 func jobImageUpdates(m *Meta, args []string) int {
 	fs := m.FlagSet("job image-updates")
-	var check, jsonOut bool
-	var clearBad string
+	var check, jsonOut, approve bool
+	var clearBad, digest string
 	fs.BoolVar(&check, "check", false, "")
 	fs.StringVar(&clearBad, "clear-bad", "", "")
+	fs.BoolVar(&approve, "approve", false, "")
+	fs.StringVar(&digest, "digest", "", "")
 	fs.BoolVar(&jsonOut, "json", false, "")
 	if code, ok := m.parse(fs, args, jobImageUpdatesHelp); !ok {
 		return code
@@ -51,8 +74,11 @@ func jobImageUpdates(m *Meta, args []string) int {
 	if fs.NArg() != 1 {
 		return m.usageError("This command takes one argument: <job>", jobImageUpdatesHelp)
 	}
-	if check && clearBad != "" {
-		return m.usageError("-check and -clear-bad cannot be used together", jobImageUpdatesHelp)
+	if n := btoi(check) + btoi(clearBad != "") + btoi(approve); n > 1 {
+		return m.usageError("-check, -clear-bad and -approve cannot be used together", jobImageUpdatesHelp)
+	}
+	if digest != "" && !approve {
+		return m.usageError("-digest goes with -approve", jobImageUpdatesHelp)
 	}
 	c, ok := m.mustClient()
 	if !ok {
@@ -70,6 +96,9 @@ func jobImageUpdates(m *Meta, args []string) int {
 		_, err = c.Raw().Write(path+"/check", nil, &st, &api.WriteOptions{Namespace: jobStubNamespace(stub)})
 	case clearBad != "":
 		_, err = c.Raw().Write(path+"/clear-bad", &wire.ImageClearBadRequest{Digest: clearBad}, &st,
+			&api.WriteOptions{Namespace: jobStubNamespace(stub)})
+	case approve:
+		_, err = c.Raw().Write(path+"/approve", &wire.ImageApproveRequest{Digest: digest}, &st,
 			&api.WriteOptions{Namespace: jobStubNamespace(stub)})
 	default:
 		_, err = c.Raw().Query(path, &st, jobQuery(stub))
@@ -103,10 +132,22 @@ func formatImageUpdates(st *wire.ImageUpdates, now time.Time) string {
 		if t.Assumed != "" {
 			rows = append(rows, "Assumed Running|"+t.Assumed)
 		}
-		rows = append(rows,
-			fmt.Sprintf("Auto Update|%t", t.AutoUpdate))
+		mode := fmt.Sprint(t.AutoUpdate)
+		if t.Mode == "notify" {
+			mode = "notify (reported, never rolled)"
+		}
+		rows = append(rows, "Auto Update|"+mode)
 		if t.AutoUpdate {
 			rows = append(rows, "Interval|"+t.Interval.String(), "Soak|"+t.Soak.String())
+			if t.MinAge > 0 {
+				rows = append(rows, "Min Age|"+t.MinAge.String())
+			}
+			if t.Window != "" {
+				rows = append(rows, "Window|"+t.Window)
+			}
+			if t.Approval {
+				rows = append(rows, "Approval|required")
+			}
 		}
 		if !t.LastCheck.IsZero() {
 			result := "ok: " + t.TagDigest
@@ -131,6 +172,19 @@ func formatImageUpdates(st *wire.ImageUpdates, now time.Time) string {
 			rows = append(rows, "Pending Digest|"+t.Pending,
 				"Pending Since|"+since,
 				"Soak Left|"+t.SoakLeft.Round(time.Second).String())
+			if !t.ImageCreated.IsZero() {
+				rows = append(rows, "Image Created|"+formatTime(t.ImageCreated))
+			}
+			if t.WaitingFor != "" {
+				rows = append(rows, "Status|"+t.WaitingFor)
+			}
+			if t.Prepared != "" {
+				state := "approved"
+				if t.PendingApproval {
+					state = "pending approval (drover job image-updates -approve " + st.JobID + ")"
+				}
+				rows = append(rows, "Prepared Image|"+t.Prepared, "Approval State|"+state)
+			}
 		}
 		if len(t.Bad) > 0 {
 			rows = append(rows, "Bad Digests|"+strings.Join(t.Bad, ", "))
@@ -148,4 +202,11 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -42,3 +42,30 @@ func TestFormatImageUpdates(t *testing.T) {
 		require.Contains(t, unpinned, want)
 	}
 }
+
+func TestFormatImageUpdates_Gates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	task := structs.ImageTaskStatus{Group: "web", Task: "server", Reference: "reg/app:stable", Pinned: "sha256:a",
+		AutoUpdate: true, Mode: "roll", Interval: time.Minute, Approval: true, MinAge: time.Hour,
+		Window: "Sat 02:00-04:00 Europe/Berlin", LastCheck: now, TagDigest: "sha256:b", Pending: "sha256:b",
+		PendingSince: now.Add(-time.Hour), ImageCreated: now.Add(-2 * time.Hour), Waiting: "approval",
+		WaitingFor: "waiting for approval (drover job image-updates -approve)", Prepared: "reg/app:stable@sha256:b",
+		PendingApproval: true}
+	out := formatImageUpdates(&wire.ImageUpdates{JobID: "web", Tasks: []structs.ImageTaskStatus{task}}, now)
+	for _, want := range []string{
+		"Auto Update    = true", "Min Age        = 1h0m0s", "Window         = Sat 02:00-04:00 Europe/Berlin",
+		"Approval       = required", "Image Created  = ", "Status         = waiting for approval",
+		"Prepared Image = reg/app:stable@sha256:b", "Approval State = pending approval (drover job image-updates -approve web)",
+	} {
+		require.Contains(t, out, want)
+	}
+	task.PendingApproval, task.Approved = false, "sha256:b"
+	task.Waiting, task.WaitingFor = "window", "waiting for window 2026-01-03T01:00:00Z (Sat 02:00-04:00 Europe/Berlin)"
+	out = formatImageUpdates(&wire.ImageUpdates{JobID: "web", Tasks: []structs.ImageTaskStatus{task}}, now)
+	require.Contains(t, out, "Approval State = approved")
+	require.Contains(t, out, "Status         = waiting for window 2026-01-03T01:00:00Z")
+
+	notify := formatImageUpdates(&wire.ImageUpdates{JobID: "web", Tasks: []structs.ImageTaskStatus{{Group: "web", Task: "server",
+		AutoUpdate: true, Mode: "notify", Pending: "sha256:b", WaitingFor: `not rolled: auto_update = "notify" reports it only`}}}, now)
+	require.Contains(t, notify, "Auto Update    = notify (reported, never rolled)")
+}

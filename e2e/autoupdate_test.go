@@ -90,6 +90,12 @@ func (dc *dockerCluster) pushTag(t testing.TB, v, tag string, broken bool) strin
 // auto-updated job.
 func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak string, flags ...string) {
 	t.Helper()
+	dc.runAutoHCL(t, name, autoJobHCL(name, image, interval, soak), flags...)
+}
+
+// runAutoHCL is runAuto with the jobspec given.
+func (dc *dockerCluster) runAutoHCL(t testing.TB, name, hcl string, flags ...string) {
+	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, line := range strings.Split(dc.srv.logs(), "\n") {
@@ -99,12 +105,8 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 			}
 		}
 	})
-	file := writeJobFile(t, autoJobHCL(name, image, interval, soak))
-	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
-	if code != 0 {
-		dc.logTaskEvents(t, name)
-	}
-	require.Equal(t, 0, code, out)
+	// Registered before the run: a run that fails (a deployment that
+	// failed) has started containers too.
 	t.Cleanup(func() {
 		var allocIDs []string
 		if stubs, _, err := dc.api.Jobs().Allocations(name, true, nil); err == nil {
@@ -115,6 +117,12 @@ func (dc *dockerCluster) runAuto(t testing.TB, name, image, interval, soak strin
 		_, _ = drover(t, dc.srv.httpAddr(), "job", "stop", "-purge", "-yes", name)
 		removeAllocContainers(t, allocIDs)
 	})
+	file := writeJobFile(t, hcl)
+	code, out := drover(t, dc.srv.httpAddr(), append(append([]string{"job", "run"}, flags...), file)...)
+	if code != 0 {
+		dc.logTaskEvents(t, name)
+	}
+	require.Equal(t, 0, code, out)
 }
 
 // imageStatus reads the job's image-updates state.

@@ -2,6 +2,8 @@ package nomad
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -83,6 +85,67 @@ func (s *Server) JobImageClearBad(caller *acl.ACL, ns, id, digest string) (*JobI
 	}
 	if err := s.imageClearBad(ns, id, digest); err != nil {
 		return nil, 0, err
+	}
+	return s.jobImagesNow(ns, id)
+}
+
+// JobImageApprove approves the pending digests of job id's tasks that have
+// auto_update_approval (caller needs submit-job): digest, when not "",
+// must be the pending digest of every task approved (a guard against a tag
+// that moved again after the operator looked). The approval is committed
+// through raft into the tasks' watch records, so it survives a change of
+// leader; the watcher then rolls the digest through the job's update block
+// once its other gates (soak, min age, window) are open. It answers 400
+// when no task waits for an approval.
+func (s *Server) JobImageApprove(caller *acl.ACL, ns, id, digest string) (*JobImages, uint64, error) {
+	if err := requireNamespace(caller, ns, acl.NamespaceCapabilitySubmitJob); err != nil {
+		return nil, 0, err
+	}
+	imgs, _, err := s.jobImagesNow(ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	watches, err := s.State().ImageWatchesByJob(nil, ns, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	have := map[structs.ImageWatchID]bool{}
+	for _, w := range watches {
+		have[w.ID()] = true
+	}
+	var approvals []structs.ImageApproval
+	var others, unfollowed []string
+	for _, t := range imgs.Tasks {
+		if !t.PendingApproval {
+			continue
+		}
+		wid := structs.ImageWatchID{Namespace: imgs.Job.Namespace, JobID: imgs.Job.ID, Group: t.Group, Task: t.Task}
+		if digest != "" && t.Pending != digest {
+			others = append(others, fmt.Sprintf("task %q waits with %s", t.Task, t.Pending))
+			continue
+		}
+		if !have[wid] {
+			unfollowed = append(unfollowed, t.Task) // the watcher has not recorded the task yet
+			continue
+		}
+		approvals = append(approvals, structs.ImageApproval{ID: wid, Digest: t.Pending})
+	}
+	if len(approvals) == 0 {
+		if len(others) > 0 {
+			return nil, 0, structs.BadRequestf("digest %q is not pending approval in job %q (%s)", digest, id, strings.Join(others, "; "))
+		}
+		if len(unfollowed) > 0 {
+			return nil, 0, structs.BadRequestf("the image watcher has not started following task(s) %s of job %q yet; retry in a moment",
+				strings.Join(unfollowed, ", "), id)
+		}
+		return nil, 0, structs.BadRequestf("job %q has no new image digest pending approval (auto_update_approval = true, a moved tag)", id)
+	}
+	if _, _, err := s.raftApply(structs.ImageWatchUpdateRequestType|structs.IgnoreUnknownTypeFlag,
+		&structs.ImageWatchUpdateRequest{Approvals: approvals}); err != nil {
+		return nil, 0, fmt.Errorf("recording the approval: %w", err)
+	}
+	if w := s.imageWatcher.Load(); w != nil {
+		w.Kick()
 	}
 	return s.jobImagesNow(ns, id)
 }

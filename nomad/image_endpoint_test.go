@@ -22,10 +22,15 @@ func TestJobImageActions_NeedSubmitJob(t *testing.T) {
 		require.ErrorIs(t, err, structs.ErrForbidden, who)
 		_, _, err = srv.JobImageCheck(t.Context(), a, "team-a", job.ID)
 		require.ErrorIs(t, err, structs.ErrForbidden, who)
+		_, _, err = srv.JobImageApprove(a, "team-a", job.ID, "")
+		require.ErrorIs(t, err, structs.ErrForbidden, who)
 		require.Equal(t, before, srv.State().LatestIndex(), who)
 	}
 	_, _, err := srv.JobImageClearBad(allowed, "team-a", job.ID, "sha256:00")
 	require.ErrorIs(t, err, structs.ErrBadRequest)
 	_, _, err = srv.JobImageCheck(t.Context(), allowed, "team-a", job.ID)
 	require.ErrorIs(t, err, structs.ErrBadRequest)
+	_, _, err = srv.JobImageApprove(allowed, "team-a", job.ID, "")
+	require.ErrorIs(t, err, structs.ErrBadRequest)
+	require.ErrorContains(t, err, "no new image digest pending approval")
 }

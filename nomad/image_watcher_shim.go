@@ -28,6 +28,10 @@ func (b imageBackend) Resolve(ctx context.Context, ref imageresolve.Ref, auth *i
 	return b.s.resolver.Resolve(ctx, ref, auth)
 }
 
+func (b imageBackend) Created(ctx context.Context, ref imageresolve.Ref, digest string, auth *imageresolve.Auth) (time.Time, error) {
+	return b.s.resolver.Created(ctx, ref, digest, auth)
+}
+
 // ApplyImageWatch commits req flagged IgnoreUnknownTypeFlag: a server of
 // an older version (during a rolling upgrade) skips the watcher's records
 // instead of stopping.

@@ -9,7 +9,7 @@ import (
 // Drover's extensions of the Nomad HTTP API.
 
 // ImageUpdates is the body of GET /v1/job/:id/image-updates and of PUT
-// /v1/job/:id/image-updates/check and .../clear-bad: the image state of
+// /v1/job/:id/image-updates/check, .../clear-bad and .../approve: the image state of
 // every Docker task of the job's current version (`drover job
 // image-updates`).
 type ImageUpdates struct {
@@ -22,6 +22,13 @@ type ImageUpdates struct {
 // ImageClearBadRequest is the body of PUT /v1/job/:id/image-updates/clear-bad.
 type ImageClearBadRequest struct {
 	// Digest is the bad digest to clear ("sha256:…").
+	Digest string
+}
+
+// ImageApproveRequest is the body of PUT /v1/job/:id/image-updates/approve.
+type ImageApproveRequest struct {
+	// Digest, when set, must be the digest pending approval ("sha256:…");
+	// empty approves what is pending now.
 	Digest string
 }
 

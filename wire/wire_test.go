@@ -31,6 +31,7 @@ var jsonNames = map[string][]string{
 	"wire.IdentityRenewResponse": {"Tokens"},
 	"wire.ImageUpdates":          {"Namespace", "JobID", "Version", "Tasks"},
 	"wire.ImageClearBadRequest":  {"Digest"},
+	"wire.ImageApproveRequest":   {"Digest"},
 	"wire.RolloutView":           {"Job", "Deployment", "AllocColumns", "Allocs", "NodeColumns", "Nodes"},
 	"wire.PrefetchDirectives":    {"Directives", "Index"},
 	"wire.PrefetchReportRequest": {"Reports"},
@@ -40,7 +41,8 @@ var jsonNames = map[string][]string{
 	"structs.ImageRoll":          {"From", "To", "JobVersion", "Time"},
 	"structs.ImageTaskStatus": {"Group", "Task", "Image", "Reference", "Pinned", "Unpinned", "Assumed",
 		"AutoUpdate", "Interval", "Soak", "LastCheck", "TagDigest", "LastError", "NextCheck", "Pending",
-		"PendingSince", "SoakLeft", "Bad", "LastRoll", "Checks", "Errors"},
+		"PendingSince", "SoakLeft", "Mode", "Approval", "Window", "MinAge", "ImageCreated", "Waiting", "WaitingUntil",
+		"WaitingFor", "Prepared", "PendingApproval", "Approved", "Bad", "LastRoll", "Checks", "Errors"},
 }
 
 // bodies has one value of every body, with every field set: Drover's
@@ -67,6 +69,7 @@ func bodies() []any {
 		withAPI[IdentityRenewResponse](nil),
 		withAPI[ImageUpdates](nil),
 		withAPI[ImageClearBadRequest](nil),
+		withAPI[ImageApproveRequest](nil),
 		withAPI(func(b *RolloutView) { b.Job, b.Deployment = &api.Job{ID: job}, &api.Deployment{ID: "d1"} }),
 		withAPI[PrefetchDirectives](nil),
 		withAPI[PrefetchReportRequest](nil),

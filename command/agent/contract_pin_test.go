@@ -146,5 +146,5 @@ func TestContractPinning_DigestKeptAndOptOut(t *testing.T) {
 
 	// Bad settings are refused naming the field.
 	_, _, err = c.Jobs().Register(dockerJob("bad", reg.Ref("app", "stable"), map[string]any{"auto_update": "yes"}), nil)
-	requireStatus(t, err, 400, `task "server": auto_update must be a bool`)
+	requireStatus(t, err, 400, `task "server": auto_update must be true, false or "notify"`)
 }

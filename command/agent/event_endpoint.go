@@ -25,12 +25,13 @@ var eventHeartbeat atomic.Int64
 func init() { eventHeartbeat.Store(int64(10 * time.Second)) }
 
 // eventTopics are the topics a subscription may name (Nomad's). Drover
-// publishes events of the first six, of Service and of Variables; the others are accepted and match
+// publishes events of the first six, of Service, of Variables and its own
+// ImageUpdate (image watch records); the others are accepted and match
 // nothing until Drover has their objects.
 var eventTopics = map[string]bool{
 	"Job": true, "Evaluation": true, "Allocation": true, "Deployment": true, "Node": true,
 	"NodePool": true, "Service": true, "ACLToken": true, "ACLPolicy": true, "ACLRole": true,
-	"Variables": true, "*": true,
+	"Variables": true, "ImageUpdate": true, "*": true,
 }
 
 // parseEventTopics reads the topic parameters ("Topic" or "Topic:key");
@@ -185,6 +186,8 @@ func eventPayload(e stream.Event) map[string]any {
 		return map[string]any{"NodePool": nodePoolToAPI(o)}
 	case *structs.ServiceRegistration:
 		return map[string]any{"Service": apiconv.ServiceRegistrationToAPI(o)}
+	case *structs.ImageWatch:
+		return map[string]any{"ImageWatch": o}
 	case structs.VariableMeta:
 		m := variableMetaToAPI(&o)
 		m.Lock = nil // lock IDs are for writers only

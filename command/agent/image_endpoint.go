@@ -64,3 +64,21 @@ func (h *HTTPServer) jobImageClearBad(w http.ResponseWriter, r *http.Request) (a
 	}
 	return imageUpdates(imgs), index, nil
 }
+
+// jobImageApprove approves the digests pending approval of the job's
+// auto_update_approval tasks (recorded in raft; the image watcher then
+// rolls them through the update block) and answers the job's image state
+// after it.
+func (h *HTTPServer) jobImageApprove(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	var req wire.ImageApproveRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &req); err != nil {
+			return nil, 0, err
+		}
+	}
+	imgs, index, err := h.srv.JobImageApprove(aclOf(r), namespace(r), r.PathValue("id"), req.Digest)
+	if err != nil {
+		return nil, 0, err
+	}
+	return imageUpdates(imgs), index, nil
+}

@@ -89,6 +89,7 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/job/{id}/rollout", nsCap(readJob), h.jobRollout)
 	put("/v1/job/{id}/image-updates/check", nsCap(submitJob), h.jobImageCheck)
 	put("/v1/job/{id}/image-updates/clear-bad", nsCap(submitJob), h.jobImageClearBad)
+	put("/v1/job/{id}/image-updates/approve", nsCap(submitJob), h.jobImageApprove)
 
 	get("/v1/evaluations", nsCap(readJob), h.evalsList)
 	get("/v1/evaluations/count", nsCap(readJob), h.evalsCount)

@@ -79,6 +79,7 @@ var taskFields = slices.Concat([]string{
 	// Read by the server (digest pinning and the image watcher, see
 	// nomad/imageresolve); accepted and ignored here.
 	"pin_digest", "auto_update", "auto_update_interval", "auto_update_soak",
+	"auto_update_window", "auto_update_approval", "auto_update_min_age",
 }, securityTaskFields, containerKeyFields)
 
 var (

@@ -94,7 +94,8 @@
 // and a mount's
 // volume_options.driver_config. Keys Nomad does not have are "not a known
 // option".
-// pin_digest, auto_update, auto_update_interval and auto_update_soak are read
+// pin_digest, auto_update, auto_update_interval, auto_update_soak,
+// auto_update_min_age, auto_update_window and auto_update_approval are read
 // by the server (digest pinning and the image watcher, nomad/imageresolve)
 // and accepted and ignored here; a pinned image "name:tag@sha256:…" is
 // pulled by its digest.

@@ -22,8 +22,11 @@
 // plain HTTP; go-containerregistry also does so for RFC 1918 addresses.
 //
 // The package also parses the image settings Drover reads from a Docker
-// task's `config {}` block: pin_digest, auto_update, auto_update_interval and
-// auto_update_soak (see Settings).
+// task's `config {}` block: pin_digest, auto_update (true, false or
+// "notify"), auto_update_interval, auto_update_soak, auto_update_min_age,
+// auto_update_window (ParseWindows, window.go: the window syntax) and
+// auto_update_approval (see Settings), and reads an image's config
+// "created" time (Resolver.Created) for auto_update_min_age.
 //
 // Importers: package nomad (register, plan, watcher wiring),
 // nomad/imagewatcher and the agent wiring (command/agent, for Options). It imports nomad/structs and go-containerregistry only.

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -226,4 +228,49 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return max(t.Sub(now), 0)
 	}
 	return 0
+}
+
+// Created returns the "created" time of the image config of ref's image at
+// digest (auto_update_min_age): a manifest GET (for an index, the
+// linux/GOARCH image's manifest too) and the config blob GET. A config
+// without a created time gives the zero time and no error. Errors are
+// *RegistryError.
+func (r *Resolver) Created(ctx context.Context, ref Ref, digest string, auth *Auth) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	var nopts []name.Option
+	if r.insecure(ref.Registry) {
+		nopts = append(nopts, name.Insecure)
+	}
+	dref, err := name.NewDigest(ref.Pinned(digest), nopts...)
+	if err != nil {
+		return time.Time{}, &RegistryError{Err: fmt.Errorf("invalid image reference %q: %w", ref.Pinned(digest), err), local: true}
+	}
+	authn, err := r.authenticator(ref.Registry, auth)
+	if err != nil {
+		return time.Time{}, &RegistryError{Err: err, local: true}
+	}
+	rec := &retryAfterRecorder{next: r.opts.Transport}
+	img, err := remote.Image(dref,
+		remote.WithContext(ctx),
+		remote.WithAuth(authn),
+		remote.WithTransport(rec),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
+		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
+		remote.WithRetryPredicate(func(error) bool { return false }),
+		remote.WithUserAgent("drover-imageresolve"),
+	)
+	var cfg *v1.ConfigFile
+	if err == nil {
+		cfg, err = img.ConfigFile()
+	}
+	if err != nil {
+		re := &RegistryError{Err: fmt.Errorf("reading the image config of %s: %w", ref.Pinned(digest), err), RetryAfter: rec.retryAfter}
+		var te *transport.Error
+		if errors.As(err, &te) {
+			re.StatusCode = te.StatusCode
+		}
+		return time.Time{}, re
+	}
+	return cfg.Created.Time, nil
 }

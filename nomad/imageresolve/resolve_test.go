@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/require"
@@ -214,4 +216,34 @@ func TestUnavailable(t *testing.T) {
 	require.False(t, Unavailable(nil))
 	require.False(t, Unavailable(&RegistryError{Err: errors.New("invalid image reference"), local: true}), "a local error is not the registry's")
 	require.True(t, Unavailable(context.DeadlineExceeded))
+}
+
+func TestCreated_ReadsTheImageConfig(t *testing.T) {
+	reg := registry.Start(t, registry.Options{})
+	ref := reg.Ref("app", "stable")
+	img, err := random.Image(64, 1)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	created := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	cf.Created = v1.Time{Time: created}
+	img, err = mutate.ConfigFile(img, cf)
+	require.NoError(t, err)
+	nr, err := name.ParseReference(ref, name.Insecure)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(nr, img))
+	d, err := img.Digest()
+	require.NoError(t, err)
+
+	r := New(Options{})
+	pr, err := Parse(ref)
+	require.NoError(t, err)
+	got, err := r.Created(context.Background(), pr, d.String(), nil)
+	require.NoError(t, err)
+	require.True(t, created.Equal(got), "created %s, want %s", got, created)
+
+	_, err = r.Created(context.Background(), pr, "sha256:"+strings.Repeat("0", 64), nil)
+	var re *RegistryError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, http.StatusNotFound, re.StatusCode)
 }

@@ -21,9 +21,21 @@ type Settings struct {
 	// digest at registration. false keeps the image as written, for images
 	// that exist only on the nodes.
 	PinDigest bool
-	// AutoUpdate (auto_update, default false) lets the image watcher roll
-	// the tag's new digests out as new job versions.
+	// AutoUpdate (auto_update, default false) makes the image watcher
+	// follow the tag: with true it rolls the tag's new digests out as new
+	// job versions; with "notify" (Notify) it only reports them (status,
+	// event stream, metric) and never rolls.
 	AutoUpdate bool
+	Notify     bool
+	// Window (auto_update_window) limits rolls to the windows (see
+	// Window for the syntax); empty means any time.
+	Window Windows
+	// Approval (auto_update_approval, default false) holds a new digest
+	// until an operator approves it (drover job image-updates -approve).
+	Approval bool
+	// MinAge (auto_update_min_age, default 0) is the least age of the
+	// image (its config's "created" time) before it rolls.
+	MinAge time.Duration
 	// Interval (auto_update_interval, default 10m, at least 1s) is how often
 	// the tag is checked.
 	Interval time.Duration
@@ -44,10 +56,35 @@ func ParseSettings(cfg map[string]any) (Settings, error) {
 	} else if ok {
 		s.PinDigest = b
 	}
-	if b, ok, err := configBool(cfg, "auto_update"); err != nil {
-		errs = append(errs, err)
+	if v, ok := cfg["auto_update"].(string); ok && strings.EqualFold(v, "notify") {
+		s.AutoUpdate, s.Notify = true, true
+	} else if b, ok, err := configBool(cfg, "auto_update"); err != nil {
+		errs = append(errs, fmt.Errorf(`auto_update must be true, false or "notify", got %T %v`, cfg["auto_update"], cfg["auto_update"]))
 	} else if ok {
 		s.AutoUpdate = b
+	}
+	if b, ok, err := configBool(cfg, "auto_update_approval"); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		s.Approval = b
+	}
+	if d, ok, err := configDuration(cfg, "auto_update_min_age"); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		s.MinAge = d
+	}
+	if w, err := ParseWindows(cfg["auto_update_window"]); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.Window = w
+	}
+	for _, k := range []string{"auto_update_window", "auto_update_approval", "auto_update_min_age"} {
+		if _, set := cfg[k]; set && !s.AutoUpdate && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("%s is set but auto_update is not (set auto_update = true or \"notify\")", k))
+		}
+	}
+	if s.Notify && (s.Approval || len(s.Window) > 0) {
+		errs = append(errs, errors.New(`auto_update = "notify" never rolls: auto_update_approval and auto_update_window do not apply (use auto_update = true with them)`))
 	}
 	if d, ok, err := configDuration(cfg, "auto_update_interval"); err != nil {
 		errs = append(errs, err)

@@ -43,7 +43,9 @@ type Target struct {
 	// Pinned is the digest the current version pins ("" when unpinned).
 	Pinned   string
 	Interval time.Duration
-	Soak     time.Duration
+	// Policy holds the gates a new digest passes before it rolls (soak,
+	// min age, notify, approval, window; see Gate).
+	Policy Policy
 	// Failed lists the failed deployments of this task that changed its
 	// digest (see FailedDigests).
 	Failed []Failure
@@ -87,6 +89,10 @@ type Check struct {
 	Ref      imageresolve.Ref
 	Auth     *imageresolve.Auth
 	Registry string
+	// NeedCreated asks for the image's created time as well (a task
+	// following the key has auto_update_min_age), read when the record
+	// does not have it for the answered digest yet.
+	NeedCreated bool
 }
 
 // Change is one task's new pin within a Roll.
@@ -114,6 +120,17 @@ type Decision struct {
 	Update *structs.ImageWatchUpdateRequest
 	// NextWake is when Decide wants to run again at the latest.
 	NextWake time.Time
+	// Waiting lists the tasks whose new digest a gate holds (see Gate),
+	// for the pending metric.
+	Waiting []Waiting
+}
+
+// Waiting is a task whose new digest Digest is held by gate Reason.
+type Waiting struct {
+	ID     structs.ImageWatchID
+	Digest string
+	Reason string
+	Until  time.Time
 }
 
 // Memory is the driver's in-memory pacing state, kept for one leadership
@@ -208,11 +225,12 @@ type keyInfo struct {
 // now (each key at most once per its shortest interval, within the
 // registry's budget and Retry-After), which jobs to roll, and what to
 // record (new watches, new bad digests, what an unpinned version's nodes
-// are taken to run, orphans to delete). A task rolls when the last check
-// succeeded after its version was pinned, the tag's digest differs from
-// the pin (or, unpinned, from the digest assumed), is not bad for the
-// image reference, and has held for the soak since the watcher itself
-// first saw it. mem is read and updated (the budget spent by the returned
+// are taken to run, digests held for an operator, orphans to delete). A
+// task rolls when the last check succeeded after its version was pinned,
+// the tag's digest differs from the pin (or, unpinned, from the digest
+// assumed), is not bad for the image reference, and passes the task's
+// gates (Gate: the soak since the watcher itself first saw it, the min
+// age, notify, the approval, the window). mem is read and updated (the budget spent by the returned
 // checks).
 func Decide(in Input, mem *Memory) Decision {
 	now := in.Now
@@ -233,9 +251,10 @@ func Decide(in Input, mem *Memory) Decision {
 		live[t.ID] = true
 		k := t.Key()
 		if ki, ok := keys[k]; !ok {
-			keys[k] = &keyInfo{check: Check{Key: k, Ref: t.Ref, Auth: t.Auth, Registry: t.Ref.Registry}, interval: t.Interval}
-		} else if t.Interval < ki.interval {
-			ki.interval = t.Interval
+			keys[k] = &keyInfo{check: Check{Key: k, Ref: t.Ref, Auth: t.Auth, Registry: t.Ref.Registry, NeedCreated: t.Policy.MinAge > 0}, interval: t.Interval}
+		} else {
+			ki.interval = min(ki.interval, t.Interval)
+			ki.check.NeedCreated = ki.check.NeedCreated || t.Policy.MinAge > 0
 		}
 		w := in.Watches[t.ID]
 		if w == nil {
@@ -337,11 +356,27 @@ func Decide(in Input, mem *Memory) Decision {
 			}
 			base = w.Assumed
 		}
+		w := watch[t.ID]
 		if c.Digest == base || isBad(t.Ref.TagRef(), c.Digest) {
+			if w.Held != "" && c.Digest == base {
+				w = w.Copy()
+				w.Held, w.HeldReason = "", ""
+				upd.Watches = replaceWatch(upd.Watches, w)
+			}
 			continue
 		}
-		if ready := time.Unix(0, c.DigestSince).Add(t.Soak); ready.After(now) {
-			wake(ready)
+		if reason, until := Gate(t.Policy, c, w.Approved, now); reason != "" {
+			d.Waiting = append(d.Waiting, Waiting{ID: t.ID, Digest: c.Digest, Reason: reason, Until: until})
+			if !until.IsZero() {
+				wake(until)
+			}
+			if (reason == WaitNotify || reason == WaitApproval) && (w.Held != c.Digest || w.HeldReason != reason) {
+				// Recorded once per digest: the change is the event
+				// that tells operators.
+				w = w.Copy()
+				w.Held, w.HeldReason = c.Digest, reason
+				upd.Watches = replaceWatch(upd.Watches, w)
+			}
 			continue
 		}
 		jid := structs.NamespacedID{Namespace: t.ID.Namespace, ID: t.ID.JobID}

@@ -25,7 +25,7 @@ func target(t *testing.T, job, image string, interval, soak time.Duration) Targe
 	ref, err := imageresolve.Parse(image)
 	require.NoError(t, err)
 	return Target{ID: structs.ImageWatchID{Namespace: "default", JobID: job, Group: "web", Task: "server"},
-		JobModifyIndex: 7, Ref: ref, Pinned: ref.Digest, Interval: interval, Soak: soak}
+		JobModifyIndex: 7, Ref: ref, Pinned: ref.Digest, Interval: interval, Policy: Policy{Soak: soak}}
 }
 
 func input(now time.Time, ts ...Target) Input {

@@ -1,7 +1,12 @@
 // Package imagewatcher is the leader's image auto-updater: it follows the
-// tags of Docker tasks configured with `auto_update = true` and, when a tag
-// moves to a new digest that has held for `auto_update_soak`, registers a
-// new job version pinning that digest. The version goes through the normal
+// tags of Docker tasks configured with `auto_update = true` (or "notify")
+// and, when a tag moves to a new digest that passes the task's gates
+// (Gate, gate.go: auto_update_soak, auto_update_min_age, notify never,
+// auto_update_approval, auto_update_window), registers a new job version
+// pinning that digest. A digest held for an operator (notify, approval)
+// is recorded once in the task's ImageWatch (Held), which is the
+// ImageUpdate event; approvals (ImageWatch.Approved) are committed by the
+// server's approve endpoint through raft and survive leader changes. The version goes through the normal
 // register path, so it rolls out through the group's update block
 // (canaries, health-gated waves, auto_promote, auto_revert) like any other.
 //

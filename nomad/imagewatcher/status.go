@@ -48,6 +48,28 @@ func BadDigestsOf(bad map[string]map[string]*structs.ImageBadDigest, ref string)
 	return out
 }
 
+// waitingText says in words what holds a pending digest.
+func waitingText(reason string, until time.Time, s imageresolve.Settings) string {
+	switch reason {
+	case WaitSoak:
+		return "waiting for the soak until " + until.UTC().Format(time.RFC3339)
+	case WaitMinAge:
+		if until.IsZero() {
+			return "waiting for min age " + s.MinAge.String() + ": the image's created time is not read yet"
+		}
+		return "waiting for min age " + s.MinAge.String() + " until " + until.UTC().Format(time.RFC3339)
+	case WaitNotify:
+		return `not rolled: auto_update = "notify" reports it only`
+	case WaitApproval:
+		return "waiting for approval (drover job image-updates -approve)"
+	case WaitWindow:
+		return "waiting for window " + until.UTC().Format(time.RFC3339) + " (" + s.Window.String() + ")"
+	case "":
+		return "rolls at the watcher's next pass"
+	}
+	return reason
+}
+
 // Status describes the Docker tasks of job at now from the watcher's
 // records.
 func Status(job *structs.Job, rec Records, now time.Time) []structs.ImageTaskStatus {
@@ -67,11 +89,18 @@ func Status(job *structs.Job, rec Records, now time.Time) []structs.ImageTaskSta
 			}
 			st.Reference, st.Pinned = ref.TagRef(), ref.Digest
 			st.AutoUpdate, st.Interval, st.Soak = s.AutoUpdate, s.Interval, s.Soak
+			if s.AutoUpdate {
+				st.Mode = structs.AutoUpdateRoll
+				if s.Notify {
+					st.Mode = structs.AutoUpdateNotify
+				}
+			}
+			st.Approval, st.Window, st.MinAge = s.Approval, s.Window.String(), s.MinAge
 			st.Bad = BadDigestsOf(rec.Bad, ref.TagRef())
 			base := ref.Digest
 			w := rec.Watches[structs.ImageWatchID{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Task: t.Name}]
 			if w != nil {
-				st.LastRoll = w.LastRoll
+				st.LastRoll, st.Approved = w.LastRoll, w.Approved
 			}
 			if ref.Digest == "" {
 				switch {
@@ -91,6 +120,9 @@ func Status(job *structs.Job, rec Records, now time.Time) []structs.ImageTaskSta
 				st.LastCheck = time.Unix(0, c.LastCheck).UTC()
 				st.TagDigest, st.LastError = c.Digest, c.LastError
 				st.Checks, st.Errors = c.Checks, c.Errors
+				if c.Created != 0 {
+					st.ImageCreated = time.Unix(0, c.Created).UTC()
+				}
 				if s.AutoUpdate {
 					st.NextCheck = NextDue(c, s.Interval).UTC()
 				}
@@ -100,6 +132,23 @@ func Status(job *structs.Job, rec Records, now time.Time) []structs.ImageTaskSta
 					if c.DigestSince != 0 { // else: the watcher has not seen it yet
 						st.PendingSince = time.Unix(0, c.DigestSince).UTC()
 						st.SoakLeft = max(st.PendingSince.Add(s.Soak).Sub(now), 0)
+						approved := ""
+						if w != nil {
+							approved = w.Approved
+						}
+						var until time.Time
+						st.Waiting, until = Gate(PolicyOf(s), c, approved, now)
+						st.WaitingUntil = until.UTC()
+						if until.IsZero() {
+							st.WaitingUntil = time.Time{}
+						}
+						st.WaitingFor = waitingText(st.Waiting, until, s)
+					} else {
+						st.Waiting, st.WaitingFor = WaitSoak, "waiting for the watcher's own check (only a registration has seen this digest)"
+					}
+					if s.Approval && !s.Notify {
+						st.Prepared = ref.Pinned(c.Digest)
+						st.PendingApproval = st.Approved != c.Digest
 					}
 				}
 			}

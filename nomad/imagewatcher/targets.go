@@ -40,7 +40,7 @@ func TargetsOf(job *structs.Job, h JobHistory) []Target {
 			id := structs.ImageWatchID{Namespace: job.Namespace, JobID: job.ID, Group: tg.Name, Task: t.Name}
 			out = append(out, Target{
 				ID: id, JobModifyIndex: job.JobModifyIndex, JobVersion: job.Version, PinnedAt: job.SubmitTime, Ref: ref, Auth: s.Auth,
-				Pinned: ref.Digest, Interval: s.Interval, Soak: s.Soak,
+				Pinned: ref.Digest, Interval: s.Interval, Policy: PolicyOf(s),
 				Failed: FailedDigests(id, ref.TagRef(), h),
 			})
 		}

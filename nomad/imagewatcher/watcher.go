@@ -26,6 +26,9 @@ type Backend interface {
 	Now() time.Time
 	// Resolve resolves ref's tag once (a manifest HEAD).
 	Resolve(ctx context.Context, ref imageresolve.Ref, auth *imageresolve.Auth) (string, error)
+	// Created reads the created time of the image config of ref at digest
+	// (zero when the config has none).
+	Created(ctx context.Context, ref imageresolve.Ref, digest string, auth *imageresolve.Auth) (time.Time, error)
 	// ApplyImageWatch commits an update through raft.
 	ApplyImageWatch(req *structs.ImageWatchUpdateRequest) error
 	// RegisterJob registers job through the normal register path,
@@ -40,6 +43,10 @@ type Metrics struct {
 	// because their registry could not be reached (counted by the
 	// register path).
 	Unresolved *metrics.Counter
+	// Pending is the number of tasks whose new digest waits, by the gate
+	// that holds it (soak, min_age, notify, approval, window), as of the
+	// watcher's last pass.
+	Pending *metrics.Gauge
 }
 
 // NewMetrics registers the watcher's metrics on r.
@@ -51,6 +58,8 @@ func NewMetrics(r *metrics.Registry) *Metrics {
 		BadDigests:     r.Counter("drover_image_bad_digests_total", "Digests marked bad after their deployment failed."),
 		Unresolved: r.Counter("drover_image_unresolved_total",
 			"Docker images registered while their registry could not be reached: stored by tag, or with the current version's pin kept.", "registry"),
+		Pending: r.Gauge("drover_image_updates_pending",
+			"Auto-updated tasks whose tag moved to a digest that is not rolled yet, by the gate holding it (soak, min_age, notify, approval, window).", "reason"),
 	}
 }
 
@@ -109,6 +118,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		_ = ws.WatchCtx(wctx)
 		cancel()
 	}
+	w.countPending(nil) // no longer the leader's count
 	w.mu.Lock()
 	for _, wt := range w.waiters {
 		close(wt.done)
@@ -151,8 +161,17 @@ func (w *Watcher) CheckNow(ctx context.Context, ns, jobID string) (bool, error) 
 	}
 }
 
-// gather reads the decision input from state, watching jobs and
-// deployments in ws.
+// Kick has the watcher run a pass soon. An approval does not need it (the
+// watcher watches the watch records), it only saves the watch's wake-up.
+func (w *Watcher) Kick() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// gather reads the decision input from state, watching jobs, deployments
+// and watch records (approvals) in ws.
 func (w *Watcher) gather(ws memdb.WatchSet, now time.Time) (Input, error) {
 	snap := w.b.State().Snapshot()
 	in := Input{Now: now, Checks: map[string]*structs.ImageCheck{},
@@ -186,7 +205,7 @@ func (w *Watcher) gather(ws memdb.WatchSet, now time.Time) (Input, error) {
 	for _, c := range checks {
 		in.Checks[c.Key] = c
 	}
-	watches, err := snap.ImageWatches(nil)
+	watches, err := snap.ImageWatches(ws) // an approval wakes the watcher
 	if err != nil {
 		return in, err
 	}
@@ -217,6 +236,7 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 	w.mu.Unlock()
 
 	d := Decide(in, &w.mem)
+	w.countPending(d.Waiting)
 	worked := false
 	if d.Update != nil {
 		if err := w.b.ApplyImageWatch(d.Update); err != nil {
@@ -231,7 +251,11 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 					"image", b.Reference, "digest", b.Digest, "job", b.JobID, "version", b.JobVersion)
 			}
 			for _, wt := range d.Update.Watches {
-				if old := in.Watches[wt.ID()]; wt.Assumed != "" && (old == nil || old.Assumed != wt.Assumed || old.AssumedVersion != wt.AssumedVersion) {
+				old := in.Watches[wt.ID()]
+				if wt.Held != "" && (old == nil || old.Held != wt.Held || old.HeldReason != wt.HeldReason) {
+					w.logger.Info("moved image tag held for an operator", "job", wt.JobID, "task", wt.Task, "digest", wt.Held, "reason", wt.HeldReason)
+				}
+				if wt.Assumed != "" && (old == nil || old.Assumed != wt.Assumed || old.AssumedVersion != wt.AssumedVersion) {
 					w.logger.Info("unpinned image: taking the tag's digest as what the nodes pulled; a later move of the tag rolls",
 						"job", wt.JobID, "task", wt.Task, "version", wt.AssumedVersion, "digest", wt.Assumed)
 				}
@@ -239,7 +263,7 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 		}
 	}
 	if len(d.Checks) > 0 {
-		w.runChecks(ctx, d.Checks)
+		w.runChecks(ctx, d.Checks, in.Checks)
 		worked = true
 	}
 	for _, r := range d.Rolls {
@@ -253,7 +277,10 @@ func (w *Watcher) pass(ctx context.Context, ws memdb.WatchSet) (time.Time, bool)
 // runChecks resolves the checks concurrently and records their results in
 // one raft entry (as observations: the state store folds each into its
 // record, so a registration's newer answer is never overwritten).
-func (w *Watcher) runChecks(ctx context.Context, checks []Check) {
+// With NeedCreated, a digest whose created time prev does not hold yet
+// has its image config read too (a failure there records the digest
+// without it: the min age waits for a later check).
+func (w *Watcher) runChecks(ctx context.Context, checks []Check, prev map[string]*structs.ImageCheck) {
 	results := make([]*structs.ImageObservation, len(checks))
 	sem := make(chan struct{}, maxParallelChecks)
 	var wg sync.WaitGroup
@@ -277,6 +304,25 @@ func (w *Watcher) runChecks(ctx context.Context, checks []Check) {
 				}
 			}
 			results[i] = Observation(c, digest, err, now, true)
+			if err == nil && c.NeedCreated {
+				if p := prev[c.Key]; p != nil && p.Digest == digest && p.Created != 0 {
+					return
+				}
+				created, cerr := w.b.Created(ctx, c.Ref, digest, c.Auth)
+				w.metrics.Checks.WithLabels(c.Registry).Inc()
+				if cerr != nil {
+					w.metrics.RegistryErrors.WithLabels(c.Registry).Inc()
+					w.logger.Warn("reading the image's created time failed; auto_update_min_age waits for a later check", "image", c.Ref.Pinned(digest), "error", cerr)
+					return
+				}
+				if created.IsZero() {
+					w.logger.Warn("the image config has no created time; auto_update_min_age holds it", "image", c.Ref.Pinned(digest))
+					return
+				}
+				// 0 means "not read": an image created at the epoch
+				// (reproducible builds) is stored as 1ns after it.
+				results[i].Created = max(created.UnixNano(), 1)
+			}
 		}()
 	}
 	wg.Wait()
@@ -326,10 +372,22 @@ func (w *Watcher) roll(in Input, r Roll) {
 				Key: c.Key}
 		}
 		wt.LastRoll = &structs.ImageRoll{From: c.From, To: c.To, JobVersion: version, Time: now.UnixNano()}
+		wt.Held, wt.HeldReason = "", ""
 		upd.Watches = append(upd.Watches, wt)
 	}
 	if err := w.b.ApplyImageWatch(upd); err != nil {
 		w.logger.Error("recording the roll", "error", err)
+	}
+}
+
+// countPending sets the pending gauge from the pass's waiting tasks.
+func (w *Watcher) countPending(ws []Waiting) {
+	n := map[string]int{}
+	for _, x := range ws {
+		n[x.Reason]++
+	}
+	for _, r := range []string{WaitSoak, WaitMinAge, WaitNotify, WaitApproval, WaitWindow} {
+		w.metrics.Pending.WithLabels(r).Set(float64(n[r]))
 	}
 }
 

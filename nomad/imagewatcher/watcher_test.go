@@ -25,6 +25,8 @@ type fakeBackend struct {
 	tags    map[string]string
 	heads   map[string]int
 	regErrs []error
+	// created is the image created time by digest (Created).
+	created map[string]time.Time
 }
 
 func newFakeBackend() *fakeBackend {
@@ -60,6 +62,15 @@ func (f *fakeBackend) Resolve(_ context.Context, ref imageresolve.Ref, _ *imager
 }
 
 var errNotFound = structs.NotFoundf("manifest unknown")
+
+func (f *fakeBackend) Created(_ context.Context, _ imageresolve.Ref, digest string, _ *imageresolve.Auth) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.created[digest]; ok {
+		return c, nil
+	}
+	return time.Time{}, &imageresolve.RegistryError{StatusCode: 404, Err: errNotFound}
+}
 
 func (f *fakeBackend) next() uint64 { f.mu.Lock(); defer f.mu.Unlock(); f.index++; return f.index }
 

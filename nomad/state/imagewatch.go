@@ -157,7 +157,22 @@ func (s *StateStore) UpsertImageWatch(index uint64, req *structs.ImageWatchUpdat
 				return err
 			} else if old != nil {
 				n.CreateIndex = old.(*structs.ImageWatch).CreateIndex
+				n.Approved = old.(*structs.ImageWatch).Approved // only Approvals set it
 			}
+			if err := tx.insert(TableImageWatches, n); err != nil {
+				return err
+			}
+		}
+		for _, a := range req.Approvals {
+			old, err := first(tx.Txn, nil, TableImageWatches, indexID, nsOrDefault(a.ID.Namespace), a.ID.JobID, a.ID.Group, a.ID.Task)
+			if err != nil {
+				return err
+			}
+			if old == nil {
+				continue
+			}
+			n := old.(*structs.ImageWatch).Copy()
+			n.Approved, n.ModifyIndex = a.Digest, index
 			if err := tx.insert(TableImageWatches, n); err != nil {
 				return err
 			}

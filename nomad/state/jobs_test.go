@@ -386,3 +386,23 @@ func TestUpsertImageWatch_BadDigests(t *testing.T) {
 	require.Equal(t, "third", b.JobID)
 	require.EqualValues(t, 10, b.CreateIndex)
 }
+
+// Only Approvals set a watch's Approved: a whole-record upsert (the
+// watcher's, read before the approval was committed) keeps it.
+func TestUpsertImageWatch_ApprovalsSurviveWatcherUpserts(t *testing.T) {
+	s := NewStateStore()
+	w := &structs.ImageWatch{JobID: "web", Group: "g", Task: "t", Key: "r:1|"}
+	require.NoError(t, s.UpsertImageWatch(10, &structs.ImageWatchUpdateRequest{Watches: []*structs.ImageWatch{w}}))
+	id := structs.ImageWatchID{Namespace: "default", JobID: "web", Group: "g", Task: "t"}
+	require.NoError(t, s.UpsertImageWatch(11, &structs.ImageWatchUpdateRequest{Approvals: []structs.ImageApproval{
+		{ID: id, Digest: "sha256:b"}, {ID: structs.ImageWatchID{Namespace: "default", JobID: "gone", Group: "g", Task: "t"}, Digest: "sha256:b"}}}))
+	stale := w.Copy()
+	stale.Held, stale.HeldReason = "sha256:b", "approval"
+	require.NoError(t, s.UpsertImageWatch(12, &structs.ImageWatchUpdateRequest{Watches: []*structs.ImageWatch{stale}}))
+	ws, err := s.ImageWatches(nil)
+	require.NoError(t, err)
+	require.Len(t, ws, 1, "an approval of a missing watch creates none")
+	require.Equal(t, "sha256:b", ws[0].Approved)
+	require.Equal(t, "sha256:b", ws[0].Held)
+	require.Equal(t, uint64(12), ws[0].ModifyIndex)
+}

@@ -19,7 +19,13 @@ const (
 	TopicNodePool   Topic = "NodePool"
 	TopicVariables  Topic = "Variables"
 	TopicService    Topic = "Service"
-	TopicAll        Topic = "*"
+	// TopicImageUpdate is Drover's: a change of an image watch record
+	// (nomad/imagewatcher), keyed "job/group/task" and filterable by job
+	// ID and held digest. A digest held for an operator
+	// (auto_update = "notify", or waiting for approval) is one: the
+	// payload's Held and HeldReason name it.
+	TopicImageUpdate Topic = "ImageUpdate"
+	TopicAll         Topic = "*"
 )
 
 // Event types, with Nomad's names: the type of every event of an entry is
@@ -45,6 +51,7 @@ const (
 	TypeVariableDeleted               = "VariableDeleted"
 	TypeServiceRegistration           = "ServiceRegistration"
 	TypeServiceDeregistration         = "ServiceDeregistration"
+	TypeImageWatchUpdated             = "ImageWatchUpdated"
 )
 
 // msgTypeEvents names the event type of each message type that produces
@@ -70,6 +77,7 @@ var msgTypeEvents = map[structs.MessageType]string{
 	structs.VariablesApplyRequestType:            TypeVariableUpserted,
 	structs.ServiceRegistrationUpsertRequestType: TypeServiceRegistration,
 	structs.ServiceRegistrationDeleteRequestType: TypeServiceDeregistration,
+	structs.ImageWatchUpdateRequestType:          TypeImageWatchUpdated,
 }
 
 // RegisterEventType makes entries of message type t produce events of type
@@ -91,8 +99,8 @@ type Event struct {
 	Index     uint64
 	// Payload is the object after the change (before it, for a deletion):
 	// a *structs.Job, *structs.Evaluation, *structs.Allocation,
-	// *structs.Deployment, *structs.Node, *structs.NodePool or
-	// *structs.ServiceRegistration, shared with
+	// *structs.Deployment, *structs.Node, *structs.NodePool,
+	// *structs.ImageWatch or *structs.ServiceRegistration, shared with
 	// the state store, or a structs.VariableMeta (a copy).
 	Payload any
 	// Deleted is true when the change deleted the object.
@@ -183,6 +191,9 @@ func eventFor(obj any, deleted bool) (Event, bool) {
 			Namespace: o.Namespace, Payload: o}, true
 	case *structs.Deployment:
 		return Event{Topic: TopicDeployment, Key: o.ID, FilterKeys: keys(o.JobID),
+			Namespace: o.Namespace, Payload: o}, true
+	case *structs.ImageWatch:
+		return Event{Topic: TopicImageUpdate, Key: o.JobID + "/" + o.Group + "/" + o.Task, FilterKeys: keys(o.JobID, o.Held),
 			Namespace: o.Namespace, Payload: o}, true
 	}
 	return Event{}, false

@@ -2,6 +2,12 @@ package structs
 
 import "time"
 
+// Values of ImageTaskStatus.Mode.
+const (
+	AutoUpdateRoll   = "roll"
+	AutoUpdateNotify = "notify"
+)
+
 // ImageTaskStatus is the image state of one Docker task of a job, as the
 // image watcher's records describe it (imagewatcher.Status) and GET
 // /v1/job/:id/image-updates answers it (wire.ImageUpdates).
@@ -36,6 +42,30 @@ type ImageTaskStatus struct {
 	Pending      string
 	PendingSince time.Time
 	SoakLeft     time.Duration
+	// Mode is AutoUpdateRoll (auto_update = true), AutoUpdateNotify
+	// (auto_update = "notify") or "" (not followed). Approval, Window (the
+	// windows as written, "" for any time) and MinAge are the other gates.
+	Mode     string
+	Approval bool
+	Window   string
+	MinAge   time.Duration
+	// ImageCreated is the created time of TagDigest's image config (zero:
+	// not read; it is read only with auto_update_min_age).
+	ImageCreated time.Time
+	// Waiting is the gate that holds Pending now ("soak", "min_age",
+	// "notify", "approval", "window"; "" when it rolls at the watcher's
+	// next pass), WaitingUntil when that gate opens (zero: no time opens
+	// it) and WaitingFor the same in words, e.g. "waiting for window
+	// 2026-12-05T01:00:00Z (Sat 02:00-04:00 Europe/Berlin)".
+	Waiting      string
+	WaitingUntil time.Time
+	WaitingFor   string
+	// With auto_update_approval: Prepared is the image the version waiting
+	// for approval pins (Reference@Pending), PendingApproval whether that
+	// digest still needs an approval, Approved the digest last approved.
+	Prepared        string
+	PendingApproval bool
+	Approved        string
 	// Bad lists the digests of the reference that failed a deployment (of
 	// this job or another on the same reference) and are rolled to no job
 	// until an operator clears them.

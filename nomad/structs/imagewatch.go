@@ -26,6 +26,10 @@ type ImageCheck struct {
 	// Checks and Errors count checks and failed checks.
 	Checks uint64
 	Errors uint64
+	// Created is the "created" time of Digest's image config (unix
+	// nanoseconds; 0: not read yet). The watcher reads it only for tags
+	// some task follows with auto_update_min_age.
+	Created int64
 
 	CreateIndex uint64
 	ModifyIndex uint64
@@ -49,6 +53,17 @@ type ImageWatch struct {
 	AssumedVersion uint64
 	// LastRoll is the watcher's newest job version for this task, or nil.
 	LastRoll *ImageRoll
+	// Held is a new digest of the tag the watcher holds for an operator
+	// (HeldReason "notify": auto_update = "notify", never rolled;
+	// "approval": waits for an approval), recorded once per digest; the
+	// change is the ImageUpdate event of the event stream.
+	Held       string
+	HeldReason string
+	// Approved is the digest an operator approved for this task
+	// (auto_update_approval). Only an ImageWatchUpdateRequest's Approvals
+	// set it: an upsert of the whole record keeps the stored value, so a
+	// watcher write racing an approval cannot undo it.
+	Approved string
 
 	CreateIndex uint64
 	ModifyIndex uint64
@@ -98,6 +113,9 @@ type ImageObservation struct {
 	// ByWatcher marks the image watcher's own checks: only they start a
 	// soak.
 	ByWatcher bool
+	// Created is the "created" time of Digest's image config (unix
+	// nanoseconds), 0 when it was not read.
+	Created int64
 }
 
 // Observe returns the ImageCheck after observation o, given the stored
@@ -123,6 +141,9 @@ func Observe(prev *ImageCheck, o *ImageObservation) *ImageCheck {
 		return c
 	}
 	c.LastError = ""
+	if o.Digest != c.Digest {
+		c.Created = 0 // the old digest's
+	}
 	switch {
 	case o.Digest != c.Digest && o.ByWatcher:
 		c.Digest, c.DigestSince = o.Digest, o.Time
@@ -130,6 +151,9 @@ func Observe(prev *ImageCheck, o *ImageObservation) *ImageCheck {
 		c.Digest, c.DigestSince = o.Digest, 0
 	case o.ByWatcher && c.DigestSince == 0:
 		c.DigestSince = o.Time
+	}
+	if o.Created != 0 {
+		c.Created = o.Created
 	}
 	return c
 }
@@ -181,4 +205,13 @@ type ImageWatchUpdateRequest struct {
 	ClearBad      []ImageBadDigestID
 	DeleteChecks  []string
 	DeleteWatches []ImageWatchID
+	// Approvals set the Approved digest of existing watches (an
+	// operator's approval); approvals of missing watches are ignored.
+	Approvals []ImageApproval
+}
+
+// ImageApproval is an operator's approval of Digest for one task.
+type ImageApproval struct {
+	ID     ImageWatchID
+	Digest string
 }
