@@ -67,5 +67,15 @@ func TestValidatePortSpec(t *testing.T) {
 	require.Error(t, ValidatePortSpec("abc"))
 	require.Error(t, ValidatePortSpec("90-80"))
 	require.Error(t, ValidatePortSpec("70000"))
-	require.Equal(t, []int{22, 8000, 8001, 8002}, parsePortSpec("22,8000-8002"))
+}
+
+func TestEachPortOf(t *testing.T) {
+	ports := func(spec string) []int {
+		var out []int
+		EachPortOf(spec, func(p int) { out = append(out, p) })
+		return out
+	}
+	require.Equal(t, []int{22, 80, 8000, 8001, 8002}, ports("22, 80,8000-8002"))
+	require.Empty(t, ports(""))
+	require.Equal(t, []int{1}, ports("x,1,3-y,9-5"), "malformed parts are skipped")
 }
