@@ -169,4 +169,3 @@ func failedPlacement(t *testing.T, c *api.Client, jobID string) *api.AllocationM
 	require.Empty(t, runningAllocs(t, c, jobID))
 	return m
 }
-
