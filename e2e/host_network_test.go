@@ -109,6 +109,9 @@ func TestHostNetworks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &api.HostNetworkInfo{Name: "public", CIDR: pub + "/32", ReservedPorts: fmt.Sprint(reserved)}, node.HostNetworks["public"])
 	require.Equal(t, &api.HostNetworkInfo{Name: "other", CIDR: other + "/32", Interface: dev}, node.HostNetworks["other"])
+	code, msg := drover(t, srv.httpAddr(), "node", "status", "-verbose", nodeID)
+	require.Equal(t, 0, code, msg)
+	require.Regexp(t, `(?m)^Host Networks\nName\s+CIDR\s+Interface\s+ReservedPorts\nother\s+`+other+`/32\s+`+dev+`\s+<none>\npublic\s+`+pub+`/32\s+<none>\s+`+fmt.Sprint(reserved)+`$`, msg)
 
 	// The same static port on each network: two ports, both placed.
 	for id, net := range map[string]string{"on-public": "public", "on-other": "other"} {
@@ -133,7 +136,7 @@ func TestHostNetworks(t *testing.T) {
 	require.Error(t, err, "nothing answers on the node's default address")
 
 	// A host network's reserved port is not handed out on it.
-	code, msg := drover(t, srv.httpAddr(), "job", "run", "-detach", writeJobFile(t, hostNetJobHCL("on-reserved", "public", reserved, bin)))
+	code, msg = drover(t, srv.httpAddr(), "job", "run", "-detach", writeJobFile(t, hostNetJobHCL("on-reserved", "public", reserved, bin)))
 	require.Equal(t, 0, code, msg)
 	m := failedPlacement(t, c, "on-reserved")
 	require.Equal(t, map[string]int{"network: reserved port collision": 1}, m.DimensionExhausted)
