@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -11,8 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	dockerclient "github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/testutil/images"
+	"github.com/drover-project/drover/testutil/registry"
 )
 
 // hostNetJobHCL is a raw_exec service whose port "http" (static port) is on
@@ -69,22 +77,7 @@ func TestHostNetworks(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to add addresses to a device")
 	}
-	var rnd [2]byte
-	_, _ = rand.Read(rnd[:])
-	dev := fmt.Sprintf("drvhn%02x%02x", rnd[0], rnd[1])
-	pub, other := fmt.Sprintf("10.218.%d.1", rnd[1]), fmt.Sprintf("10.218.%d.2", rnd[1])
-	for _, args := range [][]string{
-		{"link", "add", dev, "type", "bridge"},
-		{"addr", "add", pub + "/32", "dev", dev},
-		{"addr", "add", other + "/32", "dev", dev},
-		{"link", "set", dev, "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if args[0] == "link" && args[1] == "add" {
-			t.Cleanup(func() { _ = exec.Command("ip", "link", "del", dev).Run() })
-		}
-		require.NoError(t, err, "ip %v: %s", args, out)
-	}
+	dev, pub, other := hostNetDevice(t)
 	bin := filepath.Join(t.TempDir(), "webserver")
 	out, err := exec.Command("go", "build", "-o", bin, "../testutil/images/webserver").CombinedOutput()
 	require.NoError(t, err, "build the webserver: %s", out)
@@ -149,6 +142,117 @@ func TestHostNetworks(t *testing.T) {
 	code, msg = drover(t, srv.httpAddr(), "job", "status", "on-dmz")
 	require.Equal(t, 0, code, msg)
 	require.Contains(t, msg, `Constraint "missing host network \"dmz\" for port \"http\"": 1 node excluded by filter`)
+}
+
+// hostNetDevice makes a bridge device of the test's own with two
+// addresses (/32 each), removed at cleanup, and returns its name and them.
+func hostNetDevice(t *testing.T) (dev, a, b string) {
+	t.Helper()
+	var rnd [2]byte
+	_, _ = rand.Read(rnd[:])
+	dev = fmt.Sprintf("drvhn%02x%02x", rnd[0], rnd[1])
+	a, b = fmt.Sprintf("10.218.%d.1", rnd[1]), fmt.Sprintf("10.218.%d.2", rnd[1])
+	for _, args := range [][]string{
+		{"link", "add", dev, "type", "bridge"},
+		{"addr", "add", a + "/32", "dev", dev},
+		{"addr", "add", b + "/32", "dev", dev},
+		{"link", "set", dev, "up"},
+	} {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if args[0] == "link" && args[1] == "add" {
+			t.Cleanup(func() { _ = exec.Command("ip", "link", "del", dev).Run() })
+		}
+		require.NoError(t, err, "ip %v: %s", args, out)
+	}
+	return dev, a, b
+}
+
+// TestHostNetworksDocker: a Docker task in host mode whose port is on a
+// host network is published on that network's address only (the
+// container's port binding names it) and answers there.
+func TestHostNetworksDocker(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to add addresses to a device")
+	}
+	requireDocker(t)
+	dev, pub, other := hostNetDevice(t)
+	reg := registry.Start(t, registry.Options{})
+	img, err := images.Build(images.BuildOptions{Version: "hostnet", Seed: time.Now().UnixNano()})
+	require.NoError(t, err)
+	ref := reg.Ref("drover-e2e/hostnet", "v1")
+	digest, err := images.Push(img, ref)
+	require.NoError(t, err)
+	t.Cleanup(func() { removeImages(t, []string{ref, ref + "@" + digest}) })
+
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	lo := freePort(t)
+	newClientAgentWith(t, "hostnet-docker", fmt.Sprintf(`min_dynamic_port = %d
+  max_dynamic_port = %d
+  host_network "public" {
+    interface = %q
+    cidr      = "%s/32"
+  }`, lo, lo, dev, pub), "", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	var allocID string
+	t.Cleanup(func() {
+		_, _ = drover(t, srv.httpAddr(), "job", "stop", "-purge", "-yes", "hn-docker")
+		removeAllocContainers(t, []string{allocID})
+	})
+	code, out := drover(t, srv.httpAddr(), "job", "run", "-detach", writeJobFile(t, fmt.Sprintf(`job "hn-docker" {
+  datacenters = ["dc1"]
+  group "web" {
+    network {
+      port "http" {
+        to           = 8080
+        host_network = "public"
+      }
+    }
+    task "server" {
+      driver = "docker"
+      config {
+        image = %q
+        ports = ["http"]
+      }
+      env {
+        VERSION = "hn-docker"
+      }
+      resources {
+        cpu    = 50
+        memory = 64
+      }
+    }
+  }
+}
+`, ref)))
+	require.Equal(t, 0, code, out)
+	require.Eventually(t, func() bool { return len(runningAllocs(t, c, "hn-docker")) == 1 }, 90*time.Second, 200*time.Millisecond)
+	for _, a := range runningAllocs(t, c, "hn-docker") {
+		allocID = a.ID
+	}
+	a, _, err := c.Allocations().Info(allocID, nil)
+	require.NoError(t, err)
+	require.Equal(t, []api.PortMapping{{Label: "http", Value: lo, To: 8080, HostIP: pub}}, a.AllocatedResources.Shared.Ports)
+
+	d, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer d.Close()
+	list, err := d.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "drover.alloc_id="+allocID))})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	ins, err := d.ContainerInspect(context.Background(), list[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, []nat.PortBinding{{HostIP: pub, HostPort: fmt.Sprint(lo)}}, ins.HostConfig.PortBindings["8080/tcp"], "published on the host network's address")
+
+	hostPort := fmt.Sprintf("%s:%d", pub, lo)
+	var body string
+	require.Eventually(t, func() bool { body, err = get(hostPort); return err == nil }, 30*time.Second, 100*time.Millisecond, "answers on %s", hostPort)
+	require.Equal(t, "version hn-docker\n", body)
+	for _, addr := range []string{other, "127.0.0.1"} {
+		_, err = get(fmt.Sprintf("%s:%d", addr, lo))
+		require.Error(t, err, "not published on %s", addr)
+	}
 }
 
 // failedPlacement waits for the job's evaluation to complete and returns
