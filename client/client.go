@@ -181,6 +181,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger.Info("bridge networking is not available", "reason", offer.bridgeWhy)
 	}
 	host.Resources.Networks = nodeNetworks(offer)
+	host.Resources.NodeNetworks = resolveHostNetworks(cfg.HostNetworks, logger)
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
 	if c.hostAttrs == nil {
@@ -201,6 +202,7 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		ReservedResources:     reserved,
 		Drivers:               drv,
 		HostVolumes:           copyHostVolumes(cfg.HostVolumes),
+		HostNetworks:          copyHostNetworks(cfg.HostNetworks),
 		Status:                structs.NodeStatusReady,
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 	}

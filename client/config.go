@@ -69,6 +69,10 @@ type Config struct {
 	// HostVolumesDir (host_volumes_dir) is where the mkdir plugin creates
 	// dynamic host volumes; default <DataDir>/host_volumes, as in Nomad.
 	HostVolumesDir string
+	// HostNetworks are the host_network "name" blocks: the client resolves
+	// each to an address of this host when it starts (Node.HostNetworks,
+	// NodeResources.NodeNetworks).
+	HostNetworks map[string]*structs.ClientHostNetworkConfig
 	// ACLEnabled makes the client's own /v1/client/* endpoints check the
 	// caller's token (resolved by a server, see acl.go), as the agent's
 	// acl { enabled = true } asks.

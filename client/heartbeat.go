@@ -71,7 +71,7 @@ func (c *Client) nodeLoop(ctx context.Context) {
 // sent none).
 func (c *Client) registerOnce(ctx context.Context, ttl time.Duration) (time.Duration, error) {
 	node := c.Node()
-	resp, err := c.rpc.register(ctx, apiconv.NodeToAPI(node), c.secretID, c.cfg.IntroToken)
+	resp, err := c.rpc.register(ctx, apiconv.NodeToAPI(node), node.NodeResources.NodeNetworks, c.secretID, c.cfg.IntroToken)
 	if err != nil {
 		return ttl, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +50,9 @@ func planHostVolumes(vols []*structs.HostVolume, present []string) hostVolumeCha
 	}
 	want := map[string]bool{}
 	for _, v := range vols {
+		if v.Registered() {
+			continue // an existing directory: nothing to create or remove
+		}
 		want[v.ID] = true
 		if !have[v.ID] {
 			ch.create = append(ch.create, v)
@@ -63,7 +67,8 @@ func planHostVolumes(vols []*structs.HostVolume, present []string) hostVolumeCha
 }
 
 // nodeHostVolumes is the node's host volumes: the static ones and each
-// dynamic volume in created (its directory exists), by name.
+// dynamic volume in created (its directory exists: under dir for a
+// plugin's volume, at HostPath for a registered one), by name.
 func nodeHostVolumes(static map[string]*structs.ClientHostVolumeConfig, vols []*structs.HostVolume, dir string, created map[string]bool) map[string]*structs.ClientHostVolumeConfig {
 	out := copyHostVolumes(static)
 	for _, v := range vols {
@@ -76,7 +81,11 @@ func nodeHostVolumes(static map[string]*structs.ClientHostVolumeConfig, vols []*
 		if _, taken := out[v.Name]; taken {
 			continue // a static volume keeps its name
 		}
-		out[v.Name] = &structs.ClientHostVolumeConfig{Path: filepath.Join(dir, v.ID), ReadOnly: v.ReadOnly(), ID: v.ID}
+		p := filepath.Join(dir, v.ID)
+		if v.Registered() {
+			p = v.HostPath
+		}
+		out[v.Name] = &structs.ClientHostVolumeConfig{Path: p, ReadOnly: v.ReadOnly(), ID: v.ID}
 	}
 	return out
 }
@@ -160,6 +169,11 @@ func (c *Client) applyHostVolumes(vols []*structs.HostVolume) error {
 	ch := planHostVolumes(vols, present)
 	var errs []error
 	for _, id := range ch.remove {
+		if slices.ContainsFunc(vols, func(v *structs.HostVolume) bool {
+			return v.Registered() && filepath.Clean(v.HostPath) == filepath.Join(dir, id)
+		}) {
+			continue // a registered volume's directory is never removed
+		}
 		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
 			errs = append(errs, err)
 			continue
@@ -169,6 +183,16 @@ func (c *Client) applyHostVolumes(vols []*structs.HostVolume) error {
 	created := map[string]bool{}
 	for _, p := range present {
 		created[p] = true
+	}
+	for _, v := range vols {
+		if !v.Registered() {
+			continue
+		}
+		if fi, err := os.Stat(v.HostPath); err != nil || !fi.IsDir() {
+			c.logger.Warn("registered host volume has no directory on this node; not offered", "id", v.ID, "name", v.Name, "path", v.HostPath)
+			continue
+		}
+		created[v.ID] = true
 	}
 	for _, v := range ch.create {
 		if err := mkdirCreate(dir, v); err != nil {

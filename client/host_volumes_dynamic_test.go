@@ -13,6 +13,7 @@ import (
 func TestPlanHostVolumes(t *testing.T) {
 	const a, b, c = "6f1c8e9a-0000-4000-8000-00000000000a", "6f1c8e9a-0000-4000-8000-00000000000b", "6f1c8e9a-0000-4000-8000-00000000000c"
 	va, vb := &structs.HostVolume{ID: a, Name: "x"}, &structs.HostVolume{ID: b, Name: "y"}
+	reg := &structs.HostVolume{ID: c, Name: "z", HostPath: "/srv/z"}
 	cases := []struct {
 		name    string
 		vols    []*structs.HostVolume
@@ -25,6 +26,7 @@ func TestPlanHostVolumes(t *testing.T) {
 		{"already there", []*structs.HostVolume{va}, []string{a}, nil, nil},
 		{"deleted", []*structs.HostVolume{va}, []string{a, c}, nil, []string{c}},
 		{"not the plugin's", nil, []string{"lost+found", "notes"}, nil, nil},
+		{"registered: nothing to create", []*structs.HostVolume{reg}, nil, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

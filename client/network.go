@@ -2,10 +2,15 @@ package client
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/drivers"
 	"github.com/drover-project/drover/nomad/structs"
@@ -97,4 +102,38 @@ func (c *Client) cleanupNetworks(live map[string]bool) {
 	if err := c.network.Cleanup(ctx, live, creators); err != nil {
 		c.logger.Warn("failed to remove some networks of gone allocations", "error", err)
 	}
+}
+
+// resolveHostNetworks resolves the client's host networks to addresses of
+// this host (fingerprint.HostNetworks); a network that resolves to none is
+// not offered, and a warning says why.
+func resolveHostNetworks(cfg map[string]*structs.ClientHostNetworkConfig, logger hclog.Logger) []*structs.NodeNetworkResource {
+	if len(cfg) == 0 {
+		return nil
+	}
+	ifaces, err := fingerprint.Interfaces()
+	if err != nil {
+		logger.Warn("cannot list the network interfaces: no host network is offered", "error", err)
+		return nil
+	}
+	nets, unresolved := fingerprint.HostNetworks(cfg, ifaces)
+	for _, name := range slices.Sorted(maps.Keys(unresolved)) {
+		logger.Warn("host network has no address on this host and is not offered", "host_network", name, "reason", unresolved[name])
+	}
+	return nets
+}
+
+// copyHostNetworks returns a copy of the configured host networks, each
+// with its Name set.
+func copyHostNetworks(in map[string]*structs.ClientHostNetworkConfig) map[string]*structs.ClientHostNetworkConfig {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*structs.ClientHostNetworkConfig, len(in))
+	for name, hn := range in {
+		c := *hn
+		c.Name = name
+		out[name] = &c
+	}
+	return out
 }

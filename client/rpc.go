@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-project/drover/nomad/structs"
 	"github.com/drover-project/drover/wire"
 )
 
@@ -116,11 +117,11 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 	return resp.Header, nil
 }
 
-func (s *serverConn) register(ctx context.Context, node *api.Node, secret, introToken string) (*wire.NodeRegisterResponse, error) {
+func (s *serverConn) register(ctx context.Context, node *api.Node, nets []*structs.NodeNetworkResource, secret, introToken string) (*wire.NodeRegisterResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var out wire.NodeRegisterResponse
-	_, err := s.call(ctx, http.MethodPut, wire.RouteNodeRegister, nil, &wire.NodeRegisterRequest{Node: node, SecretID: secret, IntroToken: introToken}, &out)
+	_, err := s.call(ctx, http.MethodPut, wire.RouteNodeRegister, nil, &wire.NodeRegisterRequest{Node: node, NodeNetworks: nets, SecretID: secret, IntroToken: introToken}, &out)
 	return &out, err
 }
 

@@ -169,6 +169,7 @@ func showNode(m *Meta, c *api.Client, id string, o nodeStatusOptions) int {
 	}
 	if o.verbose {
 		sections = append(sections, "Host Volumes\n"+formatHostVolumes(node.HostVolumes),
+			"Host Networks\n"+formatHostNetworks(node.HostNetworks),
 			"Attributes\n"+formatMapKV(node.Attributes), "Meta\n"+formatMapKV(node.Meta))
 	}
 	m.outf("%s", strings.Join(sections, "\n\n"))
@@ -224,6 +225,20 @@ func formatHostVolumes(vols map[string]*api.HostVolumeInfo) string {
 	for _, name := range sortedKeys(vols) {
 		if v := vols[name]; v != nil {
 			rows = append(rows, fmt.Sprintf("%s|%t|%s", name, v.ReadOnly, v.Path))
+		}
+	}
+	return formatList(rows)
+}
+
+// formatHostNetworks renders the node's host networks, by name.
+func formatHostNetworks(nets map[string]*api.HostNetworkInfo) string {
+	if len(nets) == 0 {
+		return "<none>"
+	}
+	rows := []string{"Name|CIDR|Interface|ReservedPorts"}
+	for _, name := range sortedKeys(nets) {
+		if n := nets[name]; n != nil {
+			rows = append(rows, strings.Join([]string{name, valueOr(n.CIDR, "<none>"), valueOr(n.Interface, "<none>"), valueOr(n.ReservedPorts, "<none>")}, "|"))
 		}
 	}
 	return formatList(rows)

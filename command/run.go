@@ -97,6 +97,7 @@ func commands() []*command {
 		{name: "volume", synopsis: "Interact with volumes", subs: []*command{
 			{name: "create", synopsis: "Create an external volume", run: volumeCreate},
 			{name: "delete", synopsis: "Delete a volume", run: volumeDelete},
+			{name: "register", synopsis: "Register an existing volume", run: volumeRegister},
 			{name: "status", synopsis: "Display status information about a volume", run: volumeStatus},
 		}},
 		// Shortcuts Nomad users know.

@@ -57,6 +57,12 @@ func volumeCreate(m *Meta, args []string) int {
 	if detach {
 		return 0
 	}
+	return waitVolumeReady(m, c, v, verbose)
+}
+
+// waitVolumeReady waits until the volume's node offers it (the volume is
+// ready), then prints it.
+func waitVolumeReady(m *Meta, c *api.Client, v *api.HostVolume, verbose bool) int {
 	deadline := time.Now().Add(volumeReadyTimeout)
 	index := v.ModifyIndex
 	for v.State != api.HostVolumeStateReady {
@@ -74,6 +80,54 @@ func volumeCreate(m *Meta, args []string) int {
 	m.outf("  ✓ Host volume %q %s ready", shortID(v.ID, verbose), v.Name)
 	m.outf("%s", formatHostVolume(v, verbose))
 	return 0
+}
+
+const volumeRegisterHelp = `Usage: drover volume register [options] <input>
+
+  Register an existing directory of a node as a host volume (type = "host",
+  with node_id and host_path, and no plugin_id). CSI volumes are not
+  supported. Unless -detach is given, the command waits until the volume's
+  node has found the directory (the volume is ready). Deleting the volume
+  later leaves the directory in place.
+
+Register Options:
+
+  -detach
+    Return once the volume is recorded, without waiting for it to be ready.
+
+  -verbose
+    Display full IDs.`
+
+func volumeRegister(m *Meta, args []string) int {
+	var detach, verbose bool
+	fs := m.FlagSet("volume register")
+	fs.BoolVar(&detach, "detach", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	c, file, code, ok := m.oneArg(fs, args, volumeRegisterHelp, "<input>")
+	if !ok {
+		return code
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		m.errorf("Error reading file %q: %s", file, err)
+		return 1
+	}
+	spec, err := parseHostVolumeSpec(file, data)
+	if err != nil {
+		m.errorf("Error parsing the volume specification: %s", err)
+		return 1
+	}
+	resp, _, err := c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: spec}, nil)
+	if err != nil {
+		m.errorf("Error registering volume: %s", err)
+		return 1
+	}
+	v := resp.Volume
+	m.outf("==> Registered host volume %s with ID %s", v.Name, v.ID)
+	if detach {
+		return 0
+	}
+	return waitVolumeReady(m, c, v, verbose)
 }
 
 const volumeStatusHelp = `Usage: drover volume status [options] [volume]

@@ -165,7 +165,12 @@ type corpusCluster struct {
 	uniq     string                // prefix of Docker objects this run creates
 	subnets  map[string]string     // node name -> its bridge_network_subnet
 	volumes  map[string]string     // host_volume name -> path (on corpusVolumeNode)
+	private  string                // the address of host network "private" (on corpusHostNetNode)
 }
+
+// corpusHostNetNode is the one client with host network "private" (which
+// network-bridge names), an address of a device of the run's own.
+const corpusHostNetNode = "corpus-a"
 
 // corpusVolumeNode is the one client with the host volumes volumes-host
 // names ("pgdata", "tls-certs"), both offered read-write (read-only is the
@@ -215,6 +220,18 @@ func newCorpusCluster(t *testing.T) *corpusCluster {
 			_ = os.RemoveAll("/var/lib/cni/networks/" + b)
 		}
 	})
+	hnDev := fmt.Sprintf("drvc%shn", hex.EncodeToString(rnd[:3]))
+	cc.private = fmt.Sprintf("10.219.%d.1", rnd[3])
+	for _, args := range [][]string{{"link", "add", hnDev, "type", "bridge"}, {"addr", "add", cc.private + "/32", "dev", hnDev}, {"link", "set", hnDev, "up"}} {
+		if os.Geteuid() != 0 {
+			break // a client that is not root runs no bridge-mode group
+		}
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if args[1] == "add" && args[0] == "link" {
+			t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hnDev).Run() })
+		}
+		require.NoError(t, err, "ip %v: %s", args, out)
+	}
 	cc.probeBin = filepath.Join(t.TempDir(), "probe")
 	out, err := exec.Command("go", "build", "-o", cc.probeBin, "../testutil/images/webserver").CombinedOutput()
 	require.NoError(t, err, "build the probe: %s", out)
@@ -242,6 +259,9 @@ func newCorpusCluster(t *testing.T) *corpusCluster {
 		clientExtra := fmt.Sprintf("node_class = %q\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  meta {\n%s  }\n"+
 			"  cni_path = \"/usr/lib/cni\"\n  bridge_network_name = %q\n  bridge_network_subnet = %q\n",
 			n.class, minPort, minPort+99, meta.String(), bridges[i], cc.subnets[n.name])
+		if n.name == corpusHostNetNode {
+			clientExtra += fmt.Sprintf("  host_network \"private\" {\n    cidr = \"%s/32\"\n  }\n", cc.private)
+		}
 		if n.name == corpusVolumeNode {
 			for _, name := range slices.Sorted(maps.Keys(cc.volumes)) {
 				clientExtra += fmt.Sprintf("  host_volume %q {\n    path = %q\n  }\n", name, cc.volumes[name])

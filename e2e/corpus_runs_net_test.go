@@ -78,6 +78,48 @@ var functionsIPNetRun = corpusRun{
 	},
 }
 
+// networkBridgeRun: the group is placed on the one node with host network
+// "private"; in a namespace on the bridge, with hostname whoami-0 and the
+// dns block's resolv.conf; port admin is mapped on private's address at
+// 9901 (the task has NOMAD_HOST_IP_admin) and answers there, not on the
+// node's default address; port http is mapped on the default address.
+// traefik/whoami is not here: the probe image serves in its place, on
+// 9901 (PORT).
+var networkBridgeRun = corpusRun{
+	prepare: func(t *testing.T, cc *corpusCluster, job *api.Job) {
+		task := corpusTask(t, job, "whoami", "whoami")
+		task.Config["image"] = cc.image
+		delete(task.Config, "args")
+		task.Env = map[string]string{"PORT": "9901", "PROBE_REPORT": "1", "PROBE_SHOW": "/etc/resolv.conf"}
+	},
+	check: func(t *testing.T, cc *corpusCluster, job *api.Job) {
+		requireBridge(t)
+		a := cc.waitAllocs(t, "whoami", 1, "running", nil)[0]
+		require.Equal(t, cc.nodeIDs[corpusHostNetNode], a.NodeID, "placed where host network private is")
+		full := cc.bridgeAlloc(t, a.ID)
+		ports := map[string]api.PortMapping{}
+		for _, p := range full.AllocatedResources.Shared.Ports {
+			ports[p.Label] = p
+		}
+		require.Equal(t, api.PortMapping{Label: "admin", Value: 9901, To: 9901, HostIP: cc.private}, ports["admin"])
+		require.Empty(t, ports["http"].HostIP, "http is on the node's default address")
+		rep := cc.reportOf(t, a.ID, "whoami", nil)
+		require.Equal(t, "whoami-0", rep.Hostname)
+		require.Equal(t, cc.private, rep.Env["NOMAD_HOST_IP_admin"])
+		require.Equal(t, []string{"search service.consul", "nameserver 10.0.0.2", "nameserver 1.1.1.1", "options ndots:2"},
+			resolvLines(rep.Files["/etc/resolv.conf"]))
+		var body string
+		require.Eventually(t, func() bool {
+			var err error
+			body, err = get(cc.private + ":9901")
+			return err == nil
+		}, 30*time.Second, 200*time.Millisecond, "admin answers on %s:9901", cc.private)
+		require.Contains(t, body, "version")
+		_, err := get("127.0.0.1:9901")
+		require.Error(t, err, "admin is not mapped on the node's default address")
+	},
+}
+
 // volumesHostRun: the job is placed on the one node offering both host
 // volumes; pgdata is mounted read-write at /var/lib/postgresql/data (the
 // task writes there, the file is in the node's directory), tls-certs

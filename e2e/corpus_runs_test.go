@@ -340,8 +340,9 @@ var corpusRuns = map[string]corpusRun{
 			requireResources(t, cc, a.ID, "inventory", 0, 256, 0)
 		},
 	},
-	"volumes-host": volumesHostRun,
-	"web-docker":   webRun,
+	"network-bridge": networkBridgeRun,
+	"volumes-host":   volumesHostRun,
+	"web-docker":     webRun,
 }
 
 // holdProbe is the prepare of an entry whose one task runs the probe

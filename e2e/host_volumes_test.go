@@ -204,3 +204,83 @@ parameters {
 		return os.IsNotExist(err) && nerr == nil && n.HostVolumes["scratch"] == nil
 	}, 30*time.Second, 100*time.Millisecond, "the client removed the directory and the node's entry")
 }
+
+// TestRegisteredHostVolume: `volume register` makes an existing directory
+// of the node a host volume: ready once the client finds it, offered on
+// the node under its name at that path, mounted by a job (when the exec
+// driver is usable here); `volume delete` is refused while the job runs
+// and, once it is stopped, drops the volume and the node's entry but
+// leaves the directory and its content.
+func TestRegisteredHostVolume(t *testing.T) {
+	srv := newServer(t, serverSpec{name: "server", bootstrapExpect: 1})
+	waitLeader(t, srv)
+	c := srv.client(t)
+	newClientAgent(t, "reg-client", srv.httpHostPort())
+	waitReadyNodes(t, c, 1)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	require.NoError(t, err)
+	withJob := node.Drivers["exec"] != nil && node.Drivers["exec"].Detected && node.Drivers["exec"].Healthy
+	if !withJob {
+		t.Logf("EXEC DRIVER UNUSABLE (euid %d): %+v; checking the volume without a job", os.Geteuid(), node.Drivers["exec"])
+	}
+	dir := filepath.Join(t.TempDir(), "existing")
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "seed"), []byte("kept\n"), 0o644))
+
+	spec := filepath.Join(t.TempDir(), "data.volume.hcl")
+	require.NoError(t, os.WriteFile(spec, []byte(fmt.Sprintf(`
+type      = "host"
+name      = "data"
+node_id   = %q
+host_path = %q
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`, node.ID, dir)), 0o600))
+	code, out := drover(t, srv.httpAddr(), "volume", "register", spec)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "==> Registered host volume data with ID ")
+	require.Regexp(t, `(?m)^State\s+= ready$`, out)
+	vols, _, err := c.HostVolumes().List(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	id := vols[0].ID
+	node, _, err = c.Nodes().Info(node.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, &api.HostVolumeInfo{Path: dir, ID: id}, node.HostVolumes["data"])
+
+	if withJob {
+		job := hostVolumeJob("regvol", "1")
+		job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
+		job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
+		job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
+		_, _, err := c.Jobs().Register(job, nil)
+		require.NoError(t, err)
+		runningAlloc(t, c, "regvol", 0)
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, "state"))
+			return string(b) == "1\n"
+		}, 30*time.Second, 100*time.Millisecond, "the task wrote into the registered directory")
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "in use by allocations")
+		_, _, err = c.Jobs().Deregister("regvol", true, nil)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		return code == 0
+	}, 30*time.Second, 200*time.Millisecond, "delete once no job uses it: %s", out)
+	require.Eventually(t, func() bool {
+		n, _, err := c.Nodes().Info(node.ID, nil)
+		return err == nil && n.HostVolumes["data"] == nil
+	}, 30*time.Second, 100*time.Millisecond, "the node no longer offers it")
+	b, err := os.ReadFile(filepath.Join(dir, "seed"))
+	require.NoError(t, err, "the directory is left in place")
+	require.Equal(t, "kept\n", string(b))
+}

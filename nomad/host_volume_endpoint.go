@@ -71,6 +71,78 @@ func (s *Server) HostVolumeCreate(caller *acl.ACL, v *structs.HostVolume) (*stru
 	return out, index, nil
 }
 
+// HostVolumeRegister registers an existing directory of a node as a
+// dynamic host volume, as `volume register` does in Nomad 1.10: the caller
+// needs host-volume-register in the volume's namespace; the volume names
+// its node (NodeID) and directory (HostPath, absolute) and has no plugin.
+// It is written pending; the node's client offers it once it finds the
+// directory there, which makes it ready. Deleting it later leaves the
+// directory alone. It must run on the leader.
+func (s *Server) HostVolumeRegister(caller *acl.ACL, v *structs.HostVolume) (*structs.HostVolume, uint64, error) {
+	if v == nil {
+		return nil, 0, structs.BadRequestf("missing volume definition")
+	}
+	v = v.Copy()
+	if v.Namespace == "" {
+		v.Namespace = structs.DefaultNamespace
+	}
+	if !caller.AllowNamespaceOperation(v.Namespace, acl.NamespaceCapabilityHostVolumeRegister) {
+		return nil, 0, structs.ErrPermissionDenied
+	}
+	if v.ID != "" {
+		return nil, 0, structs.BadRequestf("volume ID %q is set: updating a host volume is not supported by Drover yet; delete it and register it again", v.ID)
+	}
+	if err := v.ValidateRegister(); err != nil {
+		return nil, 0, err
+	}
+	snap := s.State().Snapshot()
+	if ns, err := snap.NamespaceByName(nil, v.Namespace); err != nil {
+		return nil, 0, err
+	} else if ns == nil {
+		return nil, 0, structs.BadRequestf("namespace %q does not exist", v.Namespace)
+	}
+	node, err := snap.NodeByID(nil, v.NodeID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if node == nil {
+		return nil, 0, structs.BadRequestf("node %q does not exist", v.NodeID)
+	}
+	if why := hostVolumeNameTaken(snap, node, v.Name); why != "" {
+		return nil, 0, structs.BadRequestf("node %q %s", node.ID, why)
+	}
+	now := s.now().UnixNano()
+	v.ID, v.NodePool = generateUUID(), node.NodePool
+	v.State, v.CreateTime, v.ModifyTime = structs.HostVolumeStatePending, now, now
+	_, index, err := s.raftApply(structs.HostVolumeUpsertRequestType, &structs.HostVolumeUpsertRequest{Volume: v})
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := s.State().HostVolumeByID(nil, v.Namespace, v.ID)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, index, nil
+}
+
+// hostVolumeNameTaken says why node cannot have another host volume named
+// name ("" when it can): a static one or a dynamic one has it.
+func hostVolumeNameTaken(snap *state.Snapshot, node *structs.Node, name string) string {
+	if node.HostVolumes[name] != nil {
+		return fmt.Sprintf("already has a host volume named %q", name)
+	}
+	vols, err := snap.HostVolumesByNode(nil, node.ID)
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range vols {
+		if p.Name == name {
+			return fmt.Sprintf("already has a host volume named %q", name)
+		}
+	}
+	return ""
+}
+
 // chooseHostVolumeNode returns the node v goes to, or why there is none.
 // Among the nodes that fit, the one with the fewest dynamic host volumes
 // is chosen (then the lowest ID).

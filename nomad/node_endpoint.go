@@ -170,7 +170,7 @@ func validateNode(n *structs.Node) error {
 	if err := structs.ValidatePortSpec(n.ReservedResources.Networks.ReservedHostPorts); err != nil {
 		return structs.BadRequestf("ReservedResources.Networks.ReservedHostPorts: %v", err)
 	}
-	return nil
+	return structs.ValidateNodeNetworks(n.NodeResources.NodeNetworks)
 }
 
 // nodeEvals returns one pending evaluation per live job, triggered by a

@@ -88,6 +88,9 @@ func NewFeasibleFunc(job *structs.Job) FeasibleFunc {
 		if !NetworkModeOffered(node, tg) {
 			return false, ReasonMissingNetwork
 		}
+		if network, port, ok := HostNetworksOffered(node, tg); !ok {
+			return false, MissingHostNetwork(network, port)
+		}
 		return true, ""
 	}
 }
@@ -109,6 +112,41 @@ func NetworkModeOffered(node *structs.Node, tg *structs.TaskGroup) bool {
 		}
 	}
 	return false
+}
+
+// HostNetworksOffered reports whether node has the host network of every
+// port of tg's networks (group and task ones) that names one other than
+// the default; when it does not, network and port name the first missing.
+func HostNetworksOffered(node *structs.Node, tg *structs.TaskGroup) (network, port string, ok bool) {
+	check := func(nets []*structs.NetworkResource) (string, string, bool) {
+		for _, nw := range nets {
+			if nw == nil {
+				continue
+			}
+			for _, ports := range [2][]structs.Port{nw.ReservedPorts, nw.DynamicPorts} {
+				for _, p := range ports {
+					if structs.IsDefaultHostNetwork(p.HostNetwork) {
+						continue
+					}
+					if _, _, has := node.HostNetworkAddress(p.HostNetwork); !has {
+						return p.HostNetwork, p.Label, false
+					}
+				}
+			}
+		}
+		return "", "", true
+	}
+	if network, port, ok = check(tg.Networks); !ok {
+		return network, port, false
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			if network, port, ok = check(t.Resources.Networks); !ok {
+				return network, port, false
+			}
+		}
+	}
+	return "", "", true
 }
 
 // constraintString names a constraint the way AllocationMetric keys do.

@@ -137,9 +137,3 @@ func TestAllocateResources_Mapping(t *testing.T) {
 	require.Equal(t, "10.0.0.5", tr.Networks[0].IP)
 	require.Zero(t, tg.Tasks[0].Resources.Networks[0].DynamicPorts[0].Value, "the job is not modified")
 }
-
-func TestParsePorts(t *testing.T) {
-	require.Equal(t, []int{22, 80, 8000, 8001, 8002}, parsePorts("22, 80,8000-8002"))
-	require.Empty(t, parsePorts(""))
-	require.Equal(t, []int{1}, parsePorts("x,1,3-y"))
-}

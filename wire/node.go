@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/nomad/structs"
 )
 
 // Routes of the internal client protocol, as the server's route table
@@ -62,6 +64,10 @@ type NodeRegisterRequest struct {
 	// with (client intro_token, NOMAD_CLIENT_INTRO_TOKEN); see the
 	// server's client_introduction enforcement.
 	IntroToken string `json:",omitempty"`
+	// NodeNetworks are the addresses the node's host networks resolved to
+	// (Node.NodeResources.NodeNetworks), which api.NodeResources does not
+	// carry.
+	NodeNetworks []*structs.NodeNetworkResource `json:",omitempty"`
 }
 
 // NodeRegisterResponse answers a node registration.

@@ -192,7 +192,8 @@ func (a *Agent) startClient() error {
 		DataDir: cfg.DataDir, Servers: servers, HTTPAddr: httpAddr, TLS: a.tls.clientTLS(),
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort,
 		Plugins: plugins, HostVolumes: hostVolumes(cfg.Client.HostVolumes), HostVolumesDir: cfg.Client.HostVolumesDir,
-		Logger: a.logger, ACLEnabled: cfg.ACL.Enabled,
+		HostNetworks: hostNetworks(cfg.Client.HostNetworks),
+		Logger:       a.logger, ACLEnabled: cfg.ACL.Enabled,
 		// A dev agent's state dies with it (as `nomad agent -dev`'s does):
 		// it stops its allocations on the way out instead of leaving tasks
 		// that nothing could reattach or stop.
@@ -365,6 +366,18 @@ func hostVolumes(in map[string]config.HostVolume) map[string]*structs.ClientHost
 	out := make(map[string]*structs.ClientHostVolumeConfig, len(in))
 	for name, v := range in {
 		out[name] = &structs.ClientHostVolumeConfig{Path: v.Path, ReadOnly: v.ReadOnly}
+	}
+	return out
+}
+
+// hostNetworks converts the client's host_network blocks for the client.
+func hostNetworks(in map[string]config.HostNetwork) map[string]*structs.ClientHostNetworkConfig {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*structs.ClientHostNetworkConfig, len(in))
+	for name, hn := range in {
+		out[name] = &structs.ClientHostNetworkConfig{Name: name, CIDR: hn.CIDR, Interface: hn.Interface, ReservedPorts: hn.ReservedPorts}
 	}
 	return out
 }

@@ -31,7 +31,8 @@ func registerMkdirNode(t *testing.T, ta *aclTestAgent, id, secret string, vols m
 // Dynamic host volumes through the API: created pending on a node with
 // the mkdir plugin, listed and read, handed to the node by its internal
 // query, ready (with the node's path) once the node reports it, deleted.
-// Registering an existing directory is refused; the ACL rules apply.
+// An existing directory of the node is registered the same way (pending,
+// then ready once the node reports it). The ACL rules apply.
 func TestContractDynamicHostVolumes(t *testing.T) {
 	ta := newACLTestAgent(t)
 	c := ta.client
@@ -78,14 +79,36 @@ func TestContractDynamicHostVolumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]*api.HostVolumeInfo{"scratch": {Path: "/hv/" + v.ID, ID: v.ID}}, node.HostVolumes)
 
-	_, _, err = c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: &api.HostVolume{Name: "old", HostPath: "/srv/old"}}, nil)
-	requireStatus(t, err, http.StatusBadRequest, `registering an existing directory as a host volume is not supported by Drover yet (volume "old" is not registered): declare it in the client's configuration, client { host_volume "old" { path = "/srv/old" } }`)
+	// Registering an existing directory of the node: pending, no plugin,
+	// then ready at that path once the node reports it.
+	_, _, err = c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: &api.HostVolume{Name: "old", HostPath: "/srv/old",
+		RequestedCapabilities: spec.RequestedCapabilities}}, nil)
+	requireStatus(t, err, http.StatusBadRequest, "missing node ID")
+	regSpec := &api.HostVolume{Name: "old", NodeID: nodeID, HostPath: "/srv/old", RequestedCapabilities: spec.RequestedCapabilities}
+	reg, _, err := c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: regSpec}, nil)
+	require.NoError(t, err)
+	require.Equal(t, api.HostVolumeStatePending, reg.Volume.State)
+	require.Equal(t, nodeID, reg.Volume.NodeID)
+	require.Empty(t, reg.Volume.PluginID)
+	require.Equal(t, "/srv/old", reg.Volume.HostPath)
+	registerMkdirNode(t, ta, nodeID, secret, map[string]*api.HostVolumeInfo{
+		"scratch": {Path: "/hv/" + v.ID, ID: v.ID}, "old": {Path: "/srv/old", ID: reg.Volume.ID}})
+	got, _, err = c.HostVolumes().Get(reg.Volume.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, api.HostVolumeStateReady, got.State)
+	_, err = nodeClient.Raw().Query(wire.NodePath(wire.RouteNodeHostVolumes, nodeID), &mine, nil)
+	require.NoError(t, err)
+	require.Len(t, mine, 2, "the node's query lists the registered volume too")
+	_, _, err = c.HostVolumes().Delete(&api.HostVolumeDeleteRequest{ID: reg.Volume.ID}, nil)
+	require.NoError(t, err)
 	_, _, err = c.HostVolumes().Create(&api.HostVolumeCreateRequest{}, nil)
 	requireStatus(t, err, http.StatusBadRequest, "missing volume definition")
 
 	// ACLs: creating and deleting need their capabilities.
 	reader := ta.clientWith(t, ta.tokenFor(t, "hv-read", `namespace "default" { capabilities = ["host-volume-read"] }`).SecretID)
 	_, _, err = reader.HostVolumes().Create(&api.HostVolumeCreateRequest{Volume: spec}, nil)
+	requireStatus(t, err, http.StatusForbidden, "Permission denied")
+	_, _, err = reader.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: regSpec}, nil)
 	requireStatus(t, err, http.StatusForbidden, "Permission denied")
 	_, _, err = reader.HostVolumes().Delete(&api.HostVolumeDeleteRequest{ID: v.ID}, nil)
 	requireStatus(t, err, http.StatusForbidden, "Permission denied")

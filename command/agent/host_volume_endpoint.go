@@ -11,8 +11,7 @@ import (
 
 // Dynamic host volumes (`volume create` with type = "host"): the HTTP
 // adapter of the server's HostVolume* endpoints, which check the caller.
-// Registering an existing directory as a volume (`volume register`) is
-// refused: declare it in the client's configuration instead.
+// `volume register` makes an existing directory of a node a volume.
 
 // hostVolumeCreate serves PUT /v1/volume/host/create.
 func (h *HTTPServer) hostVolumeCreate(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
@@ -34,7 +33,8 @@ func (h *HTTPServer) hostVolumeCreate(w http.ResponseWriter, r *http.Request) (a
 	return &api.HostVolumeCreateResponse{Volume: apiconv.HostVolumeToAPI(out)}, index, nil
 }
 
-// hostVolumeRegister serves PUT /v1/volume/host/register: refused.
+// hostVolumeRegister serves PUT /v1/volume/host/register: an existing
+// directory of a node (node_id, host_path) becomes a host volume.
 func (h *HTTPServer) hostVolumeRegister(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	var req api.HostVolumeRegisterRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -43,9 +43,15 @@ func (h *HTTPServer) hostVolumeRegister(w http.ResponseWriter, r *http.Request) 
 	if req.Volume == nil {
 		return nil, 0, badRequest("missing volume definition")
 	}
-	return nil, 0, badRequest("registering an existing directory as a host volume is not supported by Drover yet (volume %q is not registered): "+
-		"declare it in the client's configuration, client { host_volume %q { path = %q } }, or create a volume with plugin_id = \"mkdir\"",
-		req.Volume.Name, req.Volume.Name, req.Volume.HostPath)
+	v := apiconv.HostVolumeFromAPI(req.Volume)
+	if v.Namespace == "" {
+		v.Namespace = namespace(r)
+	}
+	out, index, err := h.srv.HostVolumeRegister(aclOf(r), v)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &api.HostVolumeRegisterResponse{Volume: apiconv.HostVolumeToAPI(out)}, index, nil
 }
 
 // hostVolumeGet serves GET /v1/volume/host/{id}.

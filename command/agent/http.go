@@ -189,6 +189,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusNotFound, re.Msg
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.Msg
+	case errors.Is(err, structs.ErrBadRequest): // a structs.ValidationError
+		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, nomad.ErrStateNotFound):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, nomad.ErrStateConflict):

@@ -83,6 +83,7 @@ func (h *HTTPServer) internalNodeRegister(w http.ResponseWriter, r *http.Request
 	}
 	node := apiconv.NodeFromAPI(req.Node)
 	node.SecretID = req.SecretID
+	node.NodeResources.NodeNetworks = req.NodeNetworks
 	index, evals, ttl, err := h.srv.NodeRegister(node, req.IntroToken)
 	if err != nil {
 		return nil, 0, err

@@ -114,8 +114,8 @@ func (h *HTTPServer) registerRoutes() {
 	put("/v1/volume/csi/{id}/create", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeRegister)
 	del("/v1/volume/csi/{id}", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
 	del("/v1/volume/csi/{id}/detach", nsCap(acl.NamespaceCapabilityCSIWriteVolume), h.csiVolumeDeregister)
-	put("/v1/volume/host/create", caller(), h.hostVolumeCreate) // the server checks the volume's namespace
-	put("/v1/volume/host/register", nsCap(acl.NamespaceCapabilityHostVolumeRegister), h.hostVolumeRegister)
+	put("/v1/volume/host/create", caller(), h.hostVolumeCreate)     // the server checks the volume's namespace
+	put("/v1/volume/host/register", caller(), h.hostVolumeRegister) // the server checks the volume's namespace
 	get("/v1/volume/host/{id}", caller(), h.hostVolumeGet)
 	del("/v1/volume/host/{id}", caller(), h.hostVolumeDelete)
 	get("/v1/volumes/external", nsCap(acl.NamespaceCapabilityCSIListVolume), h.csiPluginVolumesList)

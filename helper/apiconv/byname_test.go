@@ -26,6 +26,7 @@ var structsOnlyFields = map[string]bool{
 	"Job.PayloadEncoding":              true, // JobToAPI decodes Payload
 	"ClientHostVolumeConfig.Namespace": true, // server-set from the dynamic volume
 	"DeploymentState.SignalsAtResume":  true, // server-side: rollout signal counts at the last resume
+	"NodeResources.NodeNetworks":       true, // sent beside the node (wire.NodeRegisterRequest)
 }
 
 // convertedPairs are the top-level types converted by name.
@@ -240,6 +241,9 @@ func TestNodeRoundTrip_EveryField(t *testing.T) {
 	for _, v := range n.HostVolumes {
 		v.Namespace = "" // server-set, not sent
 	}
+	// Not in api.NodeResources: the client sends them beside the node
+	// (wire.NodeRegisterRequest.NodeNetworks).
+	n.NodeResources.NodeNetworks = nil
 	assert.Equal(t, n, back)
 }
 

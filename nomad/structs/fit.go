@@ -19,9 +19,18 @@ const (
 // first exhausted resource.
 func AllocsFit(node *Node, allocs []*Allocation) (fit bool, dimension string) {
 	var cpu, mem, disk int64
-	used := map[int]bool{}
-	for _, p := range parsePortSpec(node.ReservedResources.Networks.ReservedHostPorts) {
-		used[p] = true
+	used := map[HostPort]bool{}
+	node.EachReservedPort(func(hp HostPort) { used[hp] = true })
+	def := node.DefaultAddress()
+	// claim takes port on addr; false when a port is already taken there
+	// or reserved on every address.
+	claim := func(addr string, port int) bool {
+		hp := HostPort{addr, port}
+		if used[hp] || used[HostPort{AnyAddress, port}] {
+			return false
+		}
+		used[hp] = true
+		return true
 	}
 	for _, a := range allocs {
 		if a.Terminal() || a.AllocatedResources == nil {
@@ -32,17 +41,20 @@ func AllocsFit(node *Node, allocs []*Allocation) (fit bool, dimension string) {
 			cpu += tr.Cpu.CpuShares
 			mem += tr.Memory.MemoryMB
 			for _, nw := range tr.Networks {
-				if !claimPorts(used, nw.ReservedPorts) || !claimPorts(used, nw.DynamicPorts) {
-					return false, DimensionPorts
+				for _, ports := range [][]Port{nw.ReservedPorts, nw.DynamicPorts} {
+					for _, p := range ports {
+						if p.Value != 0 && !claim(node.PortAddress(p.HostNetwork, nw.IP, def), p.Value) {
+							return false, DimensionPorts
+						}
+					}
 				}
 			}
 		}
 		disk += ar.Shared.DiskMB
 		for _, p := range ar.Shared.Ports {
-			if used[p.Value] {
+			if !claim(cmpOr(p.HostIP, def), p.Value) {
 				return false, DimensionPorts
 			}
-			used[p.Value] = true
 		}
 	}
 	res, rsv := node.NodeResources, node.ReservedResources
@@ -57,47 +69,11 @@ func AllocsFit(node *Node, allocs []*Allocation) (fit bool, dimension string) {
 	return true, ""
 }
 
-func claimPorts(used map[int]bool, ports []Port) bool {
-	for _, p := range ports {
-		if p.Value == 0 {
-			continue
-		}
-		if used[p.Value] {
-			return false
-		}
-		used[p.Value] = true
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	return true
-}
-
-// parsePortSpec parses a reserved port list such as "22,80,8000-8002".
-// Malformed parts are skipped; node registration validates the spec.
-func parsePortSpec(spec string) []int {
-	var out []int
-	if spec == "" {
-		return nil
-	}
-	for _, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			continue
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				continue
-			}
-		}
-		for p := a; p <= b; p++ {
-			out = append(out, p)
-		}
-	}
-	return out
+	return b
 }
 
 // ValidatePortSpec reports an error when spec is not a port list such as

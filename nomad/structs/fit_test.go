@@ -67,5 +67,39 @@ func TestValidatePortSpec(t *testing.T) {
 	require.Error(t, ValidatePortSpec("abc"))
 	require.Error(t, ValidatePortSpec("90-80"))
 	require.Error(t, ValidatePortSpec("70000"))
-	require.Equal(t, []int{22, 8000, 8001, 8002}, parsePortSpec("22,8000-8002"))
+}
+
+func TestEachPortOf(t *testing.T) {
+	ports := func(spec string) []int {
+		var out []int
+		EachPortOf(spec, func(p int) { out = append(out, p) })
+		return out
+	}
+	require.Equal(t, []int{22, 80, 8000, 8001, 8002}, ports("22, 80,8000-8002"))
+	require.Empty(t, ports(""))
+	require.Equal(t, []int{1}, ports("x,1,3-y,9-5"), "malformed parts are skipped")
+}
+
+func TestValidateNodeNetworks(t *testing.T) {
+	addr := func(alias, address, reserved string) []*NodeNetworkResource {
+		return []*NodeNetworkResource{{Mode: "host", Device: "eth1", Addresses: []NodeNetworkAddress{{Alias: alias, Address: address, ReservedPorts: reserved}}}}
+	}
+	require.NoError(t, ValidateNodeNetworks(nil))
+	require.NoError(t, ValidateNodeNetworks(addr("public", "203.0.113.7", "22,80")))
+	require.NoError(t, ValidateNodeNetworks(addr("v6", "fd00::7", "")))
+	for _, tc := range []struct {
+		nets []*NodeNetworkResource
+		want string
+	}{
+		{addr("", "10.0.0.1", ""), `NodeResources.NodeNetworks[0].Addresses[0]: alias "" names no host network`},
+		{addr("default", "10.0.0.1", ""), `alias "default" names no host network`},
+		{addr("public", "10.0.0", ""), `NodeResources.NodeNetworks[0].Addresses[0]: address: ParseAddr("10.0.0"): IPv4 address too short`},
+		{addr("public", "10.0.0.1", "99999"), `reserved ports: invalid port "99999"`},
+		{append(addr("public", "10.0.0.1", ""), addr("public", "10.0.0.2", "")...), `NodeResources.NodeNetworks[1].Addresses[0]: host network "public" is given twice`},
+		{[]*NodeNetworkResource{nil}, "NodeResources.NodeNetworks[0] is null"},
+	} {
+		err := ValidateNodeNetworks(tc.nets)
+		require.ErrorIs(t, err, ErrBadRequest)
+		require.ErrorContains(t, err, tc.want)
+	}
 }

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"path"
 	"slices"
 )
 
@@ -137,6 +138,65 @@ func (v *HostVolume) Validate() error {
 	for k := range v.Parameters {
 		if k != "mode" && k != "uid" && k != "gid" {
 			p.addf("parameters: %q is not a parameter of the %q plugin (mode, uid, gid)", k, HostVolumePluginMkdir)
+		}
+	}
+	if len(p) > 0 {
+		return &ValidationError{Problems: p}
+	}
+	return nil
+}
+
+// Registered reports whether v was registered (an existing directory of
+// its node, HostPath, with no plugin) rather than created by a plugin
+// (which always has a PluginID).
+func (v *HostVolume) Registered() bool { return v.PluginID == "" && v.HostPath != "" }
+
+// ValidateRegister returns the problems of a volume submitted for
+// registration: a name, a node, an absolute host_path, no plugin, no
+// constraints or capacity requests (the node and directory are given),
+// and the capabilities as for creation.
+func (v *HostVolume) ValidateRegister() error {
+	var p problems
+	if v.Name == "" {
+		p.addf("missing name")
+	}
+	if v.NodeID == "" {
+		p.addf("missing node ID")
+	}
+	switch {
+	case v.HostPath == "":
+		p.addf("missing host path")
+	case !path.IsAbs(v.HostPath):
+		p.addf("host_path %q must be absolute", v.HostPath)
+	}
+	if v.PluginID != "" {
+		p.addf("plugin_id = %q: a registered volume is an existing directory; Drover runs no plugin for it", v.PluginID)
+	}
+	if len(v.Constraints) > 0 {
+		p.addf("constraint: a registered volume names its node (node_id)")
+	}
+	if v.RequestedCapacityMinBytes != 0 || v.RequestedCapacityMaxBytes != 0 {
+		p.addf("capacity_min and capacity_max are for volume create only")
+	}
+	if len(v.Parameters) > 0 {
+		p.addf("parameters are for the plugin of volume create only")
+	}
+	if len(v.RequestedCapabilities) == 0 {
+		p.addf("must include at least one capability block")
+	}
+	for _, c := range v.RequestedCapabilities {
+		if c == nil {
+			p.addf("capability block is null")
+			continue
+		}
+		if c.AttachmentMode != HostVolumeAttachmentModeFilesystem {
+			p.addf("capability: attachment mode %q is not supported: a registered volume is a directory (%q)", c.AttachmentMode, HostVolumeAttachmentModeFilesystem)
+		}
+		switch c.AccessMode {
+		case HostVolumeAccessModeSingleNodeReader, HostVolumeAccessModeSingleNodeWriter,
+			HostVolumeAccessModeSingleNodeSingleWriter, HostVolumeAccessModeSingleNodeMultiWriter:
+		default:
+			p.addf("capability: invalid access mode %q", c.AccessMode)
 		}
 	}
 	if len(p) > 0 {

@@ -18,7 +18,11 @@ type Node struct {
 	Drivers           map[string]*DriverInfo
 	// HostVolumes are the host volumes the node offers, by name.
 	HostVolumes map[string]*ClientHostVolumeConfig
-	Drain       bool
+	// HostNetworks are the client's host_network blocks, by name, as
+	// configured; the addresses they resolved to are in
+	// NodeResources.NodeNetworks.
+	HostNetworks map[string]*ClientHostNetworkConfig
+	Drain        bool
 	// DrainStrategy is set while the node drains (Drain is then true);
 	// LastDrain describes the newest drain, finished or not.
 	DrainStrategy         *DrainStrategy
@@ -103,10 +107,13 @@ const (
 
 // NodeResources is what a node offers.
 type NodeResources struct {
-	Cpu            NodeCpuResources
-	Memory         NodeMemoryResources
-	Disk           NodeDiskResources
-	Networks       []*NetworkResource
+	Cpu      NodeCpuResources
+	Memory   NodeMemoryResources
+	Disk     NodeDiskResources
+	Networks []*NetworkResource
+	// NodeNetworks are the addresses of the node's host networks, each
+	// under its network's name (host_network.go).
+	NodeNetworks   []*NodeNetworkResource
 	MinDynamicPort int
 	MaxDynamicPort int
 }

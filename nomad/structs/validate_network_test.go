@@ -36,11 +36,11 @@ func TestValidate_NetworkModesAccepted(t *testing.T) {
 	}
 }
 
-// TestValidate_HostNetworkRefused: a port naming a host network other than
-// the default is refused naming the group, the port and why; "" and
-// "default" (the node's default address) validate.
-func TestValidate_HostNetworkRefused(t *testing.T) {
-	const why = "host networks are not supported by Drover yet: the port would be placed on any node and mapped on its default address"
+// TestValidate_HostNetworks: a port naming a host network validates (the
+// scheduler places it on nodes with that network); an interpolated
+// host_network is refused naming the group, the port and why.
+func TestValidate_HostNetworks(t *testing.T) {
+	const why = "interpolation in host_network is not supported by Drover yet: name the host network"
 	cases := []struct {
 		name   string
 		mutate func(j *Job)
@@ -53,16 +53,19 @@ func TestValidate_HostNetworkRefused(t *testing.T) {
 		}, nil},
 		{"static group port", func(j *Job) {
 			j.TaskGroups[0].Networks[0].ReservedPorts[0].HostNetwork = "private"
-		}, []string{`Task group "web" validation failed: network: port "admin": host_network = "private": ` + why}},
+		}, nil},
 		{"dynamic group port in bridge mode", func(j *Job) {
 			j.TaskGroups[0].Networks[0].Mode = "bridge"
 			j.TaskGroups[0].Networks[0].DynamicPorts[0].HostNetwork = "public"
-		}, []string{`Task group "web" validation failed: network: port "http": host_network = "public": ` + why}},
-		{"task port", func(j *Job) {
+		}, nil},
+		{"interpolated group port", func(j *Job) {
+			j.TaskGroups[0].Networks[0].ReservedPorts[0].HostNetwork = "${meta.net}"
+		}, []string{`Task group "web" validation failed: network: port "admin": host_network = "${meta.net}": ` + why}},
+		{"interpolated task port", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Resources.Networks = []*NetworkResource{{
-				ReservedPorts: []Port{{Label: "legacy", Value: 7000, HostNetwork: "private"}},
+				ReservedPorts: []Port{{Label: "legacy", Value: 7000, HostNetwork: "${meta.net}"}},
 			}}
-		}, []string{`Task group "web" validation failed: task "server": resources: network: port "legacy": host_network = "private": ` + why}},
+		}, []string{`Task group "web" validation failed: task "server": resources: network: port "legacy": host_network = "${meta.net}": ` + why}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,17 +36,17 @@ func (tg *TaskGroup) undoneGroup(p *problems) {
 	}
 }
 
-// undoneHostNetworks refuses each port of n whose host_network names a
-// network other than the node's default address: the scheduler does not
-// yet place such a port on a node with that network, nor map it there.
+// undoneHostNetworks refuses each port of n whose host_network is
+// interpolated ("${meta.x}"): Drover places a port on the host network it
+// names as written.
 func undoneHostNetworks(p *problems, prefix string, n *NetworkResource) {
 	if n == nil {
 		return
 	}
 	for _, ports := range [][]Port{n.ReservedPorts, n.DynamicPorts} {
 		for _, port := range ports {
-			if port.HostNetwork != "" && port.HostNetwork != "default" {
-				p.addf("%sport %q: host_network = %q: host networks are not supported by Drover yet: the port would be placed on any node and mapped on its default address", prefix, port.Label, port.HostNetwork)
+			if strings.Contains(port.HostNetwork, "${") {
+				p.addf("%sport %q: host_network = %q: interpolation in host_network is not supported by Drover yet: name the host network", prefix, port.Label, port.HostNetwork)
 			}
 		}
 	}

@@ -202,6 +202,7 @@ func (e *Env) addPort(label, ip, fallbackIP string, value, to int) {
 		port = strconv.Itoa(to)
 	}
 	e.vars["NOMAD_IP_"+label] = ip
+	e.vars["NOMAD_HOST_IP_"+label] = ip
 	e.vars["NOMAD_PORT_"+label] = port
 	e.vars["NOMAD_HOST_PORT_"+label] = host
 	e.vars["NOMAD_ADDR_"+label] = net.JoinHostPort(ip, host)

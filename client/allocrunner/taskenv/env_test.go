@@ -79,18 +79,21 @@ func TestBuild(t *testing.T) {
 		"NOMAD_MEMORY_MAX_LIMIT": "256",
 
 		"NOMAD_IP_http":        "192.168.0.7",
+		"NOMAD_HOST_IP_http":   "192.168.0.7",
 		"NOMAD_PORT_http":      "8080",
 		"NOMAD_HOST_PORT_http": "25000",
 		"NOMAD_ADDR_http":      "192.168.0.7:25000",
 		"NOMAD_HOST_ADDR_http": "192.168.0.7:25000",
 
 		"NOMAD_IP_admin_ui":        "10.1.2.3",
+		"NOMAD_HOST_IP_admin_ui":   "10.1.2.3",
 		"NOMAD_PORT_admin_ui":      "25001",
 		"NOMAD_HOST_PORT_admin_ui": "25001",
 		"NOMAD_ADDR_admin_ui":      "10.1.2.3:25001",
 		"NOMAD_HOST_ADDR_admin_ui": "10.1.2.3:25001",
 
 		"NOMAD_IP_raw":        "192.168.0.7",
+		"NOMAD_HOST_IP_raw":   "192.168.0.7",
 		"NOMAD_PORT_raw":      "25002",
 		"NOMAD_HOST_PORT_raw": "25002",
 		"NOMAD_ADDR_raw":      "192.168.0.7:25002",

@@ -192,6 +192,9 @@ type ClientConfig struct {
 	// HostVolumesDir (host_volumes_dir) is where dynamic host volumes are
 	// created; "" is <data_dir>/host_volumes.
 	HostVolumesDir string
+	// HostNetworks are the host_network "name" blocks, by name
+	// (host_networks.go).
+	HostNetworks map[string]HostNetwork
 
 	// Artifact is the `artifact` block (artifact.go); nil when absent.
 	Artifact *ArtifactConfig
@@ -280,6 +283,7 @@ func (c *Config) Copy() *Config {
 	out.Client.ChrootEnv = maps.Clone(c.Client.ChrootEnv)
 	out.Client.Artifact = c.Client.Artifact.copy()
 	out.Client.HostVolumes = maps.Clone(c.Client.HostVolumes)
+	out.Client.HostNetworks = maps.Clone(c.Client.HostNetworks)
 	out.Ignored = slices.Clone(c.Ignored)
 	if c.Plugins != nil {
 		out.Plugins = make(map[string]PluginConfig, len(c.Plugins))
@@ -378,6 +382,7 @@ func (c *Config) Merge(o *Config) *Config {
 	out.Client.Artifact = mergeArtifact(out.Client.Artifact, o.Client.Artifact)
 	out.Client.Meta = mergeStringMap(out.Client.Meta, o.Client.Meta)
 	out.Client.HostVolumes = mergeHostVolumes(out.Client.HostVolumes, o.Client.HostVolumes)
+	out.Client.HostNetworks = mergeHostNetworks(out.Client.HostNetworks, o.Client.HostNetworks)
 	out.Client.Options = mergeStringMap(out.Client.Options, o.Client.Options)
 
 	for _, k := range o.Ignored {

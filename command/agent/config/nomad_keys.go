@@ -92,7 +92,7 @@ var nomadOnly = map[string]nomadOnlyKeys{
 		},
 		blocks: []nomadOnlyBlock{
 			{name: "reserved"}, {name: "server_join"},
-			{name: "drain_on_shutdown"}, {name: "users"}, {name: "host_network", labels: 1},
+			{name: "drain_on_shutdown"}, {name: "users"},
 		},
 	},
 }

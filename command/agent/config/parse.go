@@ -153,7 +153,7 @@ var (
 			{Name: "cni_path"}, {Name: "bridge_network_name"}, {Name: "bridge_network_subnet"},
 			{Name: "bridge_network_hairpin_mode"}, {Name: "cni_config_dir"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}, {Type: "host_volume", LabelNames: []string{"name"}}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "template"}, {Type: "artifact"}, {Type: "host_volume", LabelNames: []string{"name"}}, {Type: "host_network", LabelNames: []string{"name"}}},
 	}
 	clientTemplateSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "function_denylist"}, {Name: "disable_file_sandbox"}},
@@ -337,6 +337,7 @@ func decodeClient(c *Config, body hcl.Body, cl *ClientConfig) hcl.Diagnostics {
 			diags = append(diags, decodeArtifact(c, b.Body, cl.Artifact)...)
 		}
 	}
+	diags = append(diags, decodeHostNetworks(content.Blocks, cl)...)
 	return append(diags, decodeHostVolumes(content.Blocks, cl)...)
 }
 

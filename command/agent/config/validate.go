@@ -90,6 +90,7 @@ func (c *Config) Validate() error {
 		checkAddr(bad, fmt.Sprintf("client.servers[%d]", i), a, false)
 	}
 	validateHostVolumes(bad, c.Client.HostVolumes)
+	validateHostNetworks(bad, c.Client.HostNetworks)
 	if lo, hi := c.Client.MinDynamicPort, c.Client.MaxDynamicPort; lo != 0 || hi != 0 {
 		if lo < 1 || lo > 65535 {
 			bad("client.min_dynamic_port", "must be between 1 and 65535, got %d", lo)

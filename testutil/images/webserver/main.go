@@ -1,6 +1,7 @@
 // Command webserver is the payload of the test images built by
 // testutil/images: a static HTTP server meant to run as PID 1 in a FROM-scratch
-// container. It listens on $PORT (default 8080) and answers
+// container. It listens on $PORT (default 8080), on address $BIND when set
+// (every address when not), and answers
 //
 //	GET /        "version $VERSION\n"
 //	GET /health  200 "ok\n"
@@ -66,13 +67,13 @@ func main() {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "up 1")
 	})
-	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: net.JoinHostPort(os.Getenv("BIND"), port), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Printf("webserver: version %s listening on :%s", version, port)
+	log.Printf("webserver: version %s listening on %s", version, srv.Addr)
 
 	select {
 	case err := <-errc:
