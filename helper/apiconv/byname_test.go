@@ -26,6 +26,7 @@ var structsOnlyFields = map[string]bool{
 	"Job.PayloadEncoding":              true, // JobToAPI decodes Payload
 	"ClientHostVolumeConfig.Namespace": true, // server-set from the dynamic volume
 	"DeploymentState.SignalsAtResume":  true, // server-side: rollout signal counts at the last resume
+	"DeploymentState.Gate":             true, // Drover extension: wire.RolloutView.Gates and the status description carry it
 }
 
 // convertedPairs are the top-level types converted by name.

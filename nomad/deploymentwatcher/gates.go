@@ -236,7 +236,7 @@ func gateRecord(st *structs.DeploymentState) *structs.DeploymentGate {
 // reason to write).
 func changed(old, rec *structs.DeploymentGate) bool {
 	if old == nil {
-		return true
+		old = &structs.DeploymentGate{}
 	}
 	return old.PassedAt != rec.PassedAt || old.Passed != rec.Passed || old.Failures != rec.Failures ||
 		old.PausedBy != rec.PausedBy || old.Gate != rec.Gate || old.Result != rec.Result ||
@@ -315,14 +315,14 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 		}
 		ask = append(ask, m.dueGates(name, run, st, now)...)
 	}
+	if m.d.Status == structs.DeploymentStatusRunning && complete(m.d) && m.finalGatesPassed() {
+		return m.succeed()
+	}
 	out := m.flushGates(recs, now)
 	if passedWave {
 		out = append(out, CreateEval{TriggeredBy: structs.EvalTriggerDeploymentWatcher, DeploymentID: m.d.ID})
 	}
 	if m.d.Status == structs.DeploymentStatusRunning {
-		if complete(m.d) && m.finalGatesPassed() {
-			return append(out, m.succeed()...)
-		}
 		if !m.promoteAsked && shouldAutoPromote(m.d, m.allocs) && m.promotionGatesPassed() {
 			m.promoteAsked = true
 			out = append(out, Promote{All: true}, CreateEval{TriggeredBy: structs.EvalTriggerDeploymentWatcher, DeploymentID: m.d.ID})
