@@ -63,11 +63,13 @@ type gateRun struct {
 	checkpoint string // "" none, else "promotion", "final" or "wave N"
 	kind       string // checkpointWave, checkpointPromotion, checkpointFinal
 	wave       int    // the wave the checkpoint comes before (promotion: 2)
-	since      time.Time
 
 	metricAt    time.Time // next evaluation due; zero: at once
 	metricAsked bool      // a QueryMetric is out
-	metricPass  time.Time // time of the last evaluation, when it passed; else zero
+	// metricAtCheckpoint: the QueryMetric out was asked at the current
+	// checkpoint (an answer to one asked before it does not pass it)
+	metricAtCheckpoint bool
+	metricOK    bool      // the last evaluation, asked at this checkpoint, passed
 	hookAt      time.Time // next webhook call due
 	hookAsked   bool
 	hookOK      bool // the webhook answered 2xx at this checkpoint
@@ -155,11 +157,11 @@ func (m *Machine) stepAnswer(a GateAnswered, now time.Time) []Effect {
 	case structs.GateMetric:
 		run.metricAsked = false
 		run.metricAt = now.Add(run.spec.Interval)
-		run.metricPass = time.Time{}
+		run.metricOK = false
 		rec.Evaluations++
 		switch a.Result {
 		case structs.GateResultPass:
-			run.metricPass = now
+			run.metricOK = run.metricAtCheckpoint
 		case structs.GateResultFail:
 			rec.Failures++
 			if rec.Failures > run.spec.FailureLimit {
@@ -288,8 +290,9 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 			key = fmt.Sprintf("wave %d", wave)
 		}
 		if key != run.checkpoint {
-			run.checkpoint, run.kind, run.wave, run.since = key, kind, wave, now
+			run.checkpoint, run.kind, run.wave = key, kind, wave
 			run.hookOK, run.hookTries, run.hookAt = false, 0, now
+			run.metricOK, run.metricAtCheckpoint = false, false
 			if kind != "" && run.spec.Query != "" && !run.metricAsked {
 				run.metricAt = now // evaluate at once at a checkpoint
 			}
@@ -301,6 +304,7 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 		if kind != "" && m.checkpointPassed(run) {
 			switch kind {
 			case checkpointWave, checkpointPromotion:
+				run.metricOK = false
 				rec.PassedAt, rec.Passed = st.HealthyAllocs, rec.Passed+1
 				rec.Checkpoint, rec.Result, rec.Reason = "", structs.GateResultPass, "passed "+key
 				rec.PausedBy = ""
@@ -315,7 +319,8 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 		}
 		ask = append(ask, m.dueGates(name, run, st, now)...)
 	}
-	if m.d.Status == structs.DeploymentStatusRunning && complete(m.d) && m.finalGatesPassed() {
+	resuming := m.gatePaused() && !m.pausedAfter(recs)
+	if (m.d.Status == structs.DeploymentStatusRunning || resuming) && complete(m.d) && m.finalGatesPassed() {
 		return m.succeed()
 	}
 	out := m.flushGates(recs, now)
@@ -429,7 +434,7 @@ func checkpointOf(st *structs.DeploymentState, rec *structs.DeploymentGate, heal
 // checkpointPassed reports whether every gate of run passed since its
 // checkpoint was reached.
 func (m *Machine) checkpointPassed(run *gateRun) bool {
-	if run.spec.Query != "" && (run.metricPass.IsZero() || run.metricPass.Before(run.since)) {
+	if run.spec.Query != "" && !run.metricOK {
 		return false
 	}
 	if run.spec.Webhook != "" && run.kind != checkpointFinal && !run.hookOK {
@@ -469,7 +474,7 @@ func (m *Machine) promotionGatesPassed() bool {
 func (m *Machine) dueGates(name string, run *gateRun, st *structs.DeploymentState, now time.Time) []Effect {
 	var out []Effect
 	if run.spec.Query != "" && !run.metricAsked && !now.Before(run.metricAt) {
-		run.metricAsked = true
+		run.metricAsked, run.metricAtCheckpoint = true, run.kind != ""
 		out = append(out, QueryMetric{Group: name, Query: m.expand(run.spec.Query, name), Condition: run.spec.Condition})
 	}
 	atHook := run.kind == checkpointWave || run.kind == checkpointPromotion
