@@ -69,11 +69,11 @@ type gateRun struct {
 	// metricAtCheckpoint: the QueryMetric out was asked at the current
 	// checkpoint (an answer to one asked before it does not pass it)
 	metricAtCheckpoint bool
-	metricOK    bool      // the last evaluation, asked at this checkpoint, passed
-	hookAt      time.Time // next webhook call due
-	hookAsked   bool
-	hookOK      bool // the webhook answered 2xx at this checkpoint
-	hookTries   int  // non-2xx answers in a row at this checkpoint
+	metricOK           bool      // the last evaluation, asked at this checkpoint, passed
+	hookAt             time.Time // next webhook call due
+	hookAsked          bool
+	hookOK             bool // the webhook answered 2xx at this checkpoint
+	hookTries          int  // non-2xx answers in a row at this checkpoint
 }
 
 // gatesOf returns the gate runs of job's gated groups that deployment d
