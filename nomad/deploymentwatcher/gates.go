@@ -292,10 +292,10 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 		if key != run.checkpoint {
 			run.checkpoint, run.kind, run.wave = key, kind, wave
 			run.hookOK, run.hookTries, run.hookAt = false, 0, now
+			// The metric gate keeps its cadence: a checkpoint reached
+			// right after a wave became healthy may have no data of it
+			// yet; the next evaluation decides.
 			run.metricOK, run.metricAtCheckpoint = false, false
-			if kind != "" && run.spec.Query != "" && !run.metricAsked {
-				run.metricAt = now // evaluate at once at a checkpoint
-			}
 			rec.Checkpoint = key
 			if key != "" {
 				rec.Result, rec.Reason = structs.GateResultPending, ""

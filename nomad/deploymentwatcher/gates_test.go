@@ -191,11 +191,12 @@ func TestGateMetricHoldsSuccessUntilPass(t *testing.T) {
 	allocs := []*structs.Allocation{healthyOn("a1", nodeA), healthyOn("a2", nodeB), healthyOn("a3", nodeC)}
 	m, effects, _ := gated(t, job, d, allocs...)
 	require.Empty(t, ofType[MarkStable](effects), "complete, but the metric gate has not passed")
-	q := ofType[QueryMetric](effects)
-	require.Len(t, q, 1, "evaluated at once at the final checkpoint")
+	require.Empty(t, ofType[QueryMetric](effects), "the metric gate keeps its cadence")
 	require.Equal(t, "final", ofType[UpdateStatus](effects)[0].Gates["web"].Checkpoint)
+	effects, _ = m.Step(Tick{}, at(10*time.Second))
+	require.Len(t, ofType[QueryMetric](effects), 1)
 
-	effects, _ = m.Step(answer(structs.GateMetric, structs.GateResultPass, "value 0 < 0.01"), at(time.Second))
+	effects, _ = m.Step(answer(structs.GateMetric, structs.GateResultPass, "value 0 < 0.01"), at(11*time.Second))
 	require.Equal(t, []Effect{
 		MarkStable{Version: 1},
 		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: structs.DeploymentStatusDescriptionSuccessful},
