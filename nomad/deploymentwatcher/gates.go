@@ -165,8 +165,13 @@ func (m *Machine) stepAnswer(a GateAnswered, now time.Time) []Effect {
 		case structs.GateResultFail:
 			rec.Failures++
 			if rec.Failures > run.spec.FailureLimit {
-				return m.fail(fmt.Sprintf("Deployment failed: metric gate of group %q: %s (%d failed evaluations, limit %d)",
+				out := m.fail(fmt.Sprintf("Deployment failed: metric gate of group %q: %s (%d failed evaluations, limit %d)",
 					a.Group, a.Reason, rec.Failures, run.spec.FailureLimit))
+				rec.PausedBy, rec.UpdatedAt = "", now.UnixNano()
+				upd := out[0].(UpdateStatus)
+				upd.Gates = map[string]*structs.DeploymentGate{a.Group: rec}
+				out[0] = upd
+				return out
 			}
 		}
 	case structs.GateWebhook:

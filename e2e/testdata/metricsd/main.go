@@ -1,8 +1,8 @@
 // Command metricsd is the service of the e2e gate tests: it serves
 // Prometheus text format on /metrics, on -addr, until SIGTERM or SIGINT:
 //
-//	app_error_ratio{version="<-version>"} <-errors>
-//	app_requests_total{version="<-version>"} <a counter>
+//	app_error_ratio{nomad_job="<-job>",version="<-version>"} <-errors>
+//	app_requests_total{nomad_job="<-job>",version="<-version>"} <scrapes>
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "", "listen address, host:port")
+	job := flag.String("job", "", "the nomad_job label")
 	version := flag.String("version", "", "the version label")
 	errors := flag.Float64("errors", 0, "the error ratio reported")
 	flag.Parse()
@@ -26,8 +27,8 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintf(w, "# TYPE app_error_ratio gauge\napp_error_ratio{version=%q} %g\n", *version, *errors)
-		fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total{version=%q} %d\n", *version, requests.Add(1))
+		fmt.Fprintf(w, "# TYPE app_error_ratio gauge\napp_error_ratio{nomad_job=%q,version=%q} %g\n", *job, *version, *errors)
+		fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total{nomad_job=%q,version=%q} %d\n", *job, *version, requests.Add(1))
 	})
 	srv := &http.Server{Addr: *addr, Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
