@@ -326,7 +326,7 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 	}
 	resuming := m.gatePaused() && !m.pausedAfter(recs)
 	if (m.d.Status == structs.DeploymentStatusRunning || resuming) && complete(m.d) && m.finalGatesPassed() {
-		return m.succeed()
+		return m.succeedGated(recs, now)
 	}
 	out := m.flushGates(recs, now)
 	if passedWave {
@@ -339,6 +339,34 @@ func (m *Machine) stepGates(now time.Time, recs map[string]*structs.DeploymentGa
 		}
 	}
 	return append(out, ask...)
+}
+
+// succeedGated is succeed with the gate records written as passed (the
+// final checkpoint cleared), so that the record of a successful
+// deployment does not say it waits.
+func (m *Machine) succeedGated(recs map[string]*structs.DeploymentGate, now time.Time) []Effect {
+	out := m.succeed()
+	final := map[string]*structs.DeploymentGate{}
+	for _, name := range m.gateGroups() {
+		rec := recs[name]
+		if rec == nil {
+			rec = gateRecord(m.d.TaskGroups[name])
+		}
+		if rec.Checkpoint == "" && !changed(m.d.TaskGroups[name].Gate, rec) {
+			continue
+		}
+		rec.Checkpoint, rec.PausedBy, rec.UpdatedAt = "", "", now.UnixNano()
+		final[name] = rec
+	}
+	if len(final) > 0 {
+		for i, e := range out {
+			if upd, ok := e.(UpdateStatus); ok {
+				upd.Gates = final
+				out[i] = upd
+			}
+		}
+	}
+	return out
 }
 
 // flushGates writes the changed records recs (nil when none), resuming a

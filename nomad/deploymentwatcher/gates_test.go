@@ -199,9 +199,11 @@ func TestGateMetricHoldsSuccessUntilPass(t *testing.T) {
 	effects, _ = m.Step(answer(structs.GateMetric, structs.GateResultPass, "value 0 < 0.01"), at(11*time.Second))
 	require.Equal(t, []Effect{
 		MarkStable{Version: 1},
-		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: structs.DeploymentStatusDescriptionSuccessful},
+		UpdateStatus{Status: structs.DeploymentStatusSuccessful, Description: structs.DeploymentStatusDescriptionSuccessful,
+			Gates: map[string]*structs.DeploymentGate{"web": {Evaluations: 1, Gate: structs.GateMetric, Result: structs.GateResultPass,
+				Reason: "value 0 < 0.01", UpdatedAt: at(11 * time.Second).UnixNano()}}},
 		Stop{},
-	}, effects)
+	}, effects, "the record says the gate passed, waiting for nothing")
 }
 
 func TestGatePromotionWaitsForGates(t *testing.T) {
