@@ -31,7 +31,10 @@ var jsonNames = map[string][]string{
 	"wire.IdentityRenewResponse": {"Tokens"},
 	"wire.ImageUpdates":          {"Namespace", "JobID", "Version", "Tasks"},
 	"wire.ImageClearBadRequest":  {"Digest"},
-	"wire.RolloutView":           {"Job", "Deployment", "AllocColumns", "Allocs", "NodeColumns", "Nodes"},
+	"wire.RolloutView":           {"Job", "Deployment", "AllocColumns", "Allocs", "NodeColumns", "Nodes", "Gates"},
+	"wire.DeploymentGates":       {"DeploymentID", "Gates"},
+	"structs.DeploymentGate": {"PassedAt", "Passed", "Evaluations", "Failures", "PausedBy", "Gate", "Result", "Reason",
+		"Checkpoint", "UpdatedAt"},
 	"wire.PrefetchDirectives":    {"Directives", "Index"},
 	"wire.PrefetchReportRequest": {"Reports"},
 	"structs.PrefetchDirective":  {"DeploymentID", "Namespace", "JobID", "JobVersion", "State", "Tasks"},
@@ -70,6 +73,7 @@ func bodies() []any {
 		withAPI(func(b *RolloutView) { b.Job, b.Deployment = &api.Job{ID: job}, &api.Deployment{ID: "d1"} }),
 		withAPI[PrefetchDirectives](nil),
 		withAPI[PrefetchReportRequest](nil),
+		withAPI[DeploymentGates](nil),
 	}
 }
 
