@@ -22,10 +22,11 @@ import (
 //   - a gate pauses it only in answer to a result that is not a pass;
 //   - PassedAt never decreases, never exceeds HealthyAllocs, and rises
 //     only in answer to a pass;
-//   - the scheduler's hold (structs.GateHoldsWave) is lifted only by a
-//     write the machine made (the waves are placed below only then);
 //   - at most one call per gate is out at a time, and nothing is returned
 //     after the machine is done.
+//
+// The simulated scheduler places a wave only when structs.GateHoldsWave,
+// over the records the machine wrote, lets it, as the real one does.
 func TestGatesProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		meta := map[string]string{}
@@ -135,6 +136,9 @@ func TestGatesProperties(t *testing.T) {
 						passedAt = rec.PassedAt
 					}
 				}
+			}
+			if metric && metricFails > limit && !m.Done() {
+				t.Fatalf("%d metric failures (limit %d) and not done", metricFails, limit)
 			}
 			if m.Done() {
 				if after, _ := m.Step(Tick{}, now.Add(time.Hour)); len(after) != 0 {
