@@ -339,3 +339,80 @@ func TestGateWebhookHoldsNextWave(t *testing.T) {
 	require.Equal(t, 2, last.Wave)
 	require.Greater(t, last.Attempt, 1, "the call that passed was a retry")
 }
+
+// TestGateWebhookHoldsServicePromotion: a service job's auto-promotion
+// waits for the webhook gate: 503 pauses the deployment before
+// promotion with the canary healthy and the old allocations kept; 200
+// promotes, and the later wave asks the webhook again before it starts.
+func TestGateWebhookHoldsServicePromotion(t *testing.T) {
+	hook := &hookRecorder{got: make(chan struct{}, 1)}
+	hook.status.Store(http.StatusServiceUnavailable)
+	hs := httptest.NewServer(hook)
+	t.Cleanup(hs.Close)
+	srv, c := gateServer(t, "", 1)
+	job := func(version string) string {
+		return fmt.Sprintf(`
+job "web" {
+  type        = "service"
+  datacenters = ["dc1"]
+  update {
+    max_parallel      = 1
+    canary            = 1
+    auto_promote      = true
+    health_check      = "task_states"
+    min_healthy_time  = "1s"
+    healthy_deadline  = "30s"
+    progress_deadline = "2m"
+  }
+  group "web" {
+    count = 3
+    meta = {
+      "drover.gate_webhook" = %q
+    }
+    task "server" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "exec sleep 360%s"]
+      }
+      resources {
+        cpu    = 20
+        memory = 16
+      }
+    }
+  }
+}
+`, hs.URL+"/gate", version)
+	}
+	run := func(hcl string) {
+		t.Helper()
+		code, out := drover(t, srv.httpAddr(), "job", "run", "-detach", writeJobFile(t, hcl))
+		require.Equal(t, 0, code, out)
+	}
+	run(job("0"))
+	waitDeployment(t, c, 0, "successful")
+
+	run(job("1"))
+	d := waitDeployment(t, c, 1, "paused")
+	require.Equal(t, `Deployment paused: webhook gate of group "web" before promotion: answered 503: maintenance window`, d.StatusDescription)
+	require.False(t, d.TaskGroups["web"].Promoted)
+	require.Equal(t, map[uint64]int{0: 3, 1: 1}, liveVersions(t, c), "the canary beside the old allocations")
+	calls, bad := hook.snapshot()
+	require.Empty(t, bad)
+	require.Equal(t, "promotion", calls[0].Checkpoint)
+	require.Equal(t, uint64(1), calls[0].Version)
+
+	hook.status.Store(http.StatusOK)
+	done := waitDeployment(t, c, 1, "successful")
+	require.True(t, done.TaskGroups["web"].Promoted)
+	require.Equal(t, map[uint64]int{1: 3}, liveVersions(t, c))
+	calls, _ = hook.snapshot()
+	var waves []int
+	for _, call := range calls {
+		if call.Checkpoint == "wave" {
+			waves = append(waves, call.Wave)
+		}
+	}
+	// Promotion passed at 1 healthy and let wave 2 go; wave 3 was asked for.
+	require.Equal(t, []int{3}, waves, "%+v", calls)
+}
