@@ -303,12 +303,18 @@ func (w *Watcher) execute(ctx context.Context, d *structs.Deployment, job *struc
 		switch g := e.(type) {
 		case QueryMetric:
 			a := w.gates.QueryMetric(ctx, g)
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // stopping: a cancelled call is no answer
+			}
 			log.Debug("metric gate answered", "group", g.Group, "result", a.Result, "reason", a.Reason)
 			answers = append(answers, a)
 			continue
 		case CallWebhook:
 			g.Body.SentAt = w.clock.Now().Unix()
 			a := w.gates.CallWebhook(ctx, g)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			log.Debug("webhook gate answered", "group", g.Group, "result", a.Result, "reason", a.Reason)
 			answers = append(answers, a)
 			continue
