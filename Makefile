@@ -5,7 +5,7 @@ BIN := bin/drover
 # One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
 export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
-.PHONY: all build test ui-deps cni-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
+.PHONY: all build test ui-deps cni-deps prometheus-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -27,7 +27,7 @@ fmt-check:
 # rollouts on the shared Docker engine, so nothing else runs beside them),
 # then short fuzz runs, then the nomad/api conformance suite (a baselined
 # test that stops passing fails the build).
-test: build fmt-check vet ui-deps cni-deps
+test: build fmt-check vet ui-deps cni-deps prometheus-deps
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e$$')
 	$(GO) test -race -count=1 -timeout 20m ./e2e/
 	$(MAKE) fuzz
@@ -60,6 +60,15 @@ cni-deps:
 		echo "cni-deps: CNI plugins found"; \
 	else \
 		(apt-get update && apt-get install -y containernetworking-plugins) || echo "cni-deps: could not install containernetworking-plugins; the bridge networking tests will skip"; \
+	fi
+
+# The e2e tests of metric gates run a real Prometheus (Debian's package);
+# without it they skip.
+prometheus-deps:
+	@if command -v prometheus >/dev/null 2>&1; then \
+		echo "prometheus-deps: prometheus found"; \
+	else \
+		(apt-get update && apt-get install -y prometheus) || echo "prometheus-deps: could not install prometheus; the metric gate e2e tests will skip"; \
 	fi
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.

@@ -179,7 +179,7 @@ func deploymentStatus(m *Meta, args []string) int {
 		return 0
 	}
 	mon := newMonitor(m, c, verbose)
-	out := formatDeployment(d, verbose) + mon.canariesSection(d)
+	out := formatDeployment(d, verbose) + mon.canariesSection(d) + mon.gatesSection(d)
 	if verbose {
 		out += mon.deploymentAllocsSection(d.ID)
 	}

@@ -40,11 +40,25 @@ func (b watcherBackend) State() *state.StateStore { return b.s.State() }
 
 func (b watcherBackend) Now() time.Time { return b.s.now() }
 
+// GateConfig is what the deployment watcher's gates need from the agent
+// configuration.
+type GateConfig struct {
+	// PrometheusAddress is the base URL of Prometheus's HTTP API; ""
+	// refuses jobs with drover.analysis_query at registration.
+	PrometheusAddress string
+	// WebhookSecret signs webhook gate calls; "" refuses jobs with
+	// drover.gate_webhook at registration.
+	WebhookSecret string
+}
+
 // runDeploymentWatcher runs the deployment watcher until ctx ends (when
 // this server loses leadership) and returns once it has stopped. A new
 // watcher per term rebuilds every active deployment's machine from state.
 func (s *Server) runDeploymentWatcher(ctx context.Context) {
 	w := deploymentwatcher.New(watcherBackend{s}, s.logger, deploymentwatcher.RealClock(s.now))
+	w.SetGateRunner(deploymentwatcher.HTTPGates{
+		PrometheusAddress: s.config.Gates.PrometheusAddress, WebhookSecret: s.config.Gates.WebhookSecret,
+	})
 	w.SetEnabled(true)
 	<-ctx.Done()
 	w.SetEnabled(false)

@@ -69,6 +69,9 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	if err := validateSubmitted(args.Job); err != nil {
 		return nil, err
 	}
+	if err := s.checkGateConfig(args.Job); err != nil {
+		return nil, err
+	}
 	job, pin := args.Job.Copy(), &pinOutcome{}
 	if !args.KeepImages {
 		if job, pin, err = s.pinImages(args.Job, true); err != nil {

@@ -42,6 +42,9 @@ func (s *Server) JobPlan(caller *acl.ACL, job *structs.Job, withDiff bool) (*Job
 	if err := validateSubmitted(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkGateConfig(job); err != nil {
+		return nil, err
+	}
 	job, pin, err := s.pinImages(job, false)
 	if err != nil {
 		return nil, err

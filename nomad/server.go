@@ -62,6 +62,9 @@ type Config struct {
 	// and plans resolve no tag (images run by tag), auto_update is refused
 	// and the image watcher does not run.
 	ImagePinningOff bool
+	// Gates configures the deployment watcher's metric and webhook gates
+	// (the agent's server { prometheus_address, gate_webhook_secret }).
+	Gates GateConfig
 	// ACLEnabled turns on ACL enforcement (the agent's `acl { enabled }`).
 	ACLEnabled bool
 	// ACLTokenMinTTL and ACLTokenMaxTTL bound a token's lifetime; zero

@@ -557,6 +557,12 @@ func (r *genericReconciler) gateDestructive(g *GenericGroup, old []*structs.Allo
 		return
 	}
 	limit := g.Group.Update.MaxParallel - r.inFlight(g) - len(g.Place)
+	if structs.GateHoldsWave(g.Group, st) {
+		// Invariants: a group with a metric or webhook gate replaces
+		// nothing after its first wave until the deployment watcher
+		// recorded that its gates passed at its healthy count.
+		limit = 0
+	}
 	for i, a := range old {
 		if i >= limit {
 			r.holdDestructive(g, old[i:])

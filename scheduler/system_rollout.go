@@ -83,6 +83,14 @@ func (r *systemReconciler) gateGroup(g *SystemGroupResult, d *structs.Deployment
 		return time.Time{}
 	case st.DesiredCanaries > 0 && !st.Promoted:
 		return r.gateCanaries(g, st, p)
+	case structs.GateHoldsWave(g.Group, st):
+		// Invariants: a group with a metric or webhook gate starts no
+		// wave after its first until the deployment watcher recorded
+		// that its gates passed at its current healthy count
+		// (structs.DeploymentGate.PassedAt); fresh placements and
+		// in-place updates go ahead as in any wave.
+		r.gateWavesWithin(g, p, 0)
+		return time.Time{}
 	}
 	return r.gateWaves(g, p)
 }
@@ -279,8 +287,12 @@ func (r *systemReconciler) canaryNodes(group string) map[string]bool {
 // Invariants: allocations in flight + limited placements ≤ max_parallel;
 // nothing limited starts within stagger of the last wave.
 func (r *systemReconciler) gateWaves(g *SystemGroupResult, p groupProgress) time.Time {
+	return r.gateWavesWithin(g, p, budget(g, p))
+}
+
+// gateWavesWithin is gateWaves with n limited placements allowed.
+func (r *systemReconciler) gateWavesWithin(g *SystemGroupResult, p groupProgress, n int) time.Time {
 	var followup time.Time
-	n := budget(g, p)
 	limited := len(g.DestructiveUpdate)
 	for _, pl := range g.Place {
 		if _, retry := p.retries[pl.Node.ID]; retry {

@@ -53,6 +53,40 @@ type RolloutView struct {
 	// be placed on).
 	NodeColumns []string `json:",omitempty"`
 	Nodes       [][]any  `json:",omitempty"`
+	// Gates are the gate records of the deployment's groups that have
+	// one (metric and webhook gates), by group.
+	Gates map[string]*structs.DeploymentGate `json:",omitempty"`
+}
+
+// DeploymentGates is the answer of GET /v1/deployment/gates/{id}
+// (RouteDeploymentGates): the gate records of the deployment's groups that
+// have one, by group (`drover deployment status` shows them).
+type DeploymentGates struct {
+	DeploymentID string
+	Gates        map[string]*structs.DeploymentGate
+}
+
+// RouteDeploymentGates is the path of DeploymentGates, with the
+// deployment's ID appended.
+const RouteDeploymentGates = "/v1/deployment/gates/"
+
+// GatesOf returns the gate records of d's groups that have one (nil when
+// none).
+func GatesOf(d *structs.Deployment) map[string]*structs.DeploymentGate {
+	var out map[string]*structs.DeploymentGate
+	if d == nil {
+		return nil
+	}
+	for name, st := range d.TaskGroups {
+		if st == nil || st.Gate == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]*structs.DeploymentGate{}
+		}
+		out[name] = st.Gate
+	}
+	return out
 }
 
 // PrefetchDirectives is the answer of GET /v1/internal/node/{id}/prefetch

@@ -136,6 +136,7 @@ func (a *Agent) start() error {
 			},
 			RegistryBudget:  cfg.Server.RegistryRequestBudget,
 			ImagePinningOff: cfg.Server.ImagePinning == config.ImagePinningOff,
+			Gates:           nomad.GateConfig{PrometheusAddress: cfg.Server.PrometheusAddress, WebhookSecret: cfg.Server.GateWebhookSecret},
 			RPCTLS:          a.tls.clusterTLS(),
 			Metrics:         a.metrics.registry,
 			Logger:          a.logger,

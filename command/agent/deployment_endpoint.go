@@ -9,6 +9,7 @@ import (
 	"github.com/drover-project/drover/helper/apiconv"
 	"github.com/drover-project/drover/nomad"
 	"github.com/drover-project/drover/nomad/structs"
+	"github.com/drover-project/drover/wire"
 )
 
 // Deployments: reads and actions, answered by the server
@@ -35,6 +36,24 @@ func (h *HTTPServer) deploymentsList(w http.ResponseWriter, r *http.Request) (an
 
 func (h *HTTPServer) deploymentGet(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
 	return serveByID(r, h.srv.DeploymentGet, apiconv.DeploymentToAPI)
+}
+
+// deploymentGates serves GET /v1/deployment/gates/{id}: the deployment's
+// gate records (wire.DeploymentGates), read as GET /v1/deployment/{id}.
+func (h *HTTPServer) deploymentGates(w http.ResponseWriter, r *http.Request) (any, uint64, error) {
+	opts, err := queryOptions(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, meta, err := h.srv.DeploymentGet(r.Context(), opts, r.PathValue("id"))
+	if err != nil {
+		return nil, metaIndex(meta), err
+	}
+	gates := wire.GatesOf(d)
+	if gates == nil {
+		gates = map[string]*structs.DeploymentGate{}
+	}
+	return &wire.DeploymentGates{DeploymentID: d.ID, Gates: gates}, metaIndex(meta), nil
 }
 
 func (h *HTTPServer) deploymentAllocations(w http.ResponseWriter, r *http.Request) (any, uint64, error) {

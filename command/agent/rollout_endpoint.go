@@ -27,6 +27,7 @@ func (h *HTTPServer) jobRollout(w http.ResponseWriter, r *http.Request) (any, ui
 	out := &wire.RolloutView{Job: apiconv.JobToAPI(ro.Job), AllocColumns: wire.RolloutAllocColumns, Allocs: rolloutAllocRows(ro.Allocs, ro.Deployment)}
 	if ro.Deployment != nil {
 		out.Deployment = apiconv.DeploymentToAPI(ro.Deployment)
+		out.Gates = wire.GatesOf(ro.Deployment)
 	}
 	if ro.Nodes != nil {
 		out.NodeColumns = wire.RolloutNodeColumns

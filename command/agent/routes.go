@@ -100,6 +100,7 @@ func (h *HTTPServer) registerRoutes() {
 	get("/v1/deployments", nsCap(readJob), h.deploymentsList)
 	get("/v1/deployment/{id}", objectCap(readJob, deploymentNS), h.deploymentGet)
 	get("/v1/deployment/allocations/{id}", objectCap(readJob, deploymentNS), h.deploymentAllocations)
+	get(wire.RouteDeploymentGates+"{id}", objectCap(readJob, deploymentNS), h.deploymentGates)
 	put("/v1/deployment/promote/{id}", objectCap(submitJob, deploymentNS), h.deploymentPromote)
 	put("/v1/deployment/fail/{id}", objectCap(submitJob, deploymentNS), h.deploymentFail)
 	put("/v1/deployment/pause/{id}", objectCap(submitJob, deploymentNS), h.deploymentPause)

@@ -27,6 +27,7 @@ var structsOnlyFields = map[string]bool{
 	"ClientHostVolumeConfig.Namespace": true, // server-set from the dynamic volume
 	"DeploymentState.SignalsAtResume":  true, // server-side: rollout signal counts at the last resume
 	"NodeResources.NodeNetworks":       true, // sent beside the node (wire.NodeRegisterRequest)
+	"DeploymentState.Gate":             true, // Drover extension: wire.RolloutView.Gates and the status description carry it
 }
 
 // convertedPairs are the top-level types converted by name.

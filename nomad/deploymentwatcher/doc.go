@@ -8,7 +8,7 @@
 // It is layered like a raft node (see docs/architecture.md, "The pure-core
 // rule"):
 //
-//   - Machine (machine.go, decide.go, events.go, signals.go) is a pure
+//   - Machine (machine.go, decide.go, events.go, signals.go, gates.go) is a pure
 //     state machine per deployment: Step(event, now) returns effects as
 //     data and the time it wants to be woken. It reads no state, no clock,
 //     starts nothing.
@@ -81,6 +81,18 @@
 // running one, on counts of restarts, OOM kills, image pull failures and
 // unhealthy allocations over the group's allocations; after a resume a
 // pause needs counts above those the state store recorded at resume.
+//
+// Metric and webhook gates (gates.go, gateio.go): a group's
+// drover.analysis_query and drover.gate_webhook make its later waves, its
+// auto-promotion and (metric gate) its success wait at checkpoints until
+// its gates pass; the scheduler holds the next wave meanwhile
+// (structs.GateHoldsWave). Too many failed evaluations fail the
+// deployment; no data, an error or a webhook refusal pause it, and the
+// gate that paused it resumes it once it passes. The machine returns the
+// calls as effects (QueryMetric, CallWebhook); the driver makes them
+// (GateRunner, HTTPGates) and steps each answer (GateAnswered). The gate
+// state that must survive a failover is in the deployment
+// (DeploymentState.Gate), written with UpdateStatus.
 //
 // Who may import it: the server (package nomad). It imports the state store
 // and structs, never the server.

@@ -72,6 +72,9 @@ type UpdateStatus struct {
 	// register again as the job's newest version (an auto-revert); its
 	// Version field names the version it copies.
 	RevertJob *structs.Job
+	// Gates, when not nil, replace the gate records of the named groups
+	// (gates.go).
+	Gates map[string]*structs.DeploymentGate
 }
 
 // CreateEval creates an evaluation of the deployment's job.

@@ -17,6 +17,9 @@ type Machine struct {
 	allocs   []*structs.Allocation  // last allocations seen; shared, read-only
 	rules    map[string]signalRules // drover.auto_pause_on / auto_fail_on by group (signals.go)
 	surge    bool                   // a group of job rolls out by drover.surge
+	gates    map[string]*gateRun    // metric and webhook gates by group (gates.go)
+
+	promoteAsked bool // a Promote was returned since the last observation
 
 	healthy  map[string]bool      // allocations seen healthy, by ID
 	deadline map[string]time.Time // progress deadline per group; zero: none
@@ -37,6 +40,7 @@ func NewMachine(d *structs.Deployment, job *structs.Job, now time.Time) *Machine
 		surge:    surgeOf(job),
 	}
 	m.adopt(d)
+	m.gates = gatesOf(job, m.d, now)
 	for name, st := range m.d.TaskGroups {
 		if st.ProgressDeadline > 0 && m.deadline[name].IsZero() {
 			m.deadline[name] = now.Add(st.ProgressDeadline)
@@ -75,6 +79,11 @@ func (m *Machine) Step(ev Event, now time.Time) (effects []Effect, wakeAt time.T
 			m.versions = ev.Versions
 		}
 		effects = m.maybeFailDeadline(now)
+		if effects == nil {
+			effects = m.stepGates(now, nil)
+		}
+	case GateAnswered:
+		effects = m.stepAnswer(ev, now)
 	case Promoted:
 		m.stepPromoted(ev.Deployment, now)
 	case Paused:
@@ -123,11 +132,13 @@ func (m *Machine) stepObserve(d *structs.Deployment, allocs []*structs.Allocatio
 	if signals.Status == structs.DeploymentStatusFailed {
 		return m.applySignals(signals)
 	}
-	if complete(d) {
+	if complete(d) && m.finalGatesPassed() {
 		return m.succeed()
 	}
 	if m.d.Status != structs.DeploymentStatusRunning {
-		return nil // paused: progress is recorded, nothing is decided
+		// paused: progress is recorded, nothing is decided, but a gate
+		// that holds the deployment paused is asked again (gates.go)
+		return m.stepGates(now, nil)
 	}
 	if out := m.applySignals(signals); out != nil {
 		return out
@@ -140,6 +151,15 @@ func (m *Machine) stepObserve(d *structs.Deployment, allocs []*structs.Allocatio
 		}
 	}
 	if out := m.maybeFailDeadline(now); out != nil {
+		return out
+	}
+	if len(m.gates) > 0 {
+		// Gated: success, promotion and the next waves wait for the
+		// gates (gates.go).
+		out := m.stepGates(now, nil)
+		if len(gained) > 0 && !m.done {
+			out = append(out, CreateEval{TriggeredBy: structs.EvalTriggerDeploymentWatcher, DeploymentID: d.ID})
+		}
 		return out
 	}
 	if shouldAutoPromote(d, allocs) {
@@ -159,6 +179,7 @@ func (m *Machine) stepObserve(d *structs.Deployment, allocs []*structs.Allocatio
 // machine pushes it on what it sees; neither ever pulls it back.
 func (m *Machine) adopt(d *structs.Deployment) {
 	m.d = d.Copy()
+	m.promoteAsked = false
 	for name, st := range m.d.TaskGroups {
 		if st.RequireProgressBy.After(m.deadline[name]) {
 			m.deadline[name] = st.RequireProgressBy
@@ -236,12 +257,20 @@ func (m *Machine) nextDeadline() time.Time {
 }
 
 // wakeAt is when the machine wants a Tick: the next progress deadline while
-// running, else never.
+// running, or the next gate call due (gates.go), whichever comes first;
+// zero for never.
 func (m *Machine) wakeAt() time.Time {
-	if m.done || m.d.Status != structs.DeploymentStatusRunning {
+	if m.done {
 		return time.Time{}
 	}
-	return m.nextDeadline()
+	var at time.Time
+	if m.d.Status == structs.DeploymentStatusRunning {
+		at = m.nextDeadline()
+	}
+	if g := m.gateWakeAt(); !g.IsZero() && (at.IsZero() || g.Before(at)) {
+		at = g
+	}
+	return at
 }
 
 // fail ends the deployment as failed with description desc, reverting when

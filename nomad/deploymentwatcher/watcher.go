@@ -40,6 +40,7 @@ type Watcher struct {
 	backend Backend
 	logger  hclog.Logger
 	clock   Clock
+	gates   GateRunner // asks metric and webhook gates (gateio.go)
 
 	toggleMu sync.Mutex // serialises SetEnabled
 
@@ -68,8 +69,13 @@ func New(backend Backend, logger hclog.Logger, clock Clock) *Watcher {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Watcher{backend: backend, logger: logger.Named("deployment_watcher"), clock: clock}
+	return &Watcher{backend: backend, logger: logger.Named("deployment_watcher"), clock: clock, gates: HTTPGates{}}
 }
+
+// SetGateRunner replaces the runner of metric and webhook gates (by
+// default HTTPGates{}: no Prometheus, no webhook secret). Call it before
+// SetEnabled.
+func (w *Watcher) SetGateRunner(g GateRunner) { w.gates = g }
 
 // SetEnabled starts (true) or stops (false) the watcher. Enabling rebuilds a
 // machine from state for every active deployment, running or paused, with
@@ -190,8 +196,17 @@ func (w *Watcher) runMachine(ctx context.Context, id string, log hclog.Logger) e
 	m := NewMachine(obs.Deployment, job, w.clock.Now())
 	effects, wakeAt := m.Step(Init{Allocs: obs.Allocs, Versions: obs.Versions}, w.clock.Now())
 	for {
-		if err := w.execute(m.Deployment(), job, effects, log); err != nil {
-			return err
+		for len(effects) > 0 {
+			answers, err := w.execute(ctx, m.Deployment(), job, effects, log)
+			if err != nil {
+				return err
+			}
+			effects = nil
+			for _, a := range answers {
+				var out []Effect
+				out, wakeAt = m.Step(a, w.clock.Now())
+				effects = append(effects, out...)
+			}
 		}
 		if m.Done() {
 			return nil
@@ -278,21 +293,42 @@ func readObservation(ws memdb.WatchSet, snap *state.Snapshot, id string) (Observ
 
 // execute carries out effects for deployment d of job. A CreateEval right
 // after an UpdateStatus or a Promote is committed with it, in one raft
-// entry. It stops at the first error.
-func (w *Watcher) execute(d *structs.Deployment, job *structs.Job, effects []Effect, log hclog.Logger) error {
+// entry. Gate calls (QueryMetric, CallWebhook) are made in order and their
+// answers returned, for the caller to step. It stops at the first error.
+func (w *Watcher) execute(ctx context.Context, d *structs.Deployment, job *structs.Job, effects []Effect, log hclog.Logger) ([]Event, error) {
 	now := w.backend.Now()
+	var answers []Event
 	for i := 0; i < len(effects); i++ {
 		e := effects[i]
+		switch g := e.(type) {
+		case QueryMetric:
+			a := w.gates.QueryMetric(ctx, g)
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // stopping: a cancelled call is no answer
+			}
+			log.Debug("metric gate answered", "group", g.Group, "result", a.Result, "reason", a.Reason)
+			answers = append(answers, a)
+			continue
+		case CallWebhook:
+			g.Body.SentAt = w.clock.Now().Unix()
+			a := w.gates.CallWebhook(ctx, g)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			log.Debug("webhook gate answered", "group", g.Group, "result", a.Result, "reason", a.Reason)
+			answers = append(answers, a)
+			continue
+		}
 		var eval *structs.Evaluation
 		if ce, ok := attachedEval(effects, i); ok && job != nil {
 			eval = NewEval(job, ce, now)
 			i++
 		}
 		if err := w.carryOut(d, job, e, eval, now, log); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return answers, nil
 }
 
 // attachedEval returns the CreateEval that belongs to effects[i]: the one
@@ -317,7 +353,7 @@ func (w *Watcher) carryOut(d *structs.Deployment, job *structs.Job, e Effect, ev
 	case UpdateStatus:
 		log.Info("deployment status changed", "status", e.Status, "description", e.Description)
 		_, err = w.backend.UpdateDeploymentStatus(&structs.DeploymentStatusUpdateRequest{
-			Update: &structs.DeploymentStatusUpdate{DeploymentID: d.ID, Status: e.Status, StatusDescription: e.Description},
+			Update: &structs.DeploymentStatusUpdate{DeploymentID: d.ID, Status: e.Status, StatusDescription: e.Description, Gates: e.Gates},
 			Job:    e.RevertJob, Eval: eval, UpdatedAt: now.UnixNano(),
 		})
 	case Promote:

@@ -172,7 +172,8 @@ func (tx *writeTxn) recountDeploymentHealth(d *structs.Deployment) error {
 //   - promotion, which is one-way;
 //   - the progress deadline of every group exist has (the state store and
 //     the deployment watcher own it once the group exists), and its
-//     SignalsAtResume (the state store's);
+//     SignalsAtResume (the state store's), and its gate record (the
+//     deployment watcher's);
 //   - the groups the plan dropped.
 //
 // Health counts are recounted after the merge (applyHealthChanges).
@@ -191,6 +192,7 @@ func mergeStoredDeployment(d, exist *structs.Deployment) {
 		st.Promoted = st.Promoted || old.Promoted
 		st.RequireProgressBy = old.RequireProgressBy
 		st.SignalsAtResume = old.SignalsAtResume
+		st.Gate = old.Gate
 	}
 	if d.StatusDescription == structs.DeploymentStatusDescriptionRunningNeedsPromotion ||
 		d.StatusDescription == structs.DeploymentStatusDescriptionRunningAutoPromotion {

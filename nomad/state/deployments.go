@@ -121,7 +121,7 @@ func (tx *writeTxn) upsertDeployment(d *structs.Deployment, now int64) error {
 }
 
 // UpdateDeploymentStatus sets the status and description of deployment
-// u.DeploymentID; updatedAt becomes its ModifyTime. A missing deployment is
+// u.DeploymentID, and the gate records u.Gates names; updatedAt becomes its ModifyTime. A missing deployment is
 // ErrNotFound; a terminal one is ErrConflict (its outcome is final, and a
 // late failure must not register an auto-revert over a newer job). Resuming
 // a paused deployment restarts the progress deadline of every group at
@@ -149,9 +149,32 @@ func (tx *writeTxn) updateDeploymentStatus(u *structs.DeploymentStatusUpdate, up
 			return err
 		}
 	}
+	resumed := d.Status == structs.DeploymentStatusPaused && u.Status == structs.DeploymentStatusRunning
 	c.Status, c.StatusDescription = u.Status, u.StatusDescription
+	applyGateRecords(c, u.Gates, resumed)
 	c.ModifyIndex, c.ModifyTime = tx.index, updatedAt
 	return tx.insert(TableDeployments, c)
+}
+
+// applyGateRecords sets the gate records of c (a private copy) that gates
+// names; a name c has no group of is ignored. On a resume, the records
+// gates does not replace lose their PausedBy: whoever resumed, no gate
+// holds the deployment paused any more (a gate that still fails pauses it
+// again).
+func applyGateRecords(c *structs.Deployment, gates map[string]*structs.DeploymentGate, resumed bool) {
+	for name, st := range c.TaskGroups {
+		if st == nil {
+			continue
+		}
+		if g, ok := gates[name]; ok {
+			st.Gate = g.Copy()
+			continue
+		}
+		if resumed && st.Gate != nil && st.Gate.PausedBy != "" {
+			st.Gate = st.Gate.Copy()
+			st.Gate.PausedBy = ""
+		}
+	}
 }
 
 // UpdateDeploymentPromotion promotes the canaries of every group (req.All)

@@ -44,6 +44,7 @@ func (d *Deployment) Copy() *Deployment {
 		}
 		s := *v
 		s.PlacedCanaries = append([]string(nil), v.PlacedCanaries...)
+		s.Gate = v.Gate.Copy()
 		c.TaskGroups[k] = &s
 	}
 	return &c
@@ -67,6 +68,11 @@ type DeploymentState struct {
 	// drover.auto_pause_on pauses again only on counts above them. Set by
 	// the state store; never mutated once stored, replaced.
 	SignalsAtResume map[string]int `json:",omitempty"`
+	// Gate is the state of the group's metric and webhook gates
+	// (drover_gates.go), written by the deployment watcher; nil until a
+	// gate of the group first answered. Never mutated once stored,
+	// replaced.
+	Gate *DeploymentGate `json:",omitempty"`
 }
 
 // DeploymentComplete reports whether every group of d has at least

@@ -76,4 +76,7 @@ type DeploymentStatusUpdate struct {
 	DeploymentID      string
 	Status            string
 	StatusDescription string
+	// Gates, when not nil, replace the gate records of the named groups
+	// (the deployment watcher's; see DeploymentGate).
+	Gates map[string]*DeploymentGate `json:",omitempty"`
 }

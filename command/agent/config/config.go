@@ -137,6 +137,14 @@ type ServerConfig struct {
 	EvalGCThreshold, JobGCThreshold, DeploymentGCThreshold, NodeGCThreshold time.Duration
 	// ClientIntroduction is the client_introduction block.
 	ClientIntroduction ClientIntroductionConfig
+	// PrometheusAddress (prometheus_address) is the base URL of the
+	// Prometheus the deployment watcher asks for drover.analysis_query
+	// metric gates ("http://prometheus:9090"); "" refuses such jobs.
+	PrometheusAddress string
+	// GateWebhookSecret (gate_webhook_secret) signs the calls of
+	// drover.gate_webhook gates (HMAC-SHA256 in X-Drover-Signature); ""
+	// refuses such jobs.
+	GateWebhookSecret string
 }
 
 // ClientIntroductionConfig is the server's client_introduction block: what
@@ -340,6 +348,8 @@ func (c *Config) Merge(o *Config) *Config {
 		out.Server.HeartbeatGrace = o.Server.HeartbeatGrace
 	}
 	setString(&out.Server.RegistryAuthConfig, o.Server.RegistryAuthConfig)
+	setString(&out.Server.PrometheusAddress, o.Server.PrometheusAddress)
+	setString(&out.Server.GateWebhookSecret, o.Server.GateWebhookSecret)
 	if len(o.Server.InsecureRegistries) > 0 {
 		out.Server.InsecureRegistries = slices.Clone(o.Server.InsecureRegistries)
 	}

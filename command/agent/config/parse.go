@@ -132,7 +132,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "enabled"}, {Name: "bootstrap_expect"}, {Name: "retry_join"},
 			{Name: "registry_auth_config"}, {Name: "insecure_registries"}, {Name: "registry_request_budget"},
-			{Name: "image_pinning"},
+			{Name: "image_pinning"}, {Name: "prometheus_address"}, {Name: "gate_webhook_secret"},
 			{Name: "min_heartbeat_ttl"}, {Name: "heartbeat_grace"}, {Name: "max_heartbeats_per_second"},
 			{Name: "eval_gc_threshold"}, {Name: "job_gc_threshold"}, {Name: "deployment_gc_threshold"}, {Name: "node_gc_threshold"},
 		},
@@ -253,6 +253,8 @@ func decodeServer(c *Config, body hcl.Body, s *ServerConfig) hcl.Diagnostics {
 		"insecure_registries":     &s.InsecureRegistries,
 		"registry_request_budget": &s.RegistryRequestBudget,
 		"image_pinning":           &s.ImagePinning,
+		"prometheus_address":      &s.PrometheusAddress,
+		"gate_webhook_secret":     &s.GateWebhookSecret,
 	})...)
 	diags = append(diags, decodeDuration(content.Attributes["min_heartbeat_ttl"], &s.MinHeartbeatTTL)...)
 	diags = append(diags, decodeDuration(content.Attributes["heartbeat_grace"], &s.HeartbeatGrace)...)

@@ -359,3 +359,21 @@ func TestParseClientTemplate_JSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ClientTemplateConfig{FunctionDenylist: []string{"plugin"}, DisableFileSandbox: true}, c.Client.Template)
 }
+
+func TestParseGateSettings(t *testing.T) {
+	c, err := Parse("gates.hcl", []byte(`data_dir = "/var/lib/drover"
+server {
+  enabled             = true
+  prometheus_address  = "http://prometheus.lan:9090"
+  gate_webhook_secret = "s3cret"
+}
+`))
+	require.NoError(t, err)
+	merged := DefaultConfig().Merge(c)
+	require.Equal(t, "http://prometheus.lan:9090", merged.Server.PrometheusAddress)
+	require.Equal(t, "s3cret", merged.Server.GateWebhookSecret)
+	require.NoError(t, merged.Validate())
+
+	merged.Server.PrometheusAddress = "prometheus.lan:9090"
+	require.ErrorContains(t, merged.Validate(), `server.prometheus_address: "prometheus.lan:9090" is not an http:// or https:// URL`)
+}

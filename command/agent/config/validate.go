@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,11 @@ func (c *Config) Validate() error {
 	}
 	if p := c.Server.ImagePinning; p != "" && p != ImagePinningOn && p != ImagePinningOff { // "": the default, on
 		bad("server.image_pinning", "must be %q or %q, got %q", ImagePinningOn, ImagePinningOff, p)
+	}
+	if a := c.Server.PrometheusAddress; a != "" {
+		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("server.prometheus_address", "%q is not an http:// or https:// URL", a)
+		}
 	}
 	for i, a := range c.Server.RetryJoin {
 		checkAddr(bad, fmt.Sprintf("server.server_join.retry_join[%d]", i), a, false)
