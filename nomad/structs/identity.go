@@ -144,6 +144,12 @@ func (t *Task) validateIdentities(p *problems) {
 			p.addf("%s%s", label, p2)
 		}
 	}
+	// The template runners present the default identity as the servers
+	// signed it at placement: a renewed token never reaches them, so one
+	// that expires would stop the templates at its ttl.
+	if def := t.Identity; def != nil && def.TTL > 0 && len(t.Templates) > 0 {
+		p.addf("identity: ttl cannot be set on the default identity of a task with templates (the template runners are not given renewed tokens); set ttl on a named identity instead")
+	}
 }
 
 func (wi *WorkloadIdentity) validate() []string {
