@@ -114,6 +114,7 @@ func TestValidate_TemplatesRefuseExpiringDefaultIdentity(t *testing.T) {
 		{"no ttl with templates", &WorkloadIdentity{Env: true}, true, false},
 		{"ttl without templates", &WorkloadIdentity{TTL: time.Hour, Env: true}, false, false},
 		{"no default identity with templates", nil, true, false},
+		{"ttl on an identity named default, with templates", nil, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +122,9 @@ func TestValidate_TemplatesRefuseExpiringDefaultIdentity(t *testing.T) {
 			task := j.TaskGroups[0].Tasks[0]
 			task.Identity = tc.def
 			task.Identities = []*WorkloadIdentity{{Name: "other", TTL: time.Hour, File: true}}
+			if tc.def == nil && tc.refused {
+				task.Identities = append([]*WorkloadIdentity{{Name: WorkloadIdentityDefaultName, TTL: time.Hour}}, task.Identities...)
+			}
 			if tc.templates {
 				task.Templates = []*Template{okTemplate()}
 			}
