@@ -181,6 +181,8 @@ func (wi *WorkloadIdentity) validate() []string {
 	case IdentityChangeModeSignal:
 		if wi.ChangeSignal == "" {
 			p.addf("change_signal is required with change_mode %q", IdentityChangeModeSignal)
+		} else if err := checkSignal(wi.ChangeSignal); err != nil {
+			p.addf("change_signal: %v", err)
 		}
 	default:
 		p.addf("change_mode must be one of noop, restart or signal, got %q", wi.ChangeMode)
