@@ -35,6 +35,7 @@
 // client/allocrunner/restarts (exit results), client fingerprinting
 // (Fingerprint), client/state (task handles), the client agent (building
 // the Catalog), drivers/builtin and the drivers below it, and tests. It
-// imports only drivers/logrotate (TaskConfig.LogLimits), go-hclog and the
+// imports only drivers/logrotate (TaskConfig.LogLimits), signals (the names
+// ParseSignal reads, those registration accepts), go-hclog and the
 // standard library.
 package drivers

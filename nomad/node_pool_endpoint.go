@@ -174,7 +174,7 @@ func (s *Server) NodePoolJobs(ctx context.Context, opts QueryOptions, name strin
 				in = append(in, j)
 			}
 		}
-		page, token := paginate(&opts, in, func(j *structs.Job) string { return j.Namespace + "." + j.ID })
+		page, token := paginateNamespaced(&opts, in, func(j *structs.Job) (string, string) { return j.Namespace, j.ID })
 		entries := make([]JobListEntry, 0, len(page))
 		for _, j := range page {
 			sum, err := snap.JobSummaryByID(ws, j.Namespace, j.ID)

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,4 +75,36 @@ func TestNodePoolWrites_NeedManagement(t *testing.T) {
 		{name: "delete", run: func(a *acl.ACL) error { return ignore2(srv.DeleteNodePool(a, "edge")) },
 			done: func(t *testing.T) { require.Nil(t, pool()) }},
 	})
+}
+
+// Paging through a pool's jobs of every namespace returns each job once,
+// in (namespace, ID) order, also when a namespace's name is a prefix of
+// another's followed by "-" ("prod" before "prod-eu", though the string
+// "prod-eu.a" sorts before "prod.b").
+func TestNodePoolJobs_PagesAcrossNamespaces(t *testing.T) {
+	srv := queryTestServer(t)
+	st := srv.State()
+	require.NoError(t, st.UpsertNamespaces(400, []*structs.Namespace{{Name: "prod"}, {Name: "prod-eu"}}))
+	want := []string{"default.x", "prod.b", "prod.c", "prod-eu.a", "prod-eu.a.b"}
+	for i, key := range want {
+		ns, id, _ := strings.Cut(key, ".")
+		j := mock.Job(id)
+		j.Namespace = ns
+		require.NoError(t, st.UpsertJob(uint64(401+i), nil, j))
+	}
+	var got []string
+	token := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, len(want), "paging does not end")
+		page, meta, err := srv.NodePoolJobs(t.Context(), QueryOptions{Namespace: AllNamespaces, PerPage: 1, NextToken: token}, structs.NodePoolDefault)
+		require.NoError(t, err)
+		for _, e := range page {
+			got = append(got, e.Job.Namespace+"."+e.Job.ID)
+		}
+		if meta.NextToken == "" {
+			break
+		}
+		token = meta.NextToken
+	}
+	require.Equal(t, want, got)
 }

@@ -3,6 +3,7 @@ package nomad
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -215,9 +216,34 @@ func (s *Server) LatestIndex() uint64 { return s.State().LatestIndex() }
 // opts.NextToken and holds at most opts.PerPage items (0: all), and the
 // token of the next page ("" when none).
 func paginate[T any](opts *QueryOptions, items []T, key func(T) string) ([]T, string) {
+	return paginateBy(opts, items, key, func(item T, tok string) bool { return key(item) < tok })
+}
+
+// paginateNamespaced is paginate for items sorted by namespace, then ID,
+// whose token is "<namespace>.<ID>" (namespaces hold no "."). The token is
+// compared as that pair: as one string, "prod-eu.a" would sort before
+// "prod.b" and a page would start back in an earlier namespace.
+func paginateNamespaced[T any](opts *QueryOptions, items []T, key func(T) (ns, id string)) ([]T, string) {
+	joined := func(item T) string {
+		ns, id := key(item)
+		return ns + "." + id
+	}
+	return paginateBy(opts, items, joined, func(item T, tok string) bool {
+		ns, id := key(item)
+		tns, tid, _ := strings.Cut(tok, ".")
+		if ns != tns {
+			return ns < tns
+		}
+		return id < tid
+	})
+}
+
+// paginateBy pages items with key as the token of an item; before reports
+// whether an item comes before a token.
+func paginateBy[T any](opts *QueryOptions, items []T, key func(T) string, before func(T, string) bool) ([]T, string) {
 	start := 0
 	if tok := opts.NextToken; tok != "" {
-		for start < len(items) && key(items[start]) < tok {
+		for start < len(items) && before(items[start], tok) {
 			start++
 		}
 	}

@@ -20,6 +20,9 @@ type lockLease struct {
 	id       string
 	deadline time.Time
 	delay    time.Duration
+	// expired: due returned it and the leader releases it; the holder
+	// can no longer use or renew it, whatever the times say.
+	expired bool
 }
 
 // lockLeases holds the leases of the locks the leader knows. Every method
@@ -55,7 +58,7 @@ func (l *lockLeases) renew(k lockKey, id string, ttl time.Duration, now time.Tim
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	le, ok := l.leases[k]
-	if !ok || le.id != id || now.After(le.deadline) {
+	if !ok || le.id != id || le.expired || now.After(le.deadline) {
 		return false
 	}
 	le.deadline = now.Add(ttl)
@@ -70,7 +73,7 @@ func (l *lockLeases) live(k lockKey, id string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	le, ok := l.leases[k]
-	return !ok || (le.id == id && !now.After(le.deadline))
+	return !ok || (le.id == id && !le.expired && !now.After(le.deadline))
 }
 
 // remove forgets the lease of k.
@@ -86,8 +89,10 @@ type dueLock struct {
 	id  string
 }
 
-// due removes and returns the leases whose deadline plus delay is not
-// after now, in key order.
+// due marks expired and returns the leases whose deadline plus delay is
+// not after now, in key order. Each stays, neither live nor renewable,
+// until released (its release applied) or retry (it failed): without a
+// lease a lock would count as live (see live) while it is being released.
 func (l *lockLeases) due(now time.Time) []dueLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -95,7 +100,8 @@ func (l *lockLeases) due(now time.Time) []dueLock {
 	for k, le := range l.leases {
 		if !now.Before(le.deadline.Add(le.delay)) {
 			out = append(out, dueLock{key: k, id: le.id})
-			delete(l.leases, k)
+			le.expired = true
+			l.leases[k] = le
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -105,6 +111,24 @@ func (l *lockLeases) due(now time.Time) []dueLock {
 		return out[i].key.path < out[j].key.path
 	})
 	return out
+}
+
+// retry schedules the release of d again, lockRetry after now; the lock
+// stays expired meanwhile.
+func (l *lockLeases) retry(d dueLock, now time.Time) {
+	l.mu.Lock()
+	l.leases[d.key] = lockLease{id: d.id, deadline: now, delay: lockRetry, expired: true}
+	l.mu.Unlock()
+}
+
+// released forgets the lease of d once its release applied (or found the
+// lock gone), unless a newer holder's lease replaced it meanwhile.
+func (l *lockLeases) released(d dueLock) {
+	l.mu.Lock()
+	if le, ok := l.leases[d.key]; ok && le.id == d.id {
+		delete(l.leases, d.key)
+	}
+	l.mu.Unlock()
 }
 
 // next returns the earliest release time, and false when no lease is held.
@@ -164,10 +188,10 @@ func (s *Server) runVariableLocks(ctx context.Context) {
 			if err := s.expireVariableLock(d); err != nil {
 				s.logger.Warn("variable lock: release after TTL failed; retrying",
 					"namespace", d.key.namespace, "path", d.key.path, "error", err)
-				s.varLocks.mu.Lock()
-				s.varLocks.leases[d.key] = lockLease{id: d.id, deadline: s.now().Add(lockRetry)}
-				s.varLocks.mu.Unlock()
+				s.varLocks.retry(d, s.now())
+				continue
 			}
+			s.varLocks.released(d)
 		}
 		wait := time.Hour
 		if at, ok := s.varLocks.next(); ok {

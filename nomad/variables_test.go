@@ -226,13 +226,45 @@ func TestLockLeases(t *testing.T) {
 	require.Equal(t, t0.Add(24*time.Second), at, "renewal + TTL + delay")
 	require.Empty(t, l.due(t0.Add(23*time.Second)))
 	require.Equal(t, []dueLock{{key: k, id: "x"}}, l.due(t0.Add(24*time.Second)))
+	l.released(dueLock{key: k, id: "x"})
 	_, ok = l.next()
-	require.False(t, ok, "due removes the lease")
+	require.False(t, ok, "a released lease is forgotten")
 	require.True(t, l.live(lockKey{"default", "b"}, "any", t0), "an unknown lock is live until rebuild")
 	l.rebuild([]*structs.VariableEncrypted{{VariableMeta: structs.VariableMeta{Namespace: "default", Path: "b",
 		Lock: &structs.VariableLock{ID: "z", TTL: time.Minute, LockDelay: time.Second}}}}, t0)
 	require.False(t, l.live(lockKey{"default", "b"}, "any", t0))
 	require.True(t, l.live(lockKey{"default", "b"}, "z", t0.Add(time.Minute)), "a full TTL from the rebuild")
+}
+
+// TestLockLeases_ExpiredStaysDeadUntilReleased: once a lease is due, its
+// holder can neither use nor renew the lock while the leader releases it,
+// nor after a failed release (retried lockRetry later); a release that
+// went through forgets the lease, but not a newer holder's.
+func TestLockLeases_ExpiredStaysDeadUntilReleased(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	l := newLockLeases()
+	k := lockKey{"default", "a"}
+	l.start(k, &structs.VariableLock{ID: "x", TTL: 10 * time.Second}, t0)
+	at := t0.Add(10 * time.Second)
+	require.Equal(t, []dueLock{{key: k, id: "x"}}, l.due(at))
+	require.False(t, l.live(k, "x", at), "not live while being released")
+	require.False(t, l.renew(k, "x", 10*time.Second, at), "not renewable while being released")
+
+	l.retry(dueLock{key: k, id: "x"}, at) // the release failed
+	require.False(t, l.live(k, "x", at), "not live after a failed release")
+	require.False(t, l.renew(k, "x", 10*time.Second, at.Add(time.Millisecond)), "not renewable after a failed release")
+	next, ok := l.next()
+	require.True(t, ok)
+	require.Equal(t, at.Add(lockRetry), next, "retried lockRetry later")
+	require.Empty(t, l.due(at.Add(lockRetry-time.Millisecond)))
+	require.Equal(t, []dueLock{{key: k, id: "x"}}, l.due(at.Add(lockRetry)))
+
+	l.start(k, &structs.VariableLock{ID: "y", TTL: 10 * time.Second}, at) // acquired after the release applied
+	l.released(dueLock{key: k, id: "x"})
+	require.True(t, l.live(k, "y", at), "the newer holder's lease is kept")
+	l.released(dueLock{key: k, id: "y"})
+	_, ok = l.next()
+	require.False(t, ok, "a released lease is forgotten")
 }
 
 // TestVariableLockBetweenAllocations: two allocations of a job whose

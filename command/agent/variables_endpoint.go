@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -71,8 +72,17 @@ func pageVariables(r *http.Request, list []*api.VariableMetadata) ([]*api.Variab
 	}
 	token := func(m *api.VariableMetadata) string { return m.Namespace + "." + m.Path }
 	if tok := q.Get("next_token"); tok != "" {
+		// Compared as (namespace, path), the list's order: as one string,
+		// "prod-eu.a" would sort before "prod.b".
+		ns, path, _ := strings.Cut(tok, ".")
+		before := func(m *api.VariableMetadata) bool {
+			if m.Namespace != ns {
+				return m.Namespace < ns
+			}
+			return m.Path < path
+		}
 		i := 0
-		for i < len(list) && token(list[i]) < tok {
+		for i < len(list) && before(list[i]) {
 			i++
 		}
 		list = list[i:]

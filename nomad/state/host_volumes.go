@@ -23,7 +23,8 @@ func hostVolumesTableSchema() *memdb.TableSchema {
 // UpsertHostVolume writes v at index (create and modify indexes are the
 // store's; CreateIndex and CreateTime are kept from the stored version).
 // A volume the node already reports (its Node.HostVolumes entry carries
-// the volume's ID) is ready with the node's path.
+// the volume's ID) is ready with the node's path. Another volume of the
+// same name on the node (any namespace) is refused with ErrConflict.
 func (s *StateStore) UpsertHostVolume(index uint64, v *structs.HostVolume) error {
 	if v == nil || v.ID == "" {
 		return errors.New("state: upsert host volume without an ID")
@@ -38,6 +39,18 @@ func (s *StateStore) UpsertHostVolume(index uint64, v *structs.HostVolume) error
 		n.CreateIndex, n.ModifyIndex = index, index
 		if cur, ok := raw.(*structs.HostVolume); ok {
 			n.CreateIndex, n.CreateTime = cur.CreateIndex, cur.CreateTime
+		}
+		// A node offers its host volumes by name: a second volume of the
+		// name there (two creates checked against one snapshot) could
+		// never be offered.
+		all, err := list[*structs.HostVolume](tx.Txn, nil, TableHostVolumes, indexID)
+		if err != nil {
+			return err
+		}
+		for _, o := range all {
+			if o.NodeID == n.NodeID && o.Name == n.Name && (o.Namespace != n.Namespace || o.ID != n.ID) {
+				return fmt.Errorf("node %q already has a host volume named %q (%s): %w", n.NodeID, n.Name, o.ID, ErrConflict)
+			}
 		}
 		node, err := nodeByID(tx.Txn, nil, n.NodeID)
 		if err != nil {

@@ -10,6 +10,6 @@
 // copy before modifying (Copy methods).
 //
 // Anyone may import this package (the server, the scheduler, the client, the
-// HTTP layer and helper/apiconv, the node simulator); it imports nothing of
-// Drover's.
+// HTTP layer and helper/apiconv, the node simulator); of Drover's it
+// imports only signals (the signal names a jobspec may give).
 package structs

@@ -2,8 +2,10 @@ package structs
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
+	"strconv"
 )
 
 // Dynamic host volumes: a directory created on a node by a host volume
@@ -135,8 +137,19 @@ func (v *HostVolume) Validate() error {
 	for _, c := range v.Constraints {
 		p.addAllWith("constraint: ", describeTarget(c), c.Validate())
 	}
-	for k := range v.Parameters {
-		if k != "mode" && k != "uid" && k != "gid" {
+	for _, k := range slices.Sorted(maps.Keys(v.Parameters)) {
+		val := v.Parameters[k]
+		switch k {
+		case "mode":
+			// The client's mkdir takes the permission bits only.
+			if n, err := strconv.ParseUint(val, 8, 32); err != nil || n > 0o777 {
+				p.addf("parameters: mode %q must be an octal permission from 0 to 0777", val)
+			}
+		case "uid", "gid":
+			if n, err := strconv.Atoi(val); err != nil || n < 0 {
+				p.addf("parameters: %s %q must be a number from 0", k, val)
+			}
+		default:
 			p.addf("parameters: %q is not a parameter of the %q plugin (mode, uid, gid)", k, HostVolumePluginMkdir)
 		}
 	}

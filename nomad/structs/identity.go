@@ -92,6 +92,17 @@ func (t *Task) AllIdentities() []*WorkloadIdentity {
 	return out
 }
 
+// defaultIdentity is the task's identity block without a name (or named
+// "default"), wherever it was given, or nil.
+func (t *Task) defaultIdentity() *WorkloadIdentity {
+	for _, wi := range t.AllIdentities() {
+		if wi.Name == "" || wi.Name == WorkloadIdentityDefaultName {
+			return wi
+		}
+	}
+	return nil
+}
+
 // IdentityKey is the key of a signed identity in
 // Allocation.SignedIdentities: the task name for the default identity,
 // "<task>/<name>" for a named one.
@@ -144,6 +155,12 @@ func (t *Task) validateIdentities(p *problems) {
 			p.addf("%s%s", label, p2)
 		}
 	}
+	// The template runners present the default identity as the servers
+	// signed it at placement: a renewed token never reaches them, so one
+	// that expires would stop the templates at its ttl.
+	if def := t.defaultIdentity(); def != nil && def.TTL > 0 && len(t.Templates) > 0 {
+		p.addf("identity: ttl cannot be set on the default identity of a task with templates (the template runners are not given renewed tokens); set ttl on a named identity instead")
+	}
 }
 
 func (wi *WorkloadIdentity) validate() []string {
@@ -164,6 +181,8 @@ func (wi *WorkloadIdentity) validate() []string {
 	case IdentityChangeModeSignal:
 		if wi.ChangeSignal == "" {
 			p.addf("change_signal is required with change_mode %q", IdentityChangeModeSignal)
+		} else if err := checkSignal(wi.ChangeSignal); err != nil {
+			p.addf("change_signal: %v", err)
 		}
 	default:
 		p.addf("change_mode must be one of noop, restart or signal, got %q", wi.ChangeMode)

@@ -96,3 +96,46 @@ func TestIdentitiesToSign(t *testing.T) {
 	tmpl.Identity = own
 	assert.Equal(t, []*WorkloadIdentity{own}, tmpl.IdentitiesToSign(), "the task's own block is used")
 }
+
+// The template runners read the servers with the default identity as it
+// was signed at placement; they are not given renewed tokens, so a default
+// identity that expires is refused for a task with templates, and a valid
+// job around it (no ttl, or no templates) is accepted.
+func TestValidate_TemplatesRefuseExpiringDefaultIdentity(t *testing.T) {
+	const want = `identity: ttl cannot be set on the default identity of a task with templates`
+	cases := []struct {
+		name      string
+		def       *WorkloadIdentity
+		templates bool
+		refused   bool
+	}{
+		{"ttl with templates", &WorkloadIdentity{TTL: time.Hour, Env: true}, true, true},
+		{"ttl without env or file, with templates", &WorkloadIdentity{TTL: time.Hour}, true, true},
+		{"no ttl with templates", &WorkloadIdentity{Env: true}, true, false},
+		{"ttl without templates", &WorkloadIdentity{TTL: time.Hour, Env: true}, false, false},
+		{"no default identity with templates", nil, true, false},
+		{"ttl on an identity named default, with templates", nil, true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			task := j.TaskGroups[0].Tasks[0]
+			task.Identity = tc.def
+			task.Identities = []*WorkloadIdentity{{Name: "other", TTL: time.Hour, File: true}}
+			if tc.def == nil && tc.refused {
+				task.Identities = append([]*WorkloadIdentity{{Name: WorkloadIdentityDefaultName, TTL: time.Hour}}, task.Identities...)
+			}
+			if tc.templates {
+				task.Templates = []*Template{okTemplate()}
+			}
+			err := j.Validate()
+			if !tc.refused {
+				require.NoError(t, err)
+				return
+			}
+			var verr *ValidationError
+			require.ErrorAs(t, err, &verr)
+			assert.True(t, containsProblem(verr.Problems, want), "want %q, got:\n%s", want, err)
+		})
+	}
+}

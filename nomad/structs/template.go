@@ -102,6 +102,8 @@ func (t *Template) validate() []string {
 	case TemplateChangeModeSignal:
 		if t.ChangeSignal == "" {
 			p.addf("Must specify signal value when change mode is signal")
+		} else if err := checkSignal(t.ChangeSignal); err != nil {
+			p.addf("change_signal: %v", err)
 		}
 		if t.Envvars {
 			p.addf("cannot use signals with env var templates")

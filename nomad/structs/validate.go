@@ -296,6 +296,9 @@ func (t *Task) validate(groupLabels map[string]bool) []string {
 			labels = mergeLabels(groupLabels, taskLabels)
 		}
 	}
+	if err := checkSignal(t.KillSignal); err != nil {
+		p.addf("kill_signal: %v", err)
+	}
 	if t.KillTimeout < 0 {
 		p.addf("kill_timeout must not be negative, got %s", t.KillTimeout)
 	}

@@ -451,7 +451,11 @@ func (h *templateHook) onChange(changed []*structs.Template) {
 		return
 	}
 	for _, sig := range signals {
-		h.tr.signalFor(sig, "Template re-rendered")
+		if err := h.tr.signalFor(sig, "Template re-rendered"); err != nil {
+			// As in Nomad: a change the task cannot be told of fails it.
+			h.tr.Kill(templateFailed(h.tr.now(), fmt.Errorf("failed to send signal %s: %w", sig, err)))
+			return
+		}
 	}
 	for _, t := range scripts {
 		h.runScript(t)
@@ -605,20 +609,27 @@ func (tr *TaskRunner) restartFor(why string) error {
 	return tr.requestRestart(func() { tr.restartReason = why })
 }
 
-// signalFor sends sig to the running task, recording why.
-func (tr *TaskRunner) signalFor(sig, why string) {
+// signalFor sends sig to the running task, recording why. It returns the
+// driver's error; a task not running (or being killed) is not signalled
+// and is no error.
+func (tr *TaskRunner) signalFor(sig, why string) error {
 	tr.mu.Lock()
 	h := tr.handle
 	tr.mu.Unlock()
 	if h == nil || tr.killed() {
-		return
+		return nil
 	}
 	e := newEvent(EventSignaling, tr.now(), fmt.Sprintf("Task being sent signal %s: %s", sig, why))
 	e.Details[DetailSignal] = sig
 	tr.emit(e)
 	if err := tr.driver.SignalTask(h.TaskID, sig); err != nil {
+		if errors.Is(err, drivers.ErrTaskNotFound) {
+			return nil // it exited meanwhile: its restart renders anew
+		}
 		tr.logger.Warn("signalling task for a template change", "signal", sig, "error", err)
+		return err
 	}
+	return nil
 }
 
 // limitedWriter keeps the first n bytes written and drops the rest.

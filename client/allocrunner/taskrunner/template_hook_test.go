@@ -483,6 +483,27 @@ func TestTemplateScriptFirstRenderAndFailOnError(t *testing.T) {
 	assert.True(t, hasEvent(st, EventTemplate, "Template failed: Template failed to run script /bin/false on change: exit code 1: it failed"), "%s", eventMessages(st))
 }
 
+// TestTemplateSignalFailureKillsTask: a change_signal the driver cannot
+// send kills the task, failed, saying so (as in Nomad), instead of the
+// change going unnoticed.
+func TestTemplateSignalFailureKillsTask(t *testing.T) {
+	vars, srv := newFakeVars(t)
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "hello"})
+	m := mock.New(nil)
+	task := &structs.Task{Name: "web", Driver: "mock", Config: map[string]any{}, Templates: []*structs.Template{
+		{EmbeddedTmpl: greetingTmpl, DestPath: "local/a", ChangeMode: "signal", ChangeSignal: "SIGBOGUS"},
+	}}
+	tr, _ := newTemplateRunner(t, task, m, srv, false)
+	go tr.Run()
+	waitFor(t, "the task starts", func() bool { return tr.State().State == StateRunning })
+
+	vars.put("nomad/jobs/job", map[string]string{"greeting": "bye"})
+	waitFor(t, "the failed signal kills the task", func() bool { return tr.State().State == StateDead })
+	st := tr.State()
+	assert.True(t, st.Failed, "a signal that cannot be sent fails the task")
+	assert.True(t, hasEvent(st, EventTemplate, "Template failed: failed to send signal SIGBOGUS"), "%s", eventMessages(st))
+}
+
 // TestServerDialer: the dialer skips a server it cannot reach and speaks
 // TLS to one that wants it, checking its certificate.
 func TestServerDialer(t *testing.T) {
