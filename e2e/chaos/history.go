@@ -1,0 +1,183 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+)
+
+// OpKind is what an operation did.
+type OpKind int
+
+// The recorded operations.
+const (
+	RegRead     OpKind = iota // default read of a register variable
+	RegWrite                  // check-and-set write of a register variable
+	StaleRead                 // ?stale read of a register variable
+	LockAcquire               // variable lock acquire
+	LockRelease               // variable lock release
+	LockRead                  // default read of the lock variable's holder
+)
+
+var opNames = map[OpKind]string{
+	RegRead: "read", RegWrite: "cas", StaleRead: "stale-read",
+	LockAcquire: "acquire", LockRelease: "release", LockRead: "lock-read",
+}
+
+func (k OpKind) String() string { return opNames[k] }
+
+// Outcome is what the caller learned.
+type Outcome int
+
+// Outcomes. Fail is definite (a refused check-and-set or lock, a read of
+// a missing variable is OK with value ""); Unknown is a timeout or error:
+// the operation may or may not have taken effect.
+const (
+	OK Outcome = iota
+	Fail
+	Unknown
+)
+
+func (o Outcome) String() string { return [...]string{"ok", "fail", "unknown"}[o] }
+
+// Never is the return time of an operation whose outcome is unknown: it
+// may take effect at any time after its call.
+const Never = int64(math.MaxInt64)
+
+// Op is one recorded operation. Times are nanoseconds since the run began.
+type Op struct {
+	Worker int
+	Server int // index of the server it was sent to
+	Kind   OpKind
+	Key    string
+	// Expect is the value a CAS expects ("" for absent: the CAS was made
+	// with the index the worker last read with that value).
+	Expect string
+	// Value is the value a CAS writes or a read returned ("" absent).
+	Value string
+	// LockID is the lock an acquire got, a release names, a read saw
+	// ("" free).
+	LockID  string
+	Outcome Outcome
+	Call    int64
+	Return  int64 // Never when Outcome is Unknown
+}
+
+func (o Op) String() string {
+	switch o.Kind {
+	case RegWrite:
+		return fmt.Sprintf("w%d@s%d cas(%s: %q->%q) %s", o.Worker, o.Server, o.Key, o.Expect, o.Value, o.Outcome)
+	case RegRead, StaleRead:
+		return fmt.Sprintf("w%d@s%d %s(%s)=%q", o.Worker, o.Server, o.Kind, o.Key, o.Value)
+	default:
+		return fmt.Sprintf("w%d@s%d %s(%s) %s", o.Worker, o.Server, o.Kind, short(o.LockID), o.Outcome)
+	}
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// Recorder collects operations from concurrent workers.
+type Recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []Op
+}
+
+// NewRecorder starts the run's clock.
+func NewRecorder(start time.Time) *Recorder { return &Recorder{start: start} }
+
+// Since is t on the run's clock.
+func (r *Recorder) Since(t time.Time) int64 { return int64(t.Sub(r.start)) }
+
+// Now is the run's clock now.
+func (r *Recorder) Now() int64 { return r.Since(time.Now()) }
+
+// Add records op; an Unknown op's return time is set to Never.
+func (r *Recorder) Add(op Op) {
+	if op.Outcome == Unknown {
+		op.Return = Never
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// Ops returns a copy of the history, ordered by call time.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	out := append([]Op(nil), r.ops...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// Window is a span of time (run clock) during which server Server was
+// cut off from its majority, under fault Kind.
+type Window struct {
+	Kind     Kind
+	Server   int // -1: no server is cut off (pause, kill, loss)
+	From, To int64
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Check string
+	At    int64 // run clock of the offending operation's call
+	Msg   string
+}
+
+// CheckStale checks that every ?stale read returned a value some CAS
+// tried to write, invoked before the read returned: stale reads may be
+// old, never from the future.
+func CheckStale(ops []Op) []Violation {
+	callOf := map[string]int64{}
+	for _, o := range ops {
+		if o.Kind == RegWrite {
+			callOf[o.Key+"\x00"+o.Value] = o.Call
+		}
+	}
+	var out []Violation
+	for _, o := range ops {
+		if o.Kind != StaleRead || o.Outcome != OK || o.Value == "" {
+			continue
+		}
+		call, ok := callOf[o.Key+"\x00"+o.Value]
+		switch {
+		case !ok:
+			out = append(out, Violation{"stale-never-future", o.Call, fmt.Sprintf("%v: no write of this value was ever made", o)})
+		case call > o.Return:
+			out = append(out, Violation{"stale-never-future", o.Call, fmt.Sprintf("%v: returned at %v, before the write was invoked at %v", o, time.Duration(o.Return), time.Duration(call))})
+		}
+	}
+	return out
+}
+
+// acknowledges reports whether op is a write the server acknowledged.
+func acknowledges(o Op) bool {
+	return o.Outcome == OK && (o.Kind == RegWrite || o.Kind == LockAcquire || o.Kind == LockRelease)
+}
+
+// CheckMinority checks that no write sent to a server while it was cut
+// off from its majority was acknowledged before the cut healed: the
+// server can commit nothing alone, and a forwarded write cannot leave it.
+func CheckMinority(ops []Op, windows []Window) []Violation {
+	var out []Violation
+	for _, w := range windows {
+		if w.Server < 0 {
+			continue
+		}
+		for _, o := range ops {
+			if o.Server == w.Server && acknowledges(o) && o.Call >= w.From && o.Return <= w.To {
+				out = append(out, Violation{"minority-acks-nothing", o.Call, fmt.Sprintf("%v acknowledged by s%d while it was cut off (%s, %v..%v)", o, w.Server, w.Kind, time.Duration(w.From), time.Duration(w.To))})
+			}
+		}
+	}
+	return out
+}

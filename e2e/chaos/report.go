@@ -1,0 +1,239 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// FaultRun is one fault as carried out: its kind, when it started (run
+// clock), and when the cluster had recovered (an agreed leader and an
+// acknowledged write after the heal).
+type FaultRun struct {
+	Kind      Kind
+	Start     int64
+	Healed    int64
+	Recovered int64
+}
+
+// Result is the verdict over one run's history.
+type Result struct {
+	Ops        int // operations checked
+	Violations []Violation
+	// Linearizability verdicts of the register keys and the lock, by name
+	// ("register chaos/reg0", "lock chaos/lock"); Unknown means the
+	// checker ran out of time (not a pass).
+	Linear map[string]porcupine.CheckResult
+	// Visualizations are HTML files of the failing histories.
+	Visualizations []string
+}
+
+// Failed reports whether anything was broken or left unchecked.
+func (r Result) Failed() bool {
+	if len(r.Violations) > 0 {
+		return true
+	}
+	for _, v := range r.Linear {
+		if v != porcupine.Ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Check checks a run's history: the default register operations and the
+// lock for linearizability (each within timeout), stale reads for never
+// from the future, writes to cut-off servers for never acknowledged. A
+// failing history is drawn as HTML into dir (if not "").
+func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration, dir string) Result {
+	res := Result{Linear: map[string]porcupine.CheckResult{}}
+	res.Violations = append(res.Violations, CheckStale(ops)...)
+	res.Violations = append(res.Violations, CheckMinority(ops, windows)...)
+	res.Ops = len(ops)
+
+	var regOps, lockOps []Op
+	isLock := map[string]bool{}
+	for _, k := range lockKeys {
+		isLock[k] = true
+	}
+	for _, o := range ops {
+		if isLock[o.Key] {
+			lockOps = append(lockOps, o)
+		} else if o.Kind == RegRead || o.Kind == RegWrite {
+			regOps = append(regOps, o)
+		}
+	}
+	keys := map[string][]Op{}
+	for _, o := range regOps {
+		keys[o.Key] = append(keys[o.Key], o)
+	}
+	for _, k := range lockKeys {
+		keys[k] = nil // checked below
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		var model porcupine.Model
+		var hist []porcupine.Operation
+		name := "register " + k
+		if isLock[k] {
+			name = "lock " + k
+			var these []Op
+			known := map[string]bool{}
+			for _, o := range lockOps {
+				if o.Key == k {
+					these = append(these, o)
+					if o.Kind == LockAcquire && o.Outcome == OK {
+						known[o.LockID] = true
+					}
+				}
+			}
+			model = LockModel(known)
+			hist = toPorcupine(these, LockAcquire, LockRelease, LockRead)
+		} else {
+			model = RegisterModel
+			hist = toPorcupine(keys[k], RegRead, RegWrite)
+		}
+		verdict, info := porcupine.CheckOperationsVerbose(model, hist, timeout)
+		res.Linear[name] = verdict
+		if verdict == porcupine.Illegal {
+			msg := fmt.Sprintf("%s: %d operations are not linearizable", name, len(hist))
+			if dir != "" {
+				path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".html")
+				if err := porcupine.VisualizePath(model, info, path); err == nil {
+					res.Visualizations = append(res.Visualizations, path)
+					msg += " (drawn in " + path + ")"
+				}
+			}
+			msg += "; longest linearizable prefix ends before: " + stuckAt(info)
+			res.Violations = append(res.Violations, Violation{"linearizable", 0, msg})
+		}
+	}
+	return res
+}
+
+// stuckAt names the operations that follow the longest partial
+// linearization porcupine found (where the history stops making sense).
+func stuckAt(info porcupine.LinearizationInfo) string {
+	best := []porcupine.Operation(nil)
+	var all []porcupine.Operation
+	for _, part := range info.PartialLinearizationsOperations() {
+		for _, lin := range part {
+			if len(lin) > len(best) {
+				best = lin
+			}
+		}
+	}
+	if best == nil {
+		return "?"
+	}
+	last := best[len(best)-1]
+	all = append(all, last)
+	return fmt.Sprintf("the last linearized op is %v (call %v)", last.Input.(Op), time.Duration(last.Call))
+}
+
+// Row is one line of the table.
+type Row struct {
+	Kind       Kind
+	Runs       int
+	Ops        int
+	Violations int
+	Recover    []time.Duration
+}
+
+// Table summarizes runs by fault kind: operations are counted for the
+// fault whose span (start to recovery) holds their call; violations by
+// the fault whose span holds the offending call (linearizability
+// violations, which have no single operation, are counted in the total).
+func Table(runs []FaultRun, ops []Op, res Result) []Row {
+	rows := map[Kind]*Row{}
+	for _, k := range AllKinds {
+		rows[k] = &Row{Kind: k}
+	}
+	at := func(t int64) *Row {
+		for _, r := range runs {
+			if t >= r.Start && t <= r.Recovered {
+				return rows[r.Kind]
+			}
+		}
+		return nil
+	}
+	for _, r := range runs {
+		row := rows[r.Kind]
+		row.Runs++
+		row.Recover = append(row.Recover, time.Duration(r.Recovered-r.Healed))
+	}
+	for _, o := range ops {
+		if row := at(o.Call); row != nil {
+			row.Ops++
+		}
+	}
+	for _, v := range res.Violations {
+		if v.Check == "linearizable" {
+			continue
+		}
+		if row := at(v.At); row != nil {
+			row.Violations++
+		}
+	}
+	out := make([]Row, 0, len(rows))
+	for _, k := range AllKinds {
+		out = append(out, *rows[k])
+	}
+	return out
+}
+
+// Quantile returns the q-quantile (nearest rank) of ds; 0 when empty.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s))+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// Format prints the table, then the total with the linearizability
+// verdicts.
+func Format(rows []Row, res Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-18s %5s %8s %10s %12s %12s\n", "fault", "runs", "ops", "violations", "recover p50", "recover p99")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-18s %5d %8d %10d %12s %12s\n", r.Kind, r.Runs, r.Ops, r.Violations,
+			Quantile(r.Recover, 0.5).Round(time.Millisecond), Quantile(r.Recover, 0.99).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "%-18s %5s %8d %10d\n", "all (whole run)", "", res.Ops, len(res.Violations))
+	names := make([]string, 0, len(res.Linear))
+	for n := range res.Linear {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  linearizability %-24s %s\n", n, res.Linear[n])
+	}
+	for _, v := range res.Violations {
+		fmt.Fprintf(&b, "  VIOLATION %s: %s\n", v.Check, v.Msg)
+	}
+	return b.String()
+}
+
+// keepDir returns a directory for failure artifacts that outlives the
+// test (named in the output), or "" if none can be made.
+func keepDir(seed int64) string {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("drover-chaos-%d-", seed))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+func removeAll(dir string) error { return os.RemoveAll(dir) }
