@@ -2,8 +2,8 @@ package chaos
 
 import (
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -97,6 +97,24 @@ func (c *Cluster) Leader() int {
 		}
 	}
 	return -1
+}
+
+// Views returns the leader each server reports ("-" for none or no answer).
+func (c *Cluster) Views() string {
+	out := ""
+	for _, s := range c.Servers {
+		l, err := s.API.Status().Leader()
+		name := "-"
+		if err == nil {
+			for _, o := range c.Servers {
+				if o.RPCAddr() == l {
+					name = o.Name
+				}
+			}
+		}
+		out += fmt.Sprintf(" %s:%s", s.Name, name)
+	}
+	return strings.TrimSpace(out)
 }
 
 // WaitLeader waits until every server agrees on a leader and a write

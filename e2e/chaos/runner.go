@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +90,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		t.Logf("fault %d: %s (leader s%d, cut off s%d) for %v", i, f.Kind, leader, cut, f.Hold)
 		time.Sleep(f.Hold) // the fault's duration is the point of the test
 		to := rec.Now()
+		t.Logf("  at the end of the hold, the servers see leaders %s", c.Views())
 		if err := heal(); err != nil {
 			t.Fatalf("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
@@ -126,7 +129,27 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 	return Report{Runs: runs, Ops: ops, Result: res, Rows: Table(runs, ops, res)}
 }
 
+// Counts tallies operations by kind and outcome: evidence that the
+// history exercised what it claims (e.g. that faults left unknown writes).
+func Counts(ops []Op) string {
+	n := map[string]int{}
+	var keys []string
+	for _, o := range ops {
+		k := fmt.Sprintf("%s/%s", o.Kind, o.Outcome)
+		if n[k] == 0 {
+			keys = append(keys, k)
+		}
+		n[k]++
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, n[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // Summary is the report's table with its seed.
 func (r Report) Summary(seed int64) string {
-	return fmt.Sprintf("chaos seed %d: %d faults, %d operations\n%s", seed, len(r.Runs), len(r.Ops), Format(r.Rows, r.Result))
+	return fmt.Sprintf("chaos seed %d: %d faults, %d operations (%s)\n%s", seed, len(r.Runs), len(r.Ops), Counts(r.Ops), Format(r.Rows, r.Result))
 }
