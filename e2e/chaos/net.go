@@ -211,3 +211,19 @@ func rmdirRetry(dir string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// NetemAvailable reports whether the kernel has the netem qdisc, probed
+// in a throwaway network namespace (so no interface of the machine is
+// touched), and why not.
+func NetemAvailable() (bool, string) {
+	ns := fmt.Sprintf("drover-chaos-netem-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		return false, fmt.Sprintf("ip netns add: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	defer func() { _ = exec.Command("ip", "netns", "del", ns).Run() }()
+	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "10ms").CombinedOutput()
+	if err != nil {
+		return false, fmt.Sprintf("tc qdisc add netem: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return true, ""
+}

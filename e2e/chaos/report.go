@@ -113,18 +113,19 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 					msg += " (drawn in " + path + ")"
 				}
 			}
-			msg += "; longest linearizable prefix ends before: " + stuckAt(info)
+			msg += ": " + stuckAt(hist, info)
 			res.Violations = append(res.Violations, Violation{"linearizable", 0, msg})
 		}
 	}
 	return res
 }
 
-// stuckAt names the operations that follow the longest partial
-// linearization porcupine found (where the history stops making sense).
-func stuckAt(info porcupine.LinearizationInfo) string {
-	best := []porcupine.Operation(nil)
-	var all []porcupine.Operation
+// stuckAt names where the history stops making sense: the last operation
+// of the longest linearizable prefix porcupine found, and the operation
+// that could not follow it (of those left out, the one that returned
+// first).
+func stuckAt(hist []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	var best []porcupine.Operation
 	for _, part := range info.PartialLinearizationsOperations() {
 		for _, lin := range part {
 			if len(lin) > len(best) {
@@ -132,12 +133,38 @@ func stuckAt(info porcupine.LinearizationInfo) string {
 			}
 		}
 	}
-	if best == nil {
-		return "?"
+	type id struct {
+		client        int
+		call, return_ int64
 	}
-	last := best[len(best)-1]
-	all = append(all, last)
-	return fmt.Sprintf("the last linearized op is %v (call %v)", last.Input.(Op), time.Duration(last.Call))
+	in := map[id]bool{}
+	for _, o := range best {
+		in[id{o.ClientId, o.Call, o.Return}] = true
+	}
+	var blocked *porcupine.Operation
+	for i := range hist {
+		o := &hist[i]
+		if !in[id{o.ClientId, o.Call, o.Return}] && (blocked == nil || o.Return < blocked.Return) {
+			blocked = o
+		}
+	}
+	msg := fmt.Sprintf("%d of %d operations linearize", len(best), len(hist))
+	if len(best) > 0 {
+		last := best[len(best)-1]
+		msg += fmt.Sprintf("; the last is %v [%v..%v]", last.Input.(Op), time.Duration(last.Call), ret(last.Return))
+	}
+	if blocked != nil {
+		msg += fmt.Sprintf("; none can follow with %v [%v..%v]", blocked.Input.(Op), time.Duration(blocked.Call), ret(blocked.Return))
+	}
+	return msg
+}
+
+// ret prints a return time.
+func ret(t int64) string {
+	if t == Never {
+		return "never"
+	}
+	return time.Duration(t).String()
 }
 
 // Row is one line of the table.
