@@ -181,3 +181,46 @@ func CheckMinority(ops []Op, windows []Window) []Violation {
 	}
 	return out
 }
+
+// ResolveUnknown narrows the CAS writes of unknown outcome before the
+// linearizability check (each left open to the end of time multiplies the
+// checker's work). Values are unique per write, and the history ends with
+// a read of every register through every server, so:
+//   - a write whose value nothing ever observed (no read returned it, no
+//     acknowledged CAS expected it) never took effect: had it, the
+//     register would have held its value until a CAS expecting it changed
+//     it, or to the final reads. It is dropped.
+//   - a write whose value was observed took effect before the first
+//     observer returned: it becomes OK with that return time.
+//
+// It returns the new history and how many writes it dropped and resolved.
+func ResolveUnknown(ops []Op) (out []Op, dropped, resolved int) {
+	seenBy := map[string]int64{} // key+value -> earliest return of an observer
+	see := func(key, value string, at int64) {
+		k := key + "\x00" + value
+		if cur, ok := seenBy[k]; !ok || at < cur {
+			seenBy[k] = at
+		}
+	}
+	for _, o := range ops {
+		switch {
+		case (o.Kind == RegRead || o.Kind == StaleRead) && o.Outcome == OK && o.Value != "":
+			see(o.Key, o.Value, o.Return)
+		case o.Kind == RegWrite && o.Outcome == OK && o.Expect != "":
+			see(o.Key, o.Expect, o.Return)
+		}
+	}
+	for _, o := range ops {
+		if o.Kind == RegWrite && o.Outcome == Unknown {
+			at, ok := seenBy[o.Key+"\x00"+o.Value]
+			if !ok {
+				dropped++
+				continue
+			}
+			o.Outcome, o.Return = OK, max(at, o.Call)
+			resolved++
+		}
+		out = append(out, o)
+	}
+	return out, dropped, resolved
+}

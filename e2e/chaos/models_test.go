@@ -189,3 +189,27 @@ func TestTableAndQuantile(t *testing.T) {
 		t.Fatalf("pause row %+v", p)
 	}
 }
+
+func TestResolveUnknown(t *testing.T) {
+	ops := []Op{
+		w(0, "k", "", "a", Unknown, 0, 0), // observed by the read at 10..12
+		w(1, "k", "", "b", Unknown, 1, 0), // never observed: never took effect
+		w(2, "j", "", "a", Unknown, 2, 0), // another key: "a" of k does not count
+		w(0, "k", "a", "c", OK, 5, 8),     // an acknowledged CAS expecting a observes it at 8
+		r(1, "k", "a", 10, 12),
+		w(1, "k", "zz", "d", Fail, 13, 14), // not unknown: kept as is
+	}
+	out, dropped, resolved := ResolveUnknown(ops)
+	if dropped != 2 || resolved != 1 || len(out) != 4 {
+		t.Fatalf("dropped %d resolved %d: %v", dropped, resolved, out)
+	}
+	if out[0].Value != "a" || out[0].Outcome != OK || out[0].Return != 8 {
+		t.Fatalf("resolved write %+v", out[0])
+	}
+	// The narrowed history keeps the verdict of the original.
+	lost := []Op{w(0, "k", "", "a", OK, 0, 1), w(1, "k", "a", "b", Unknown, 2, 0), r(1, "k", "a", 5, 6), r(1, "k", "b", 7, 8), r(1, "k", "a", 9, 10)}
+	narrowed, _, _ := ResolveUnknown(lost)
+	if checkReg(lost) != porcupine.Illegal || checkReg(narrowed) != porcupine.Illegal {
+		t.Fatal("a value that comes back after being replaced must stay illegal")
+	}
+}

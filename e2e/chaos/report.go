@@ -31,6 +31,9 @@ type Result struct {
 	Linear map[string]porcupine.CheckResult
 	// Visualizations are HTML files of the failing histories.
 	Visualizations []string
+	// Dropped and Resolved count the CAS writes of unknown outcome that
+	// ResolveUnknown found never took effect, or took effect.
+	Dropped, Resolved int
 }
 
 // Failed reports whether anything was broken or left unchecked.
@@ -55,6 +58,7 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 	res.Violations = append(res.Violations, CheckStale(ops)...)
 	res.Violations = append(res.Violations, CheckMinority(ops, windows)...)
 	res.Ops = len(ops)
+	ops, res.Dropped, res.Resolved = ResolveUnknown(ops)
 
 	var regOps, lockOps []Op
 	isLock := map[string]bool{}
@@ -239,6 +243,7 @@ func Format(rows []Row, res Result) string {
 			Quantile(r.Recover, 0.5).Round(time.Millisecond), Quantile(r.Recover, 0.99).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&b, "%-18s %5s %8d %10d\n", "all (whole run)", "", res.Ops, len(res.Violations))
+	fmt.Fprintf(&b, "  unknown-outcome writes: %d never took effect, %d did\n", res.Dropped, res.Resolved)
 	names := make([]string, 0, len(res.Linear))
 	for n := range res.Linear {
 		names = append(names, n)
