@@ -116,8 +116,10 @@ func (n *Net) Cgroup(member string) (*syscall.SysProcAttr, string, error) {
 	n.fds = append(n.fds, fd)
 	n.mu.Unlock()
 	// The fd stays open for the run: every restart of the member clones
-	// into it. Setpgid keeps a SIGSTOP of the agent from touching the test.
-	return &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd, Setpgid: true}, n.chain + "/" + member, nil
+	// into it. Setpgid keeps a SIGSTOP of the agent from touching the
+	// test; Pdeathsig kills the agent should the test process die without
+	// its cleanups (a go test timeout).
+	return &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd, Setpgid: true, Pdeathsig: syscall.SIGKILL}, n.chain + "/" + member, nil
 }
 
 // Drop cuts the link from the member in cgroup fromCg to address to
