@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,12 @@ func TestChaos(t *testing.T) {
 		Recover:      90 * time.Second,
 		CheckTimeout: 2 * time.Minute,
 		FirstHost:    int(envInt("DROVER_CHAOS_HOST", 11)),
+	}
+	// DROVER_CHAOS_KINDS (comma-separated) narrows the faults drawn.
+	if v := os.Getenv("DROVER_CHAOS_KINDS"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			cfg.Kinds = append(cfg.Kinds, Kind(strings.TrimSpace(k)))
+		}
 	}
 	// Packet loss is injected with the iptables statistic match; delay
 	// needs netem, which the suite does not inject yet: say so.

@@ -117,8 +117,8 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 					msg += " (drawn in " + path + ")"
 				}
 			}
-			msg += ": " + stuckAt(hist, info)
-			res.Violations = append(res.Violations, Violation{"linearizable", 0, msg})
+			why, at := stuckAt(hist, info)
+			res.Violations = append(res.Violations, Violation{"linearizable", at, msg + ": " + why})
 		}
 	}
 	return res
@@ -128,7 +128,7 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 // of the longest linearizable prefix porcupine found, and the operation
 // that could not follow it (of those left out, the one that returned
 // first).
-func stuckAt(hist []porcupine.Operation, info porcupine.LinearizationInfo) string {
+func stuckAt(hist []porcupine.Operation, info porcupine.LinearizationInfo) (string, int64) {
 	var best []porcupine.Operation
 	for _, part := range info.PartialLinearizationsOperations() {
 		for _, lin := range part {
@@ -157,10 +157,12 @@ func stuckAt(hist []porcupine.Operation, info porcupine.LinearizationInfo) strin
 		last := best[len(best)-1]
 		msg += fmt.Sprintf("; the last is %v [%v..%v]", last.Input.(Op), time.Duration(last.Call), ret(last.Return))
 	}
+	at := int64(0)
 	if blocked != nil {
 		msg += fmt.Sprintf("; none can follow with %v [%v..%v]", blocked.Input.(Op), time.Duration(blocked.Call), ret(blocked.Return))
+		at = blocked.Call
 	}
-	return msg
+	return msg, at
 }
 
 // ret prints a return time.
@@ -182,8 +184,8 @@ type Row struct {
 
 // Table summarizes runs by fault kind: operations are counted for the
 // fault whose span (start to recovery) holds their call; violations by
-// the fault whose span holds the offending call (linearizability
-// violations, which have no single operation, are counted in the total).
+// the fault whose span holds the offending call (for a linearizability
+// violation: the call of the first operation that cannot be linearized).
 func Table(runs []FaultRun, ops []Op, res Result) []Row {
 	rows := map[Kind]*Row{}
 	for _, k := range AllKinds {
@@ -208,9 +210,6 @@ func Table(runs []FaultRun, ops []Op, res Result) []Row {
 		}
 	}
 	for _, v := range res.Violations {
-		if v.Check == "linearizable" {
-			continue
-		}
 		if row := at(v.At); row != nil {
 			row.Violations++
 		}
@@ -269,3 +268,14 @@ func keepDir(seed int64) string {
 }
 
 func removeAll(dir string) error { return os.RemoveAll(dir) }
+
+// Timeline lists the faults with their run-clock spans, to place a
+// violation's times.
+func Timeline(runs []FaultRun) string {
+	var b strings.Builder
+	for i, r := range runs {
+		fmt.Fprintf(&b, "  fault %2d %-18s %10v .. healed %10v .. recovered %10v\n", i, r.Kind,
+			time.Duration(r.Start).Round(time.Millisecond), time.Duration(r.Healed).Round(time.Millisecond), time.Duration(r.Recovered).Round(time.Millisecond))
+	}
+	return b.String()
+}

@@ -22,6 +22,8 @@ type Config struct {
 	Recover time.Duration
 	// CheckTimeout bounds each linearizability check.
 	CheckTimeout time.Duration
+	// Kinds are the faults drawn from (nil: AllKinds).
+	Kinds []Kind
 	// FirstHost is the last octet of the first server's 127.0.0.x.
 	FirstHost int
 }
@@ -41,7 +43,11 @@ type Report struct {
 func Run(t testing.TB, bin string, cfg Config) Report {
 	t.Helper()
 	c := StartCluster(t, bin, 3, cfg.FirstHost)
-	schedule := Schedule(cfg.Seed, cfg.Faults, AllKinds, cfg.Limits)
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = AllKinds
+	}
+	schedule := Schedule(cfg.Seed, cfg.Faults, kinds, cfg.Limits)
 	rec := NewRecorder(time.Now())
 	ws := &workers{c: c, rec: rec, w: DefaultWorkload, seed: cfg.Seed, granted: map[string]bool{}}
 
@@ -87,7 +93,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 			t.Fatalf("chaos seed %d: fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
 		from := rec.Now()
-		t.Logf("fault %d: %s (leader s%d, cut off s%d) for %v", i, f.Kind, leader, cut, f.Hold)
+		t.Logf("fault %d at %v: %s (leader s%d, cut off s%d) for %v", i, time.Duration(from).Round(time.Millisecond), f.Kind, leader, cut, f.Hold)
 		time.Sleep(f.Hold) // the fault's duration is the point of the test
 		to := rec.Now()
 		t.Logf("  at the end of the hold, the servers see leaders %s", c.Views())
@@ -151,5 +157,9 @@ func Counts(ops []Op) string {
 
 // Summary is the report's table with its seed.
 func (r Report) Summary(seed int64) string {
-	return fmt.Sprintf("chaos seed %d: %d faults, %d operations (%s)\n%s", seed, len(r.Runs), len(r.Ops), Counts(r.Ops), Format(r.Rows, r.Result))
+	out := fmt.Sprintf("chaos seed %d: %d faults, %d operations (%s)\n%s", seed, len(r.Runs), len(r.Ops), Counts(r.Ops), Format(r.Rows, r.Result))
+	if r.Result.Failed() {
+		out += "timeline:\n" + Timeline(r.Runs)
+	}
+	return out
 }

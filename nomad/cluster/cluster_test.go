@@ -266,3 +266,19 @@ func TestBootstrapServers_Deterministic(t *testing.T) {
 		require.Equal(t, string(s.ID)+":1", string(s.Address))
 	}
 }
+
+// A leader whose followers are gone still believes it leads until its
+// lease check runs; VerifyLeader asks a quorum and fails at once. (Default
+// reads rely on it: the chaos suite found a resumed, paused leader
+// answering them from its stale state.)
+func TestVerifyLeaderFailsWithoutQuorum(t *testing.T) {
+	nodes := startThree(t)
+	leader := waitLeader(t, nodes)
+	require.NoError(t, leader.c.VerifyLeader(), "a leader with its quorum verifies")
+	for _, f := range followers(nodes, leader) {
+		f.stop()
+	}
+	t.Logf("after the followers stopped the leader still believes it leads: %v", leader.c.IsLeader())
+	require.ErrorIs(t, leader.c.VerifyLeader(), ErrNotLeader)
+	require.ErrorIs(t, followers(nodes, leader)[0].c.VerifyLeader(), ErrNotLeader, "a follower is not the leader")
+}
