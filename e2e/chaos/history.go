@@ -224,3 +224,56 @@ func ResolveUnknown(ops []Op) (out []Op, dropped, resolved int) {
 	}
 	return out, dropped, resolved
 }
+
+// ResolveReleases narrows lock releases of unknown outcome by the same
+// worker's retry of the same release (workers retry until they learn an
+// outcome). Lock IDs are unique, so the first attempt can only take
+// effect while the lock is held under its ID:
+//   - the retry succeeded: the lock was still held under the ID, so the
+//     first attempt had not taken effect, and after the retry it cannot.
+//     It is dropped.
+//   - the retry was refused: the first attempt took effect before the
+//     retry did, or never. Its return time becomes the retry's; its
+//     outcome stays unknown.
+//
+// ops must be ordered by call time.
+func ResolveReleases(ops []Op) (out []Op, dropped, bounded int) {
+	next := make([]int, len(ops)) // index of the same worker's next op, -1 none
+	last := map[int]int{}
+	for i := len(ops) - 1; i >= 0; i-- {
+		if j, ok := last[ops[i].Worker]; ok {
+			next[i] = j
+		} else {
+			next[i] = -1
+		}
+		last[ops[i].Worker] = i
+	}
+	// retryOf follows the chain of unknown retries to the first definite
+	// one (or -1).
+	retryOf := func(i int) int {
+		for j := next[i]; j >= 0; j = next[j] {
+			o := ops[j]
+			if o.Kind != LockRelease || o.Key != ops[i].Key || o.LockID != ops[i].LockID {
+				return -1
+			}
+			if o.Outcome != Unknown {
+				return j
+			}
+		}
+		return -1
+	}
+	for i, o := range ops {
+		if o.Kind == LockRelease && o.Outcome == Unknown {
+			if j := retryOf(i); j >= 0 {
+				if ops[j].Outcome == OK {
+					dropped++
+					continue
+				}
+				o.Return = ops[j].Return
+				bounded++
+			}
+		}
+		out = append(out, o)
+	}
+	return out, dropped, bounded
+}

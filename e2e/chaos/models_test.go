@@ -176,13 +176,13 @@ func TestTableAndQuantile(t *testing.T) {
 	}
 	runs := []FaultRun{{Kind: Loss, Start: 0, Healed: 10, Recovered: 15}, {Kind: Loss, Start: 20, Healed: 30, Recovered: 40}, {Kind: PauseLeader, Start: 50, Healed: 60, Recovered: 61}}
 	ops := []Op{{Call: 1}, {Call: 25}, {Call: 55}, {Call: 45}}
-	res := Result{Violations: []Violation{{Check: "stale-never-future", At: 55}, {Check: "linearizable"}}}
+	res := Result{Violations: []Violation{{Check: "stale-never-future", At: 55}, {Check: "linearizable", At: 25}}}
 	rows := Table(runs, ops, res)
 	byKind := map[Kind]Row{}
 	for _, r := range rows {
 		byKind[r.Kind] = r
 	}
-	if l := byKind[Loss]; l.Runs != 2 || l.Ops != 2 || l.Violations != 0 || !reflect.DeepEqual(l.Recover, []time.Duration{5, 10}) {
+	if l := byKind[Loss]; l.Runs != 2 || l.Ops != 2 || l.Violations != 1 || !reflect.DeepEqual(l.Recover, []time.Duration{5, 10}) {
 		t.Fatalf("loss row %+v", l)
 	}
 	if p := byKind[PauseLeader]; p.Runs != 1 || p.Ops != 1 || p.Violations != 1 {
@@ -211,5 +211,32 @@ func TestResolveUnknown(t *testing.T) {
 	narrowed, _, _ := ResolveUnknown(lost)
 	if checkReg(lost) != porcupine.Illegal || checkReg(narrowed) != porcupine.Illegal {
 		t.Fatal("a value that comes back after being replaced must stay illegal")
+	}
+}
+
+func TestResolveReleases(t *testing.T) {
+	ops := []Op{
+		acq(0, "A", OK, 0, 1),
+		rel(0, "A", Unknown, 2, 0),
+		rel(0, "A", OK, 3, 4), // the retry succeeded: the first never took effect
+		acq(1, "B", OK, 5, 6),
+		rel(1, "B", Unknown, 7, 0),
+		rel(1, "B", Unknown, 8, 0),
+		rel(1, "B", Fail, 9, 10), // refused: both earlier attempts end by 10
+		acq(0, "C", OK, 11, 12),
+		rel(0, "C", Unknown, 13, 0), // no retry: left open
+	}
+	out, dropped, bounded := ResolveReleases(ops)
+	if dropped != 1 || bounded != 2 || len(out) != 8 {
+		t.Fatalf("dropped %d bounded %d: %v", dropped, bounded, out)
+	}
+	if out[3].Return != 10 || out[4].Return != 10 || out[3].Outcome != Unknown || out[7].Return != Never {
+		t.Fatalf("narrowed %v", out)
+	}
+	known := map[string]bool{"A": true, "B": true, "C": true}
+	m := LockModel(known)
+	if porcupine.CheckOperationsTimeout(m, toPorcupine(ops, LockAcquire, LockRelease), time.Second) != porcupine.Ok ||
+		porcupine.CheckOperationsTimeout(m, toPorcupine(out, LockAcquire, LockRelease), time.Second) != porcupine.Ok {
+		t.Fatal("a legal history stays legal")
 	}
 }

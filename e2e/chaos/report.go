@@ -34,6 +34,9 @@ type Result struct {
 	// Dropped and Resolved count the CAS writes of unknown outcome that
 	// ResolveUnknown found never took effect, or took effect.
 	Dropped, Resolved int
+	// ReleasesDropped and ReleasesBounded count the lock releases of
+	// unknown outcome ResolveReleases dropped or bounded.
+	ReleasesDropped, ReleasesBounded int
 }
 
 // Failed reports whether anything was broken or left unchecked.
@@ -59,6 +62,7 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 	res.Violations = append(res.Violations, CheckMinority(ops, windows)...)
 	res.Ops = len(ops)
 	ops, res.Dropped, res.Resolved = ResolveUnknown(ops)
+	ops, res.ReleasesDropped, res.ReleasesBounded = ResolveReleases(ops)
 
 	var regOps, lockOps []Op
 	isLock := map[string]bool{}
@@ -242,7 +246,8 @@ func Format(rows []Row, res Result) string {
 			Quantile(r.Recover, 0.5).Round(time.Millisecond), Quantile(r.Recover, 0.99).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&b, "%-18s %5s %8d %10d\n", "all (whole run)", "", res.Ops, len(res.Violations))
-	fmt.Fprintf(&b, "  unknown-outcome writes: %d never took effect, %d did\n", res.Dropped, res.Resolved)
+	fmt.Fprintf(&b, "  unknown-outcome writes: %d never took effect, %d did; releases: %d never took effect, %d bounded by their retry\n",
+		res.Dropped, res.Resolved, res.ReleasesDropped, res.ReleasesBounded)
 	names := make([]string, 0, len(res.Linear))
 	for n := range res.Linear {
 		names = append(names, n)
