@@ -225,3 +225,34 @@ server {
 `, p.Name, p.DataDir, p.Host, p.HTTPPort, p.RPCPort, c.BootstrapExpect, joins, c.Extra, c.Top)
 	return os.WriteFile(p.Config, []byte(hcl), 0o600)
 }
+
+// WriteClientConfig writes p.Config for a client agent binding p.Host,
+// registering with servers (their HTTP addresses), with raw_exec enabled.
+func (p *Proc) WriteClientConfig(servers []string) error {
+	quoted := ""
+	for i, s := range servers {
+		if i > 0 {
+			quoted += ", "
+		}
+		quoted += fmt.Sprintf("%q", s)
+	}
+	hcl := fmt.Sprintf(`name = %q
+data_dir = %q
+bind_addr = %q
+log_level = "DEBUG"
+ports {
+  http = %d
+  rpc  = %d
+}
+client {
+  enabled = true
+  servers = [%s]
+}
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
+`, p.Name, p.DataDir, p.Host, p.HTTPPort, p.RPCPort, quoted)
+	return os.WriteFile(p.Config, []byte(hcl), 0o600)
+}
