@@ -5,7 +5,7 @@ BIN := bin/drover
 # One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
 export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
-.PHONY: all build test ui-deps cni-deps prometheus-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
+.PHONY: all build test chaos ui-deps cni-deps prometheus-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -70,6 +70,15 @@ prometheus-deps:
 	else \
 		(apt-get update && apt-get install -y prometheus) || echo "prometheus-deps: could not install prometheus; the metric gate e2e tests will skip"; \
 	fi
+
+# The fault-injection suite (e2e/chaos, docs/chaos.md): a three-server
+# cluster under seeded partitions, pauses, kills and packet loss, its
+# histories checked with porcupine; prints the table. SEED (default: the
+# time) and FAULTS (default 60, about twelve minutes) name the run; `make
+# test` runs a short one (6 faults). Needs root, iptables and cgroup2.
+chaos: build
+	DROVER_BIN=$(CURDIR)/$(BIN) DROVER_CHAOS_SEED=$(or $(SEED),$(shell date +%s)) DROVER_CHAOS_FAULTS=$(or $(FAULTS),60) \
+		$(GO) test ./e2e/chaos -run '^TestChaos$$' -count=1 -v -timeout 0
 
 # Short fuzz runs: the jobspec parser and the job-register decoder.
 fuzz:

@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/e2e/internal/agentproc"
 	"github.com/drover-project/drover/testutil/taskprocs"
 )
 
@@ -23,48 +22,22 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
-	if bin := os.Getenv("DROVER_BIN"); bin != "" {
-		droverBin = bin // a prebuilt binary
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
+	bin, cleanup, err := agentproc.Build("../cmd/drover") // or DROVER_BIN, prebuilt
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	droverBin = filepath.Join(dir, "drover")
-	build := exec.Command("go", "build", "-o", droverBin, "../cmd/drover")
-	// Static, as `make build` makes it: bridge mode's Docker pause image is
-	// the drover executable itself, which must run without the host's libc.
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build drover:", err)
-		os.Exit(1)
-	}
+	droverBin = bin
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
-
-// handedPorts are the ports freePort returned in this process: the kernel
-// may hand a just-closed port out again, so two calls could otherwise give
-// one agent the same port twice.
-var handedPorts sync.Map
 
 // freePort returns a TCP port that was free a moment ago on 127.0.0.1 and
 // that it has not returned before.
 func freePort(t testing.TB) int {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if _, seen := handedPorts.LoadOrStore(port, true); !seen {
-			return port
-		}
-	}
+	return agentproc.FreePort(t, "127.0.0.1")
 }
 
 // agentProc is one drover agent process.

@@ -26,9 +26,29 @@ func (s *Server) ReadyForConsistentReads() bool {
 }
 
 // WaitConsistentRead blocks until ReadyForConsistentReads, ctx ends, or
-// consistentReadWait passes (then ErrNotReadyForReads). Call it on the
-// server a default read was routed to (the leader, after forwarding).
+// consistentReadWait passes (then ErrNotReadyForReads), and then confirms
+// with a quorum that this server still leads (ErrNotReadyForReads if not):
+// a leader resumed from a pause, or cut off from its majority, still
+// believes it leads until its lease check runs, and its state may miss
+// writes a new leader has acknowledged. Call it on the server a default
+// read was routed to (the leader, after forwarding).
 func (s *Server) WaitConsistentRead(ctx context.Context) error {
+	if err := s.waitReadsReady(ctx); err != nil {
+		return err
+	}
+	verify := s.verifyLeader
+	if verify == nil {
+		verify = s.cluster.VerifyLeader
+	}
+	if err := verify(); err != nil {
+		return ErrNotReadyForReads
+	}
+	return nil
+}
+
+// waitReadsReady blocks until ReadyForConsistentReads, ctx ends, or
+// consistentReadWait passes (then ErrNotReadyForReads).
+func (s *Server) waitReadsReady(ctx context.Context) error {
 	if s.ReadyForConsistentReads() {
 		return nil
 	}

@@ -120,6 +120,9 @@ type Server struct {
 	// applied the log it inherited (see ReadyForConsistentReads); 0 when
 	// it does not lead.
 	readsReadyTerm atomic.Uint64
+	// verifyLeader, if set, replaces the quorum round a default read
+	// makes (cluster.VerifyLeader); tests set it.
+	verifyLeader func() error
 
 	shutdownOnce sync.Once
 }

@@ -298,6 +298,24 @@ func (c *Cluster) Barrier(timeout time.Duration) error {
 	return nil
 }
 
+// VerifyLeader confirms with a quorum of voters, in one heartbeat round,
+// that this server still leads; ErrNotLeader when it does not. A leader
+// that was paused or cut off believes it leads until its lease check runs,
+// while the others may already have elected a new leader and committed
+// writes: only this round proves leadership at the moment of a read.
+func (c *Cluster) VerifyLeader() error {
+	if !c.IsLeader() {
+		return ErrNotLeader
+	}
+	if err := c.raft.VerifyLeader().Error(); err != nil {
+		if errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotLeader
+		}
+		return raftErr("verify leader", err)
+	}
+	return nil
+}
+
 // raftErr maps raft.ErrNotLeader to ErrNotLeader and wraps everything else.
 func raftErr(op string, err error) error {
 	if errors.Is(err, raft.ErrNotLeader) {

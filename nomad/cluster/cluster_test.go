@@ -266,3 +266,29 @@ func TestBootstrapServers_Deterministic(t *testing.T) {
 		require.Equal(t, string(s.ID)+":1", string(s.Address))
 	}
 }
+
+// A leader whose followers are gone still believes it leads until its
+// lease check runs; VerifyLeader asks a quorum and fails. (Default reads
+// rely on it: the chaos suite found a resumed, paused leader answering
+// them from its stale state.) Raft counts a heartbeat answer that was
+// already on its way when VerifyLeader was called, so with each follower
+// allowed one such answer, the third call fails for certain.
+func TestVerifyLeaderFailsWithoutQuorum(t *testing.T) {
+	nodes := startThree(t)
+	leader := waitLeader(t, nodes)
+	require.NoError(t, leader.c.VerifyLeader(), "a leader with its quorum verifies")
+	rest := followers(nodes, leader)
+	for _, f := range rest {
+		f.stop()
+	}
+	t.Logf("after the followers stopped the leader still believes it leads: %v", leader.c.IsLeader())
+	var err error
+	for i := 0; i < 3 && err == nil; i++ {
+		err = leader.c.VerifyLeader()
+		if err == nil {
+			t.Logf("call %d verified on a heartbeat answer already in flight", i+1)
+		}
+	}
+	require.ErrorIs(t, err, ErrNotLeader)
+	require.ErrorIs(t, rest[0].c.VerifyLeader(), ErrNotLeader, "a follower is not the leader")
+}

@@ -1,0 +1,165 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Config is one run of the suite.
+type Config struct {
+	Seed   int64
+	Faults int
+	Limits Limits
+	// Recover bounds the wait for the cluster to recover after a heal.
+	Recover time.Duration
+	// CheckTimeout bounds each linearizability check.
+	CheckTimeout time.Duration
+	// Kinds are the faults drawn from (nil: AllKinds).
+	Kinds []Kind
+	// FirstHost is the last octet of the first server's 127.0.0.x.
+	FirstHost int
+}
+
+// Report is what a run found.
+type Report struct {
+	Runs   []FaultRun
+	Ops    []Op
+	Result Result
+	Rows   []Row
+}
+
+// Run starts a three-server cluster, runs the workers through cfg.Faults
+// seeded faults, heals everything, reads every register through every
+// server, and checks the history. It fails t when the cluster does not
+// recover from a fault; the verdict is in the report (the caller decides).
+func Run(t testing.TB, bin string, cfg Config) Report {
+	t.Helper()
+	c := StartCluster(t, bin, 3, cfg.FirstHost)
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = AllKinds
+	}
+	schedule := Schedule(cfg.Seed, cfg.Faults, kinds, cfg.Limits)
+	rec := NewRecorder(time.Now())
+	ws := &workers{c: c, rec: rec, w: DefaultWorkload, seed: cfg.Seed, granted: map[string]bool{}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	start := func(f func(context.Context, int), id int) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx, id) }()
+	}
+	for i := 0; i < 3; i++ {
+		start(ws.register, i)
+	}
+	start(ws.stale, 3)
+	start(ws.lock, 4)
+	start(ws.lock, 5)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			wg.Wait()
+		}
+	}
+	t.Cleanup(stop) // a failed run stops its workers before the cluster goes
+
+	var runs []FaultRun
+	var windows []Window
+	time.Sleep(2 * time.Second) // a quiet start: the history begins healthy
+	for i, f := range schedule {
+		leader := c.Leader()
+		if leader < 0 {
+			var err error
+			if leader, err = c.WaitLeader(cfg.Recover); err != nil {
+				t.Fatalf("chaos seed %d: before fault %d: %v%s", cfg.Seed, i, err, c.Tails(40))
+			}
+		}
+		run := FaultRun{Kind: f.Kind, Start: rec.Now()}
+		heal, cut, err := c.Apply(f, leader)
+		if err != nil {
+			if heal != nil {
+				_ = heal()
+			}
+			t.Fatalf("chaos seed %d: fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
+		}
+		from := rec.Now()
+		t.Logf("fault %d at %v: %s (leader s%d, cut off s%d) for %v", i, time.Duration(from).Round(time.Millisecond), f.Kind, leader, cut, f.Hold)
+		time.Sleep(f.Hold) // the fault's duration is the point of the test
+		to := rec.Now()
+		t.Logf("  at the end of the hold, the servers see leaders %s", c.Views())
+		if err := heal(); err != nil {
+			t.Fatalf("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
+		}
+		run.Healed = rec.Now()
+		windows = append(windows, Window{Kind: f.Kind, Server: cut, From: from, To: to})
+		if _, err := c.WaitLeader(cfg.Recover); err != nil {
+			t.Fatalf("chaos seed %d: after fault %d (%s): %v%s", cfg.Seed, i, f.Kind, err, c.Tails(60))
+		}
+		run.Recovered = rec.Now()
+		runs = append(runs, run)
+		time.Sleep(f.Gap)
+	}
+	stop()
+
+	// Every register read through every server, after the heal: an
+	// acknowledged write is never lost.
+	for _, key := range DefaultWorkload.RegKeys {
+		for _, s := range c.Servers {
+			op := Op{Worker: 100 + s.Index, Server: s.Index, Kind: RegRead, Key: key, Call: rec.Now()}
+			v, _, err := s.API.Variables().Read(key, nil)
+			op.Return = rec.Now()
+			if err == nil {
+				op.Value = v.Items["v"]
+			} else if !errors.Is(err, api.ErrVariablePathNotFound) {
+				t.Fatalf("chaos seed %d: final read of %s through %s: %v", cfg.Seed, key, s.Name, err)
+			}
+			rec.Add(op)
+		}
+	}
+	ops := rec.Ops()
+	dir := keepDir(cfg.Seed)
+	res := Check(ops, windows, []string{DefaultWorkload.LockKey}, cfg.CheckTimeout, dir)
+	if !res.Failed() && dir != "" {
+		_ = removeAll(dir)
+	}
+	return Report{Runs: runs, Ops: ops, Result: res, Rows: Table(runs, ops, res)}
+}
+
+// Counts tallies operations by kind and outcome: evidence that the
+// history exercised what it claims (e.g. that faults left unknown writes).
+func Counts(ops []Op) string {
+	n := map[string]int{}
+	var keys []string
+	for _, o := range ops {
+		k := fmt.Sprintf("%s/%s", o.Kind, o.Outcome)
+		if n[k] == 0 {
+			keys = append(keys, k)
+		}
+		n[k]++
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, n[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// Summary is the report's table with its seed.
+func (r Report) Summary(seed int64) string {
+	out := fmt.Sprintf("chaos seed %d: %d faults, %d operations (%s)\n%s", seed, len(r.Runs), len(r.Ops), Counts(r.Ops), Format(r.Rows, r.Result))
+	if r.Result.Failed() {
+		out += "timeline:\n" + Timeline(r.Runs)
+	}
+	return out
+}

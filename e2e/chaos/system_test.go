@@ -1,0 +1,190 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/e2e/internal/agentproc"
+)
+
+// startClients starts n client agents (raw_exec) on 127.0.0.<first>.., each
+// in its own cgroup, registering with the cluster's servers.
+func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
+	t.Helper()
+	var servers []string
+	for _, s := range c.Servers {
+		servers = append(servers, strings.TrimPrefix(s.HTTPAddr(), "http://"))
+	}
+	var out []*Server
+	for i := 0; i < n; i++ {
+		host := fmt.Sprintf("127.0.0.%d", first+i)
+		dir := t.TempDir()
+		p := &agentproc.Proc{
+			Name: fmt.Sprintf("c%d", i), Bin: droverBin, Host: host,
+			HTTPPort: agentproc.FreePort(t, host), RPCPort: agentproc.FreePort(t, host),
+			DataDir: filepath.Join(dir, "data"), Config: filepath.Join(dir, "agent.hcl"),
+			LogPath: filepath.Join(dir, "agent.log"),
+		}
+		attr, cg, err := c.Net.Cgroup(p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.SysProcAttr = attr
+		if err := p.WriteClientConfig(servers); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill) // its tasks are in its cgroup: the net's cleanup kills what is left
+		out = append(out, &Server{Proc: p, Index: 100 + i, Cg: cg})
+	}
+	return out
+}
+
+// guardedSystemJob is a system job whose task takes a per-node lock
+// (flock on a file named by the node) for as long as it runs; a task that
+// finds the lock held writes its allocation ID to double-<node> in dir.
+func guardedSystemJob(dir, version string) *api.Job {
+	job := api.NewSystemJob("chaos-sys", "chaos-sys", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	script := fmt.Sprintf(`exec 9>>%[1]s/${node.unique.name}.lock
+if flock -n 9; then exec sleep 3600; fi
+echo "$NOMAD_ALLOC_ID" >> %[1]s/double-${node.unique.name}
+exec sleep 3600`, dir)
+	task := api.NewTask("guarded", "raw_exec").SetConfig("command", "/bin/sh").SetConfig("args", []string{"-c", script})
+	task.Env = map[string]string{"VERSION": version}
+	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(32)}
+	kill := time.Second
+	task.KillTimeout = &kill
+	job.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(task))
+	return job
+}
+
+// A system job's rollout, driven through faults of the servers (the
+// leader cut off or paused, a server killed), never has two live
+// allocations of the job on a node: each task holds a per-node lock for
+// as long as it runs, and one that finds it held says so.
+func TestSystemRolloutUnderServerFaults(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/flock"); err != nil {
+		t.Skip("SKIP: no /usr/bin/flock")
+	}
+	seed := envInt("DROVER_CHAOS_SEED", 1)
+	base := int(envInt("DROVER_CHAOS_HOST", 11)) + 10
+	c := StartCluster(t, droverBin, 3, base)
+	clients := startClients(t, c, 2, base+3)
+	dir := t.TempDir()
+
+	api0 := func() *api.Client {
+		l, err := c.WaitLeader(90 * time.Second)
+		if err != nil {
+			t.Fatalf("%v%s", err, c.Tails(30))
+		}
+		return c.Servers[l].API
+	}
+	// converged waits until every client node runs exactly one allocation
+	// of the job, of version v.
+	converged := func(v uint64) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			a := api0()
+			allocs, _, err := a.Jobs().Allocations("chaos-sys", true, nil)
+			running := map[string][]uint64{}
+			if err == nil {
+				for _, al := range allocs {
+					if al.ClientStatus == "running" {
+						running[al.NodeID] = append(running[al.NodeID], al.JobVersion)
+					}
+				}
+			}
+			ok := err == nil && len(running) == len(clients)
+			for _, vs := range running {
+				ok = ok && len(vs) == 1 && vs[0] == v
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job version %d not running once on each of %d nodes: %v (err %v)%s", v, len(clients), running, err, c.Tails(20))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	register := func(a *api.Client, n int) (uint64, error) {
+		if _, _, err := a.Jobs().Register(guardedSystemJob(dir, fmt.Sprint(n)), nil); err != nil {
+			return 0, err
+		}
+		j, _, err := a.Jobs().Info("chaos-sys", nil)
+		if err != nil {
+			return 0, err
+		}
+		return *j.Version, nil
+	}
+
+	// Both clients registered and the first version running.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		nodes, _, err := api0().Nodes().List(nil)
+		ready := 0
+		for _, n := range nodes {
+			if n.Status == "ready" {
+				ready++
+			}
+		}
+		if err == nil && ready == len(clients) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clients ready", ready, len(clients))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	v, err := register(api0(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	converged(v)
+
+	kinds := []Kind{PartitionLeader, PauseLeader, KillRestart, PartitionServer}
+	for i, f := range Schedule(seed, 4, kinds, Limits{HoldMin: 3 * time.Second, HoldMax: 5 * time.Second}) {
+		leader, err := c.WaitLeader(90 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The new version is registered first; the fault strikes while it
+		// rolls out.
+		v, err = register(c.Servers[leader].API, i+2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heal, _, err := c.Apply(f, leader)
+		if err != nil {
+			if heal != nil {
+				_ = heal()
+			}
+			t.Fatal(err)
+		}
+		t.Logf("rollout to version %d under %s (leader s%d) for %v", v, f.Kind, leader, f.Hold)
+		time.Sleep(f.Hold) // the fault's duration is the point of the test
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		converged(v)
+	}
+	doubles, _ := filepath.Glob(filepath.Join(dir, "double-*"))
+	for _, d := range doubles {
+		b, _ := os.ReadFile(d)
+		t.Errorf("%s: allocations that found another allocation of the job live on their node: %s", filepath.Base(d), strings.TrimSpace(string(b)))
+	}
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	if len(locks) != len(clients) {
+		t.Fatalf("%d lock files for %d nodes: the guard did not run (%v)", len(locks), len(clients), locks)
+	}
+}
