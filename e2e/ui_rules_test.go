@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -106,4 +108,42 @@ func TestUIShowsCanaryTargetsAndPauseReason(t *testing.T) {
 		"drover.canary_spread": "web: canaries spread over distinct values of ${node.datacenter}",
 	}, rules)
 	screenshot(t, ctx, "rollout-rules.png")
+}
+
+// TestUIShowsGateState: a webhook gate that answers 503 pauses the
+// deployment before its second wave; the rollout view shows what the
+// group waits for, the webhook's answer and which gate paused it, and
+// follows the deployment to success once the webhook answers 200.
+func TestUIShowsGateState(t *testing.T) {
+	ctx := newBrowser(t, 1200, 820)
+	hook := &hookRecorder{got: make(chan struct{}, 1)}
+	hook.status.Store(http.StatusServiceUnavailable)
+	hs := httptest.NewServer(hook)
+	t.Cleanup(hs.Close)
+	srv, c := gateServer(t, "", 2)
+	meta := fmt.Sprintf(`      "drover.gate_webhook" = %q`, hs.URL+"/gate")
+	for _, version := range []string{"0", "1"} {
+		code, out := drover(t, srv.httpAddr(), "job", "run", "-detach",
+			writeJobFile(t, gateJobHCL(meta, "/bin/sh", "-c", "exec sleep 360"+version)))
+		require.Equal(t, 0, code, out)
+		if version == "0" {
+			waitDeployment(t, c, 0, "successful")
+		}
+	}
+	d := waitDeployment(t, c, 1, "paused")
+
+	run(t, ctx, 20*time.Second, chromedp.Navigate(srv.httpAddr()+"/ui/jobs/web@default/rollout"))
+	waitJS(t, ctx, 15*time.Second, `document.getElementById('dep-status').textContent === 'paused' &&
+		!!document.querySelector('#dep-rules .gate[data-group="web"]')`)
+	require.Equal(t, d.StatusDescription, evalJS[string](t, ctx, `document.getElementById('dep-description').textContent`))
+	require.Equal(t, "web gates: waiting for wave 2; last webhook answer: fail (answered 503: maintenance window); paused by the webhook gate",
+		evalJS[string](t, ctx, `document.querySelector('#dep-rules .gate[data-group="web"]').textContent`))
+	screenshot(t, ctx, "rollout-gate.png")
+
+	// The page follows the stream: the webhook's 200 resumes the
+	// deployment and the gate row says it waits for nothing.
+	hook.status.Store(http.StatusOK)
+	waitDeployment(t, c, 1, "successful")
+	waitJS(t, ctx, 30*time.Second, `document.getElementById('dep-status').textContent === 'successful' &&
+		document.querySelector('#dep-rules .gate[data-group="web"]').textContent.startsWith('web gates: waiting for nothing')`)
 }

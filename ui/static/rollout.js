@@ -21,7 +21,7 @@ export function startRollout(body) {
   const viewPath = (window.droverFirstRead && window.droverFirstRead.path) || (jp + '/rollout' + q + (pinned ? '&deployment=' + encodeURIComponent(pinned) : ''));
   // allocs: ID -> row; byNode: node ID -> Set of allocation IDs; nodes:
   // ID -> row, or null when the token may not read nodes.
-  const s = { job: null, deployment: null, allocs: new Map(), byNode: new Map(), nodes: null, versions: null, model: null };
+  const s = { job: null, deployment: null, gates: null, allocs: new Map(), byNode: new Map(), nodes: null, versions: null, model: null };
   const view = new GridView(document.getElementById('grid'), document.getElementById('grid-tip'));
   const debug = { renders: 0, cellUpdates: 0, drawnAt: 0, deployment: null, lastDrawMs: 0, history: [], live: 'loading' };
   Object.defineProperty(debug, 'cells', { get: () => (s.model ? s.model.cells : []).map((c) => ({ node: c.nodeID, name: c.nodeName,
@@ -30,6 +30,14 @@ export function startRollout(body) {
   let frame = 0, full = true;
   const dirty = new Set(); // nodes whose cells may have changed
   const schedule = (rebuild) => { if (rebuild) full = true; if (!frame) frame = requestAnimationFrame(render); };
+
+  // The stream's deployments carry no gate records (a Drover extension):
+  // a gated job's view reads them again when its deployment changes.
+  const gated = () => !!s.gates || ((s.job && s.job.TaskGroups) || []).some((tg) =>
+    tg.Meta && (tg.Meta['drover.analysis_query'] || tg.Meta['drover.gate_webhook']));
+  const refreshGates = (id) => get('/v1/deployment/gates/' + encodeURIComponent(id) + q).then((g) => {
+    if (s.deployment && s.deployment.ID === g.DeploymentID) { s.gates = g.Gates || null; schedule(false); }
+  }).catch((err) => flash('Cannot read the deployment gates: ' + err.message));
 
   const refreshVersions = () => get(jp + '/versions' + q).then((v) => { s.versions = v.Versions || []; schedule(false); })
     .catch((err) => flash('Cannot read the job versions: ' + err.message));
@@ -59,6 +67,7 @@ export function startRollout(body) {
   const load = (v) => {
     s.job = v.Job;
     s.deployment = v.Deployment || null;
+    s.gates = v.Gates || null;
     s.allocs = new Map(); s.byNode = new Map();
     for (const row of fromColumns(v.AllocColumns, v.Allocs)) addAlloc(row);
     s.nodes = v.Nodes ? new Map(fromColumns(v.NodeColumns, v.Nodes).map((n) => [n.ID, n])) : null;
@@ -82,6 +91,8 @@ export function startRollout(body) {
           // A deployment's end makes its version stable (or not), which
           // the revert button reads.
           if (!cur || cur.ID !== d.ID || cur.Status !== d.Status) refreshVersions();
+          if (!cur || cur.ID !== d.ID) s.gates = null;
+          if (gated()) refreshGates(d.ID);
         }
       } else if (e.Topic === 'Job' && p.Job && p.Job.ID === jobID && p.Job.Namespace === ns && !p.Deleted) {
         s.job = p.Job;
@@ -299,6 +310,12 @@ const RULES = {
   'drover.partition': 'nodes kept on older versions',
   'drover.auto_pause_on': 'pause when',
   'drover.auto_fail_on': 'fail when',
+  'drover.surge': 'new allocation beside the old one:',
+  'drover.analysis_query': 'metric gate query',
+  'drover.analysis_condition': 'metric gate passes when the value is',
+  'drover.analysis_interval': 'metric gate asked every',
+  'drover.analysis_failure_limit': 'metric gate failures allowed:',
+  'drover.gate_webhook': 'webhook gate',
 };
 
 // renderRules lists the drover.* rollout keys of the version going out,
@@ -316,6 +333,7 @@ function renderRules(s, d) {
         RULES[k] ? el('span', {}, `${RULES[k]} `) : el('span', {}, `${k} = `), el('code', {}, val)));
     }
   }
+  for (const [group, g] of Object.entries((d && s.gates) || {}).sort()) rows.push(gateRow(group, g));
   const canaries = d ? s.model.cells.filter((c) => c.canary && c.version === v) : [];
   if (canaries.length) {
     const dc = (c) => { const n = s.nodes && s.nodes.get(c.nodeID); return n && n.Datacenter ? ` (${n.Datacenter})` : ''; };
@@ -324,6 +342,17 @@ function renderRules(s, d) {
   }
   box.hidden = rows.length === 0;
   box.replaceChildren(el('div', { class: 'small muted' }, `Rollout rules of v${v}`), ...rows);
+}
+
+// gateRow says where a group's metric and webhook gates stand: what the
+// group waits for, the last answer and why, the metric evaluations, and
+// which gate paused the deployment.
+function gateRow(group, g) {
+  const parts = [g.Checkpoint ? `waiting for ${g.Checkpoint}` : 'waiting for nothing'];
+  if (g.Gate) parts.push(`last ${g.Gate} answer: ${g.Result}${g.Reason ? ` (${g.Reason})` : ''}`);
+  if (g.Evaluations) parts.push(`${g.Evaluations} metric evaluation${g.Evaluations > 1 ? 's' : ''}, ${g.Failures} failed`);
+  if (g.PausedBy) parts.push(`paused by the ${g.PausedBy} gate`);
+  return el('div', { class: 'gate', 'data-group': group }, el('strong', {}, `${group} gates: `), parts.join('; '));
 }
 
 function show(id, on) { document.getElementById(id).hidden = !on; }
