@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,6 +105,8 @@ var fleetRows = []struct{ key, label string }{
 	{"rollout_waves", "waves (evaluations that placed)"},
 	{"wave_delay_p50_ms", "wave delay p50 (ms)"},
 	{"wave_delay_p99_ms", "wave delay p99 (ms)"},
+	{"wave_to_eval_p50_ms", "of which verdict → evaluation created, p50 (ms)"},
+	{"eval_to_place_p50_ms", "of which evaluation created → first placement, p50 (ms)"},
 	{"rest_cpu_s", "server CPU at rest, 10 s (s)"},
 	{"rest_peak_rss_MB", "server peak RSS at rest (MB)"},
 	{"place_cpu_s", "server CPU, placement (s)"},
@@ -247,6 +250,8 @@ func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r f
 	r["rollout_waves"] = float64(len(v1.waveDelays) + 1)
 	r["wave_delay_p50_ms"] = pct(v1.waveDelays, 50)
 	r["wave_delay_p99_ms"] = pct(v1.waveDelays, 99)
+	r["wave_to_eval_p50_ms"] = pct(v1.toEval, 50)
+	r["eval_to_place_p50_ms"] = pct(v1.evalToPlace, 50)
 	r["missed_heartbeats"] = float64(missedHeartbeatEvents(b, c))
 	fmt.Fprintf(os.Stderr, "    rollout wave delays (ms): %.1f\n", v1.waveDelays)
 }
@@ -256,6 +261,9 @@ type fleetVersionTimes struct {
 	submit, lastCreated, lastStarted, lastHealthy int64 // unix ns
 	createToHealthy                               []float64
 	waveDelays                                    []float64 // ms, one per wave after the first
+	// The wave delays split at the evaluation's create time: verdict →
+	// evaluation created, and evaluation created → first placement (ms).
+	toEval, evalToPlace []float64
 }
 
 // fleetVersion reads version's submit time and its allocations. A wave is
@@ -295,16 +303,29 @@ func fleetVersion(b *testing.B, c *api.Client, version uint64) fleetVersionTimes
 			t.createToHealthy = append(t.createToHealthy, float64(h-s.CreateTime)/1e6)
 		}
 	}
-	firsts := make([]int64, 0, len(firstOfEval))
-	for _, f := range firstOfEval {
-		firsts = append(firsts, f)
+	evals, _, err := c.Jobs().Evaluations("fleet", nil)
+	require.NoError(b, err)
+	evalCreated := map[string]int64{}
+	for _, e := range evals {
+		evalCreated[e.ID] = e.CreateTime
 	}
-	slices.Sort(firsts)
+	type wave struct{ first, evalAt int64 }
+	waves := make([]wave, 0, len(firstOfEval))
+	for id, f := range firstOfEval {
+		waves = append(waves, wave{f, evalCreated[id]})
+	}
+	slices.SortFunc(waves, func(x, y wave) int { return cmp.Compare(x.first, y.first) })
 	slices.Sort(healthy)
-	for _, f := range firsts[min(1, len(firsts)):] {
-		i, _ := slices.BinarySearch(healthy, f+1) // verdicts at or before f
-		if i > 0 {
-			t.waveDelays = append(t.waveDelays, float64(f-healthy[i-1])/1e6)
+	for _, w := range waves[min(1, len(waves)):] {
+		i, _ := slices.BinarySearch(healthy, w.first+1) // verdicts at or before the wave
+		if i == 0 {
+			continue
+		}
+		verdict := healthy[i-1]
+		t.waveDelays = append(t.waveDelays, float64(w.first-verdict)/1e6)
+		if w.evalAt >= verdict && w.evalAt <= w.first {
+			t.toEval = append(t.toEval, float64(w.evalAt-verdict)/1e6)
+			t.evalToPlace = append(t.evalToPlace, float64(w.first-w.evalAt)/1e6)
 		}
 	}
 	return t
