@@ -119,7 +119,8 @@ var fleetRows = []struct{ key, label string }{
 
 // fleetRunDrover runs the fleet against one Drover server.
 func fleetRunDrover(b *testing.B, nodes int) fleetResult {
-	srv := newServer(b, serverSpec{name: "s1", bootstrapExpect: 1})
+	// enable_debug: the server's /debug/pprof can be read during a run.
+	srv := newServer(b, serverSpec{name: "s1", bootstrapExpect: 1, top: "enable_debug = true"})
 	waitLeader(b, srv)
 	r := fleetResult{}
 	start := time.Now()
