@@ -100,7 +100,7 @@ bench-scale: build
 # server CPU and peak RSS per phase, missed heartbeats
 # (DROVER_FLEET_NODES, default 1000,3000; DROVER_FLEET_ROUNDS; with
 # NOMAD_BIN and NOMAD_NODESIM_BIN also the operator's own Nomad build,
-# alternating). About two minutes per fleet size and round.
+# alternating). One to two minutes per fleet size and round.
 bench-fleet: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./e2e/
 
