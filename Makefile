@@ -5,7 +5,7 @@ BIN := bin/drover
 # One value per `make test`, inherited by every test, agent and executor it starts: `test` ends with scripts/check-leftovers.sh.
 export DROVER_TEST_RUN := $(or $(DROVER_TEST_RUN),make-$(shell date +%s%N))
 
-.PHONY: all build test chaos ui-deps cni-deps prometheus-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale vet fmt-check deps clean demo conformance conformance-baseline screenshots
+.PHONY: all build test chaos ui-deps cni-deps prometheus-deps fuzz bench bench-prefetch bench-prefetch-ahead bench-bridge bench-scale bench-fleet vet fmt-check deps clean demo conformance conformance-baseline screenshots
 
 all: build
 
@@ -112,6 +112,15 @@ bench-bridge: build cni-deps
 # DROVER_SCALE_SIM_LOG; several minutes per fleet size).
 bench-scale: build
 	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./e2e/
+
+# Fleet rollout on one server, from the API's timestamps and /proc:
+# placement, rollout against its floor, per-wave control-plane delay,
+# server CPU and peak RSS per phase, missed heartbeats
+# (DROVER_FLEET_NODES, default 1000,3000; DROVER_FLEET_ROUNDS; with
+# NOMAD_BIN and NOMAD_NODESIM_BIN also the operator's own Nomad build,
+# alternating). One to two minutes per fleet size and round.
+bench-fleet: build
+	DROVER_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./e2e/
 
 # The demo: a dev agent and a system job rolled out with a deployment.
 demo: build

@@ -104,3 +104,41 @@ func BenchmarkUpsertAllocs10kInto100k(b *testing.B) {
 		index++
 	}
 }
+
+// BenchmarkHealthVerdictOf6k is one client update carrying one health
+// verdict, in a deployment of a job with 6,000 allocations (two versions
+// on 3,000 nodes, as during a rollout): its cost should follow the update,
+// not the job's allocations.
+func BenchmarkHealthVerdictOf6k(b *testing.B) {
+	job := testJob("web")
+	dep := &structs.Deployment{ID: "d1", Namespace: job.Namespace, JobID: job.ID, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{job.TaskGroups[0].Name: {DesiredTotal: 3_000}}}
+	allocs := make([]*structs.Allocation, 6_000)
+	for i := range allocs {
+		allocs[i] = testAlloc(job, fmt.Sprintf("node-%05d", i%3_000))
+		if i >= 3_000 {
+			allocs[i].DeploymentID = dep.ID
+		}
+	}
+	s := NewStateStore()
+	if err := s.UpsertJob(1, nil, job); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.UpsertDeployment(2, dep); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.UpsertAllocs(3, allocs); err != nil {
+		b.Fatal(err)
+	}
+	index := uint64(4)
+	b.ReportAllocs()
+	for b.Loop() {
+		healthy := index%2 == 0
+		u := &structs.Allocation{ID: allocs[3_000+int(index)%3_000].ID, ClientStatus: structs.AllocClientStatusRunning,
+			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy}}
+		if err := s.UpdateAllocsFromClient(index, []*structs.Allocation{u}, int64(index)); err != nil {
+			b.Fatal(err)
+		}
+		index++
+	}
+}

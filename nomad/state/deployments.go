@@ -85,8 +85,10 @@ func (r reader) LatestDeploymentByJobID(ws memdb.WatchSet, ns, jobID string) (*s
 }
 
 // UpsertDeployment inserts or replaces deployment d: CreateIndex (and
-// CreateTime) are kept for an existing one, ModifyIndex becomes index. d is
-// not modified.
+// CreateTime) are kept for an existing one, ModifyIndex becomes index. The
+// health counts are the store's: an existing deployment's stay, a new one's
+// (or a new group's) are counted from its allocations (deployment_health.go).
+// d is not modified.
 func (s *StateStore) UpsertDeployment(index uint64, d *structs.Deployment) error {
 	if d == nil {
 		return fmt.Errorf("state: upsert deployment: nil deployment")
@@ -102,6 +104,7 @@ func (tx *writeTxn) upsertDeployment(d *structs.Deployment, now int64) error {
 	if err != nil {
 		return err
 	}
+	tx.keepStoredCounts(d, exist)
 	if exist != nil {
 		d.CreateIndex, d.CreateTime = exist.CreateIndex, exist.CreateTime
 	} else {

@@ -3,6 +3,8 @@ package state
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -56,7 +58,7 @@ func (s *StateStore) upsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			}
 		}
 		jobs := newJobLinker(tx.Txn, req.Job)
-		for _, a := range req.AllocsUpdated {
+		for _, a := range inIDOrder(req.AllocsUpdated) {
 			if err := tx.upsertAlloc(own(a), jobs, req.UpdatedAt, changes); err != nil {
 				return fmt.Errorf("upsert alloc %q: %w", a.ID, err)
 			}
@@ -123,3 +125,20 @@ func (tx *writeTxn) stopAlloc(stop *structs.Allocation, now int64, changes healt
 	tx.markJob(c.Namespace, c.JobID)
 	return nil
 }
+
+// inIDOrder returns allocs sorted by ID, stably (two entries of one
+// allocation keep their order; allocs itself is not reordered). A large
+// write inserts in key order: consecutive inserts then share most of
+// their path in the allocations table's ID index, whose nodes the
+// transaction has just copied and the CPU cache still holds (about a
+// sixth less CPU for a 10,000-placement plan, BenchmarkRaftApplyPlan10k).
+func inIDOrder(allocs []*structs.Allocation) []*structs.Allocation {
+	if slices.IsSortedFunc(allocs, byAllocID) {
+		return allocs
+	}
+	sorted := slices.Clone(allocs)
+	slices.SortStableFunc(sorted, byAllocID) // one allocation twice keeps its order
+	return sorted
+}
+
+func byAllocID(a, b *structs.Allocation) int { return strings.Compare(a.ID, b.ID) }

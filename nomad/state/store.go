@@ -163,6 +163,9 @@ type writeTxn struct {
 	// made a plan's inserts several times slower).
 	before *memdb.Txn
 	allocs map[string]*structs.Allocation
+	// health holds the changes of deployment health counts not yet
+	// applied (deployment_health.go).
+	health healthDeltas
 }
 
 // write runs fn in one write transaction at index and commits it unless fn
@@ -219,6 +222,7 @@ func (tx *writeTxn) insertAlloc(before, a *structs.Allocation) error {
 	if err := tx.countAlloc(before, a); err != nil {
 		return err
 	}
+	tx.noteAllocHealth(before, a)
 	if err := tx.Insert(TableAllocs, a); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", TableAllocs, err)
 	}
@@ -257,6 +261,7 @@ func (tx *writeTxn) delete(table string, obj any) error {
 			if err := tx.countAlloc(before, nil); err != nil {
 				return err
 			}
+			tx.noteAllocHealth(before, nil)
 		}
 	}
 	if err := tx.Delete(table, obj); err != nil {
@@ -288,6 +293,13 @@ func (tx *writeTxn) markJob(ns, id string) {
 // finish stores the changed job counts, recomputes the status of marked
 // jobs, then records the index of every touched table.
 func (tx *writeTxn) finish() error {
+	if tx.health.byKey != nil || tx.health.full != nil {
+		// Writes that do not apply their health changes themselves
+		// (garbage collection, canary flags) still move the counts.
+		if err := tx.applyHealthChanges(nil, 0); err != nil {
+			return err
+		}
+	}
 	if err := tx.writeJobCounts(); err != nil {
 		return err
 	}
