@@ -1,44 +1,38 @@
 package nomad
 
 import (
-	"errors"
 	"sync"
+	"time"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// errAllocUpdatesClosed answers a client update that the server, shutting
-// down, will not commit: the client keeps it and sends it again.
-var errAllocUpdatesClosed = errors.New("server shutting down: client allocation update not committed")
+// allocUpdateWindow is how long the server gathers client allocation
+// updates before committing them as one raft entry.
+const allocUpdateWindow = 50 * time.Millisecond
 
-// allocUpdateBatcher commits the allocation updates clients send by group
-// commit, as a database commits transactions: an update that finds no
-// proposal in flight is proposed at once, alone; updates that arrive while
-// a proposal is in flight gather and go together in the next one, started
-// the moment the one in flight ends. A quiet fleet's update (a health
-// verdict ending a wave, a terminal status) is never held back behind a
-// timer, and a busy fleet's updates cost one raft entry and one FSM
-// transaction per proposal, however many nodes report meanwhile.
+// allocUpdateBatcher coalesces the allocation updates clients send within
+// a window into one apply, as Nomad does: a fleet reporting at once costs
+// one raft entry and one FSM transaction per window instead of one per
+// node. Every submitter waits for the apply of the batch that carries its
+// updates and gets that apply's index and error, so the client protocol is
+// unchanged (an answered PUT means the update is committed).
 //
-// Every submitter waits for the proposal that carries its updates and gets
-// that proposal's index and error, so the client protocol is unchanged (an
-// answered PUT means the update is committed). At most one proposal is in
-// flight, and batches are proposed in the order they were started, each
-// holding its updates in arrival order, so updates of one allocation are
-// applied in the order they were submitted.
-//
-// The decisions are groupCommit's; the batcher only locks, waits and
-// carries them out.
+// At most one apply runs at a time; updates that arrive meanwhile gather
+// into the next batch, which is applied once the window has passed and the
+// previous apply has finished. A node sends its next update only after the
+// previous one was answered, so its updates are applied in order.
 type allocUpdateBatcher struct {
-	apply func([]*structs.Allocation) (uint64, error)
+	window time.Duration
+	apply  func([]*structs.Allocation) (uint64, error)
 
-	mu        sync.Mutex
-	gc        groupCommit    // guarded by mu
-	proposing sync.WaitGroup // counts the running proposer (at most one)
+	applying chan struct{} // holds a token while a batch is applied
+
+	mu      sync.Mutex
+	pending *allocBatch // guarded by mu; nil when nothing waits
 }
 
-// allocBatch is one proposal's updates and, once done is closed, its
-// result.
+// allocBatch is one batch of updates and, once done is closed, its result.
 type allocBatch struct {
 	allocs []*structs.Allocation
 	done   chan struct{}
@@ -46,99 +40,37 @@ type allocBatch struct {
 	err    error
 }
 
-func newAllocBatch(allocs []*structs.Allocation) *allocBatch {
-	return &allocBatch{allocs: append([]*structs.Allocation(nil), allocs...), done: make(chan struct{})}
+func newAllocUpdateBatcher(window time.Duration, apply func([]*structs.Allocation) (uint64, error)) *allocUpdateBatcher {
+	return &allocUpdateBatcher{window: window, apply: apply, applying: make(chan struct{}, 1)}
 }
 
-// groupCommit is the group commit's decision state, pure (no lock, no
-// goroutine, no clock): which batch an update joins, whether it must be
-// proposed now, what is proposed when a proposal ends, and what shutdown
-// drops.
-type groupCommit struct {
-	inFlight *allocBatch // being proposed; nil when idle
-	next     *allocBatch // gathered while inFlight; nil when none
-	closed   bool
-}
-
-// add joins allocs to the batch that will carry them. propose is true when
-// no proposal was in flight: b is now in flight and the caller must propose
-// it. After close, add refuses (errAllocUpdatesClosed).
-func (g *groupCommit) add(allocs []*structs.Allocation) (b *allocBatch, propose bool, err error) {
-	switch {
-	case g.closed:
-		return nil, false, errAllocUpdatesClosed
-	case g.inFlight == nil:
-		g.inFlight = newAllocBatch(allocs)
-		return g.inFlight, true, nil
-	case g.next == nil:
-		g.next = newAllocBatch(allocs)
-	default:
-		g.next.allocs = append(g.next.allocs, allocs...)
-	}
-	return g.next, false, nil
-}
-
-// finished records the end of the proposal in flight and returns the batch
-// to propose next (now in flight), or nil when nothing gathered meanwhile.
-func (g *groupCommit) finished() *allocBatch {
-	g.inFlight, g.next = g.next, nil
-	return g.inFlight
-}
-
-// close refuses every later update and returns the gathered batch, which
-// will not be proposed: its waiters must be failed. The proposal in flight,
-// if any, still ends normally.
-func (g *groupCommit) close() (dropped *allocBatch) {
-	g.closed = true
-	dropped, g.next = g.next, nil
-	return dropped
-}
-
-func newAllocUpdateBatcher(apply func([]*structs.Allocation) (uint64, error)) *allocUpdateBatcher {
-	return &allocUpdateBatcher{apply: apply}
-}
-
-// submit hands allocs to the group commit and waits for the proposal that
-// carries them.
+// submit adds allocs to the pending batch (starting one if none) and waits
+// for its apply.
 func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation) (uint64, error) {
 	b.mu.Lock()
-	p, propose, err := b.gc.add(allocs)
-	if propose {
-		b.proposing.Add(1)
+	p := b.pending
+	if p == nil {
+		p = &allocBatch{done: make(chan struct{})}
+		b.pending = p
+		time.AfterFunc(b.window, b.flush)
 	}
+	p.allocs = append(p.allocs, allocs...)
 	b.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	if propose {
-		go b.propose(p)
-	}
 	<-p.done
 	return p.index, p.err
 }
 
-// propose applies p, then each batch gathered meanwhile, until none is.
-func (b *allocUpdateBatcher) propose(p *allocBatch) {
-	defer b.proposing.Done()
-	for p != nil {
-		p.index, p.err = b.apply(p.allocs)
-		close(p.done)
-		b.mu.Lock()
-		p = b.gc.finished()
-		b.mu.Unlock()
-	}
-}
-
-// close refuses later updates, fails the waiters of the gathered batch
-// with errAllocUpdatesClosed, and waits for the proposal in flight to end
-// (its waiters get its result). Idempotent.
-func (b *allocUpdateBatcher) close() {
+// flush applies the pending batch, after any apply in progress.
+func (b *allocUpdateBatcher) flush() {
+	b.applying <- struct{}{}
+	defer func() { <-b.applying }()
 	b.mu.Lock()
-	dropped := b.gc.close()
+	p := b.pending
+	b.pending = nil
 	b.mu.Unlock()
-	if dropped != nil {
-		dropped.err = errAllocUpdatesClosed
-		close(dropped.done)
+	if p == nil {
+		return
 	}
-	b.proposing.Wait()
+	p.index, p.err = b.apply(p.allocs)
+	close(p.done)
 }

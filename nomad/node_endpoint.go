@@ -241,9 +241,8 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 
 // AllocClientUpdate records client-reported allocation status, then
 // creates the evaluations the updates call for (allocUpdateEvals). Updates
-// from many clients are committed by group commit (allocUpdateBatcher:
-// proposed at once when nothing is in flight, else together in the next
-// proposal); it returns once the proposal carrying allocs is applied.
+// from many clients are committed together (allocUpdateBatcher); it
+// returns once the batch carrying allocs is applied.
 func (s *Server) AllocClientUpdate(allocs []*structs.Allocation) (uint64, error) {
 	return s.allocUpdates.submit(allocs)
 }

@@ -164,7 +164,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.fsm = fsm.New(state.NewStateStore(), s.logger)
 	s.broker = broker.New(broker.Config{})
 	s.fsm.SetEvalsHook(s.enqueueEvals)
-	s.allocUpdates = newAllocUpdateBatcher(s.applyAllocClientUpdates)
+	s.allocUpdates = newAllocUpdateBatcher(allocUpdateWindow, s.applyAllocClientUpdates)
 	s.prefetch = prefetch.NewCoordinator(s.State(), s.logger, cfg.Now, 0)
 	s.plans = planner.NewQueue(s.logger, func() planner.Snapshot { return s.State().Snapshot() },
 		s.commitPlan, func() int64 { return s.config.Now().UnixNano() })
@@ -257,13 +257,10 @@ func (s *Server) ForwardRegion(w http.ResponseWriter, r *http.Request, region st
 	return s.cluster.ForwardToRegion(w, r, region)
 }
 
-// Shutdown stops leadership duties and raft. Client updates still waiting
-// for a proposal are failed (errAllocUpdatesClosed) and the one in flight
-// ends first. It is idempotent.
+// Shutdown stops leadership duties and raft. It is idempotent.
 func (s *Server) Shutdown() error {
 	var err error
 	s.shutdownOnce.Do(func() {
-		s.allocUpdates.close()
 		s.revokeLeadership()
 		err = s.cluster.Shutdown()
 	})
