@@ -29,11 +29,25 @@ Create Options:
 var volumeReadyTimeout = 2 * time.Minute
 
 func volumeCreate(m *Meta, args []string) int {
+	return volumeWrite(m, args, "volume create", volumeCreateHelp, "creating", "Created",
+		func(c *api.Client, spec *api.HostVolume) (*api.HostVolume, error) {
+			resp, _, err := c.HostVolumes().Create(&api.HostVolumeCreateRequest{Volume: spec}, nil)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Volume, nil
+		})
+}
+
+// volumeWrite is `volume create` and `volume register`: read and parse
+// the specification file, send it with write, then wait for the volume to
+// be ready unless -detach. doing and done name the write in messages.
+func volumeWrite(m *Meta, args []string, name, help, doing, done string, write func(*api.Client, *api.HostVolume) (*api.HostVolume, error)) int {
 	var detach, verbose bool
-	fs := m.FlagSet("volume create")
+	fs := m.FlagSet(name)
 	fs.BoolVar(&detach, "detach", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	c, file, code, ok := m.oneArg(fs, args, volumeCreateHelp, "<input>")
+	c, file, code, ok := m.oneArg(fs, args, help, "<input>")
 	if !ok {
 		return code
 	}
@@ -47,13 +61,12 @@ func volumeCreate(m *Meta, args []string) int {
 		m.errorf("Error parsing the volume specification: %s", err)
 		return 1
 	}
-	resp, _, err := c.HostVolumes().Create(&api.HostVolumeCreateRequest{Volume: spec}, nil)
+	v, err := write(c, spec)
 	if err != nil {
-		m.errorf("Error creating volume: %s", err)
+		m.errorf("Error %s volume: %s", doing, err)
 		return 1
 	}
-	v := resp.Volume
-	m.outf("==> Created host volume %s with ID %s", v.Name, v.ID)
+	m.outf("==> %s host volume %s with ID %s", done, v.Name, v.ID)
 	if detach {
 		return 0
 	}
@@ -99,35 +112,14 @@ Register Options:
     Display full IDs.`
 
 func volumeRegister(m *Meta, args []string) int {
-	var detach, verbose bool
-	fs := m.FlagSet("volume register")
-	fs.BoolVar(&detach, "detach", false, "")
-	fs.BoolVar(&verbose, "verbose", false, "")
-	c, file, code, ok := m.oneArg(fs, args, volumeRegisterHelp, "<input>")
-	if !ok {
-		return code
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		m.errorf("Error reading file %q: %s", file, err)
-		return 1
-	}
-	spec, err := parseHostVolumeSpec(file, data)
-	if err != nil {
-		m.errorf("Error parsing the volume specification: %s", err)
-		return 1
-	}
-	resp, _, err := c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: spec}, nil)
-	if err != nil {
-		m.errorf("Error registering volume: %s", err)
-		return 1
-	}
-	v := resp.Volume
-	m.outf("==> Registered host volume %s with ID %s", v.Name, v.ID)
-	if detach {
-		return 0
-	}
-	return waitVolumeReady(m, c, v, verbose)
+	return volumeWrite(m, args, "volume register", volumeRegisterHelp, "registering", "Registered",
+		func(c *api.Client, spec *api.HostVolume) (*api.HostVolume, error) {
+			resp, _, err := c.HostVolumes().Register(&api.HostVolumeRegisterRequest{Volume: spec}, nil)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Volume, nil
+		})
 }
 
 const volumeStatusHelp = `Usage: drover volume status [options] [volume]
