@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
-	"github.com/drover-project/drover/testutil/images"
 	"github.com/drover-project/drover/testutil/registry"
 )
 
@@ -110,43 +107,10 @@ func TestAutoUpdateApprovalRollsOnlyAfterApprove(t *testing.T) {
 func TestAutoUpdateApprovalSurvivesLeaderChange(t *testing.T) {
 	reg := registry.Start(t, registry.Options{})
 	stable := reg.Ref("drover-e2e/auto", "stable")
-	push := func() string {
-		img, err := random.Image(256, 1)
-		require.NoError(t, err)
-		d, err := images.Push(img, stable)
-		require.NoError(t, err)
-		return d
-	}
+	push := func() string { return pushRandom(t, stable) }
 	d1 := push()
 
-	var rpcAddrs []string
-	var httpPorts, rpcPorts []int
-	for range 3 {
-		httpPorts, rpcPorts = append(httpPorts, freePort(t)), append(rpcPorts, freePort(t))
-		rpcAddrs = append(rpcAddrs, fmt.Sprintf("127.0.0.1:%d", rpcPorts[len(rpcPorts)-1]))
-	}
-	var servers []*agentProc
-	for i := range 3 {
-		var others []string
-		for j, a := range rpcAddrs {
-			if j != i {
-				others = append(others, a)
-			}
-		}
-		servers = append(servers, newServerOnPorts(t, serverSpec{name: fmt.Sprintf("s%d", i+1), bootstrapExpect: 3, retryJoin: others},
-			httpPorts[i], rpcPorts[i]))
-	}
-	leaderAddr := waitLeader(t, servers...)
-	var leader *agentProc
-	var followers []*agentProc
-	for _, s := range servers {
-		if s.rpcAddr() == leaderAddr {
-			leader = s
-		} else {
-			followers = append(followers, s)
-		}
-	}
-	require.NotNil(t, leader)
+	leader, followers := threeServers(t)
 	c := followers[0].client(t)
 
 	const soak = 15 * time.Second
@@ -178,7 +142,7 @@ func TestAutoUpdateApprovalSurvivesLeaderChange(t *testing.T) {
 	require.Equal(t, 0, code, out)
 
 	leader.kill()
-	waitNewLeader(t, leaderAddr, followers...)
+	waitNewLeader(t, leader.rpcAddr(), followers...)
 	after := imageStatus(t, c, "auto")
 	require.Equal(t, d2, after.Approved, "the approval survived the leader change")
 	require.Eventually(t, func() bool { v, _ = jobVersion(t, c, "auto"); return v == 1 },

@@ -327,43 +327,10 @@ func TestAutoUpdateOneCheckPerImageAndRegistryDown(t *testing.T) {
 func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 	reg := registry.Start(t, registry.Options{})
 	stable := reg.Ref("drover-e2e/auto", "stable")
-	push := func() string {
-		img, err := random.Image(256, 1)
-		require.NoError(t, err)
-		d, err := images.Push(img, stable)
-		require.NoError(t, err)
-		return d
-	}
+	push := func() string { return pushRandom(t, stable) }
 	d1 := push()
 
-	var rpcAddrs []string
-	var httpPorts, rpcPorts []int
-	for range 3 {
-		httpPorts, rpcPorts = append(httpPorts, freePort(t)), append(rpcPorts, freePort(t))
-		rpcAddrs = append(rpcAddrs, fmt.Sprintf("127.0.0.1:%d", rpcPorts[len(rpcPorts)-1]))
-	}
-	var servers []*agentProc
-	for i := range 3 {
-		var others []string
-		for j, a := range rpcAddrs {
-			if j != i {
-				others = append(others, a)
-			}
-		}
-		servers = append(servers, newServerOnPorts(t, serverSpec{name: fmt.Sprintf("s%d", i+1), bootstrapExpect: 3, retryJoin: others},
-			httpPorts[i], rpcPorts[i]))
-	}
-	leaderAddr := waitLeader(t, servers...)
-	var leader *agentProc
-	var followers []*agentProc
-	for _, s := range servers {
-		if s.rpcAddr() == leaderAddr {
-			leader = s
-		} else {
-			followers = append(followers, s)
-		}
-	}
-	require.NotNil(t, leader)
+	leader, followers := threeServers(t)
 	c := followers[0].client(t)
 
 	const soak = 15 * time.Second
@@ -388,7 +355,7 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 	require.Greater(t, before.SoakLeft, 10*time.Second)
 
 	leader.kill()
-	waitNewLeader(t, leaderAddr, followers...)
+	waitNewLeader(t, leader.rpcAddr(), followers...)
 	after := imageStatus(t, c, "auto")
 	require.Equal(t, d2, after.Pending, "the pending digest survived the leader change")
 	require.True(t, after.PendingSince.Equal(before.PendingSince), "and so did its soak start: %s vs %s", after.PendingSince, before.PendingSince)
@@ -408,4 +375,47 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 		5*time.Second, 50*time.Millisecond, "the roll is recorded (an entry after the registration)")
 	require.Equal(t, d1, st.LastRoll.From)
 	require.Equal(t, d2, st.LastRoll.To)
+}
+
+// threeServers starts a three-server cluster and returns its leader and
+// its two followers.
+func threeServers(t *testing.T) (leader *agentProc, followers []*agentProc) {
+	t.Helper()
+	var rpcAddrs []string
+	var httpPorts, rpcPorts []int
+	var servers []*agentProc
+	for range 3 {
+		httpPorts, rpcPorts = append(httpPorts, freePort(t)), append(rpcPorts, freePort(t))
+		rpcAddrs = append(rpcAddrs, fmt.Sprintf("127.0.0.1:%d", rpcPorts[len(rpcPorts)-1]))
+	}
+	for i := range 3 {
+		var others []string
+		for j, a := range rpcAddrs {
+			if j != i {
+				others = append(others, a)
+			}
+		}
+		servers = append(servers, newServerOnPorts(t, serverSpec{name: fmt.Sprintf("s%d", i+1), bootstrapExpect: 3, retryJoin: others},
+			httpPorts[i], rpcPorts[i]))
+	}
+	leaderAddr := waitLeader(t, servers...)
+	for _, s := range servers {
+		if s.rpcAddr() == leaderAddr {
+			leader = s
+		} else {
+			followers = append(followers, s)
+		}
+	}
+	require.NotNil(t, leader)
+	return leader, followers
+}
+
+// pushRandom pushes a new random image to ref and returns its digest.
+func pushRandom(t *testing.T, ref string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	require.NoError(t, err)
+	d, err := images.Push(img, ref)
+	require.NoError(t, err)
+	return d
 }
