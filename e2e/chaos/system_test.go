@@ -112,7 +112,7 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("job version %d not running once on each of %d nodes: %v (err %v)%s", v, len(clients), running, err, c.Tails(20))
+				t.Fatalf("job version %d not running once on each of %d nodes: %v (err %v)\n%s", v, len(clients), running, err, rolloutState(a, c, clients))
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
@@ -153,6 +153,12 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 	converged(v)
 
 	kinds := []Kind{PartitionLeader, PauseLeader, KillRestart, PartitionServer}
+	if v := os.Getenv("DROVER_CHAOS_KINDS"); v != "" { // narrows the faults, as for TestChaos
+		kinds = nil
+		for _, k := range strings.Split(v, ",") {
+			kinds = append(kinds, Kind(strings.TrimSpace(k)))
+		}
+	}
 	for i, f := range Schedule(seed, 4, kinds, Limits{HoldMin: 3 * time.Second, HoldMax: 5 * time.Second}) {
 		leader, err := c.WaitLeader(90 * time.Second)
 		if err != nil {
@@ -187,4 +193,39 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 	if len(locks) != len(clients) {
 		t.Fatalf("%d lock files for %d nodes: the guard did not run (%v)", len(locks), len(clients), locks)
 	}
+}
+
+// rolloutState describes, for a failure message, every allocation of the
+// job, its deployments, and what the servers and clients logged above
+// debug level.
+func rolloutState(a *api.Client, c *Cluster, clients []*Server) string {
+	var b strings.Builder
+	allocs, _, err := a.Jobs().Allocations("chaos-sys", true, nil)
+	fmt.Fprintf(&b, "allocations (err %v):\n", err)
+	for _, al := range allocs {
+		health := "-"
+		if ds := al.DeploymentStatus; ds != nil && ds.Healthy != nil {
+			health = fmt.Sprint(*ds.Healthy)
+		}
+		fmt.Fprintf(&b, "  %s node %s v%d desired %s client %s healthy %s\n", al.ID[:8], al.NodeID[:8], al.JobVersion, al.DesiredStatus, al.ClientStatus, health)
+	}
+	deps, _, err := a.Jobs().Deployments("chaos-sys", true, nil)
+	fmt.Fprintf(&b, "deployments (err %v):\n", err)
+	for _, d := range deps {
+		fmt.Fprintf(&b, "  %s v%d %s %q\n", d.ID[:8], d.JobVersion, d.Status, d.StatusDescription)
+	}
+	procs := append(append([]*Server{}, c.Servers...), clients...)
+	for _, s := range procs {
+		var keep []string
+		for _, l := range strings.Split(s.Logs(), "\n") {
+			if l != "" && !strings.Contains(l, "[DEBUG] agent.http: request complete") {
+				keep = append(keep, l)
+			}
+		}
+		if len(keep) > 40 {
+			keep = keep[len(keep)-40:]
+		}
+		fmt.Fprintf(&b, "--- %s (%s, last lines but HTTP request logs) ---\n%s\n", s.Name, s.Host, strings.Join(keep, "\n"))
+	}
+	return b.String()
 }
