@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
@@ -73,16 +75,53 @@ func computeAllocDiff(known map[string]uint64, incoming []*structs.Allocation, k
 	return d
 }
 
+// errServerBehind is a node alloc answer older than the one applied.
+var errServerBehind = errors.New("the server answered with an older view of the node's allocations than the client has applied")
+
+// behindVerdict decides about an answer of the node's alloc query at
+// index answered when the client has applied one at applied. An answer
+// at a lower index comes from a server behind the one that answered
+// before: a follower still catching up, a deposed leader, a new leader
+// that has not applied what its predecessor committed. Its list lacks
+// allocations placed since, and applying it would destroy them. So it is
+// not applied (the client asks another server) unless the servers have
+// stayed behind for patience: then the cluster's state itself went back
+// (a snapshot restored, the servers rebuilt) and the answer is the truth.
+// behindSince is when answers started to be behind (zero: they are not);
+// the verdict returns the new value.
+func behindVerdict(applied, answered uint64, behindSince, now time.Time, patience time.Duration) (apply bool, since time.Time) {
+	switch {
+	case answered >= applied:
+		return true, time.Time{}
+	case behindSince.IsZero():
+		return false, now
+	case now.Sub(behindSince) >= patience:
+		return true, time.Time{}
+	default:
+		return false, behindSince
+	}
+}
+
 // watchAllocs long-polls the node's allocations once the node is
-// registered and applies each new list, until ctx ends.
+// registered and applies each new list, until ctx ends. An answer behind
+// the one applied is refused as behindVerdict says: the poll moves to
+// the next server and retries after the loop's backoff.
 func (c *Client) watchAllocs(ctx context.Context) {
+	var behindSince time.Time
 	c.pollLoop(ctx, hclog.Warn, "failed to fetch allocations; retrying", func(ctx context.Context, index uint64) (uint64, error) {
-		list, newIndex, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
+		list, newIndex, from, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
 			return 0, err
 		}
-		if newIndex < index {
-			c.logger.Info("server index went backwards; resyncing", "old", index, "new", newIndex)
+		apply, since := behindVerdict(index, newIndex, behindSince, c.cfg.Now(), c.cfg.timing.behindPatience)
+		wasBehind := !behindSince.IsZero()
+		behindSince = since
+		if !apply {
+			c.rpc.rotate(from)
+			return 0, fmt.Errorf("%w (server %s: index %d, applied %d)", errServerBehind, from, newIndex, index)
+		}
+		if newIndex < index && wasBehind {
+			c.logger.Warn("the servers stayed behind the allocations the client applied; taking their view", "applied", index, "servers", newIndex, "patience", c.cfg.timing.behindPatience)
 		}
 		c.applyAllocs(list)
 		return newIndex, nil

@@ -543,3 +543,73 @@ func TestBurstOfReplacementsSettlesEveryAllocation(t *testing.T) {
 		return true
 	}, waitFor, tick, "every replaced allocation settles")
 }
+
+// A server behind the one that answered before (a follower catching up, a
+// deposed leader) answers the alloc query at once with its older view,
+// which lacks the allocation placed since: the client does not take it
+// (the allocation keeps running, its runner untouched) until the servers
+// have stayed behind for the patience; then it takes their view.
+func TestAllocsFromAServerBehindAreNotApplied(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.behindPatience = time.Hour
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	before := srv.currentIndex()
+	a := mockAlloc(c.NodeID(), map[string]any{}) // runs until stopped
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+
+	srv.setBehind(before) // a view from before a was placed
+	time.Sleep(500 * time.Millisecond)
+	require.True(t, c.tracks(a.ID), "an older view does not collect the allocation")
+	require.Equal(t, "running", srv.clientStatus(a.ID))
+
+	srv.setBehind(0)
+	b := mockAlloc(c.NodeID(), map[string]any{})
+	srv.upsertAlloc(b)
+	require.Eventually(t, func() bool { return srv.clientStatus(b.ID) == "running" }, waitFor, tick, "the client polls on")
+	require.True(t, c.tracks(a.ID))
+	require.Equal(t, "running", srv.clientStatus(a.ID))
+}
+
+func TestAllocsFromServersBehindPastThePatienceAreApplied(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.behindPatience = 300 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	before := srv.currentIndex()
+	a := mockAlloc(c.NodeID(), map[string]any{})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+
+	srv.setBehind(before) // the cluster's state went back (a snapshot restored)
+	require.Eventually(t, func() bool { return !c.tracks(a.ID) }, waitFor, tick)
+}
+
+func TestBehindVerdict(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := 30 * time.Second
+	for name, tc := range map[string]struct {
+		applied, answered uint64
+		since, now        time.Time
+		apply             bool
+		wantSince         time.Time
+	}{
+		"newer":                     {applied: 10, answered: 12, now: t0, apply: true},
+		"same index (a timeout)":    {applied: 10, answered: 10, now: t0, apply: true},
+		"newer ends a behind spell": {applied: 10, answered: 11, since: t0, now: t0.Add(time.Second), apply: true},
+		"first behind":              {applied: 10, answered: 3, now: t0, wantSince: t0},
+		"still behind":              {applied: 10, answered: 3, since: t0, now: t0.Add(p - time.Millisecond), wantSince: t0},
+		"behind for the patience":   {applied: 10, answered: 3, since: t0, now: t0.Add(p), apply: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			apply, since := behindVerdict(tc.applied, tc.answered, tc.since, tc.now, p)
+			require.Equal(t, tc.apply, apply)
+			require.True(t, tc.wantSince.Equal(since), "since %v, want %v", since, tc.wantSince)
+		})
+	}
+}

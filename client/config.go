@@ -126,6 +126,10 @@ type timing struct {
 	retry, maxRetry time.Duration
 	// defaultTTL is the heartbeat TTL assumed when the server sends none.
 	defaultTTL time.Duration
+	// behindPatience is how long the servers may answer the node's alloc
+	// query with an older view than the one applied before the client
+	// takes it (see behindVerdict).
+	behindPatience time.Duration
 	// logPoll is how often a followed log file is checked for new data,
 	// and logHeartbeat how long a framed stream may stay silent.
 	logPoll, logHeartbeat time.Duration
@@ -152,6 +156,7 @@ func (t timing) withDefaults() timing {
 	def(&t.retry, 250*time.Millisecond)
 	def(&t.maxRetry, 10*time.Second)
 	def(&t.defaultTTL, 10*time.Second)
+	def(&t.behindPatience, 30*time.Second)
 	def(&t.logPoll, 250*time.Millisecond)
 	def(&t.logHeartbeat, 10*time.Second)
 	def(&t.exitGrace, exitStopGrace)

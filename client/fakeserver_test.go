@@ -43,6 +43,7 @@ type fakeServer struct {
 	rights        map[string]*clientRights                // ACL resolve answers, by caller token ("" anonymous)
 	resolves      int                                     // ACL resolve calls
 	services      map[string][]*api.ServiceRegistration   // the catalog, by alloc ID (services_client_test.go)
+	behindAt      uint64                                  // when set, allocs queries are answered as by a server that applied only up to it
 }
 
 type updateBatch struct {
@@ -153,7 +154,12 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
-	for s.index <= minIndex {
+	for s.index <= minIndex || s.behindAt > 0 {
+		if s.behindAt > 0 {
+			s.writeBehindLocked(w, id)
+			s.mu.Unlock()
+			return
+		}
 		ch := s.wake
 		s.mu.Unlock()
 		select {
@@ -509,4 +515,37 @@ func (s *fakeServer) secretOf(node string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.secrets[node]
+}
+
+// writeBehindLocked answers a node's allocs query as a server that has
+// applied entries only up to s.behindAt does: at once (its index is below
+// the client's), with the allocations created by then.
+func (s *fakeServer) writeBehindLocked(w http.ResponseWriter, node string) {
+	out := []*wire.NodeAlloc{}
+	for _, a := range s.allocs {
+		if a.NodeID == node && a.CreateIndex <= s.behindAt {
+			job, _ := json.Marshal(a.Job)
+			out = append(out, &wire.NodeAlloc{Allocation: a, Job: job})
+		}
+	}
+	raw, _ := json.Marshal(out)
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(s.behindAt, 10))
+	_, _ = w.Write(raw)
+}
+
+// setBehind makes the server answer allocs queries from its view at index
+// (0: its current view again), and wakes the blocked ones.
+func (s *fakeServer) setBehind(index uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.behindAt = index
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// currentIndex is the server's index.
+func (s *fakeServer) currentIndex() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.index
 }

@@ -91,6 +91,12 @@ func (s *serverConn) rotate(failed string) {
 // 5xx answers rotate to the next server; the error is returned either way
 // and the caller decides when to retry.
 func (s *serverConn) call(ctx context.Context, method, path string, query url.Values, body, out any) (http.Header, error) {
+	hdr, _, err := s.callFrom(ctx, method, path, query, body, out)
+	return hdr, err
+}
+
+// callFrom is call that also returns the base URL of the server asked.
+func (s *serverConn) callFrom(ctx context.Context, method, path string, query url.Values, body, out any) (http.Header, string, error) {
 	base, secret := s.current()
 	u := base + path
 	if len(query) > 0 {
@@ -98,23 +104,23 @@ func (s *serverConn) call(ctx context.Context, method, path string, query url.Va
 	}
 	req, err := wire.NewRequest(ctx, method, u, secret, body)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, base, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.rotate(base)
 		}
-		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+		return nil, base, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
 	if err := wire.ReadAnswer(resp, out); err != nil {
 		if resp.StatusCode >= 500 {
 			s.rotate(base)
 		}
-		return resp.Header, fmt.Errorf("%s %s: %w", method, u, err)
+		return resp.Header, base, fmt.Errorf("%s %s: %w", method, u, err)
 	}
-	return resp.Header, nil
+	return resp.Header, base, nil
 }
 
 func (s *serverConn) register(ctx context.Context, node *api.Node, nets []*structs.NodeNetworkResource, secret, introToken string) (*wire.NodeRegisterResponse, error) {
@@ -134,29 +140,31 @@ func (s *serverConn) heartbeat(ctx context.Context, nodeID, status string) (*wir
 }
 
 // nodeAllocs is the blocking query for the node's allocations: it returns
-// when the server's index passes index or after wait.
-func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) ([]*wire.NodeAlloc, uint64, error) {
+// when the server's index passes index or after wait (at once, with its
+// own lower index, from a server behind index). from is the base URL of
+// the server asked.
+func (s *serverConn) nodeAllocs(ctx context.Context, nodeID string, index uint64, wait time.Duration) (list []*wire.NodeAlloc, newIndex uint64, from string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+wait/16+callTimeout)
 	defer cancel()
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {formatWait(wait)}}
 	var out []*wire.NodeAlloc
-	hdr, err := s.call(ctx, http.MethodGet, wire.NodePath(wire.RouteNodeAllocs, nodeID), q, nil, &out)
+	hdr, from, err := s.callFrom(ctx, http.MethodGet, wire.NodePath(wire.RouteNodeAllocs, nodeID), q, nil, &out)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, from, err
 	}
 	for _, na := range out {
 		if na == nil {
 			continue
 		}
 		if err := na.DecodeJob(); err != nil {
-			return nil, 0, fmt.Errorf("node allocs: decoding the job of allocation %s: %w", na.ID, err)
+			return nil, 0, from, fmt.Errorf("node allocs: decoding the job of allocation %s: %w", na.ID, err)
 		}
 	}
-	newIndex, err := strconv.ParseUint(hdr.Get("X-Nomad-Index"), 10, 64)
+	newIndex, err = strconv.ParseUint(hdr.Get("X-Nomad-Index"), 10, 64)
 	if err != nil {
-		return nil, 0, fmt.Errorf("node allocs: bad X-Nomad-Index %q: %w", hdr.Get("X-Nomad-Index"), err)
+		return nil, 0, from, fmt.Errorf("node allocs: bad X-Nomad-Index %q: %w", hdr.Get("X-Nomad-Index"), err)
 	}
-	return out, newIndex, nil
+	return out, newIndex, from, nil
 }
 
 // formatWait renders a blocking query wait as Nomad does ("300s"), in

@@ -2,6 +2,8 @@ package allocrunner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -349,3 +351,25 @@ func TestFinalHealth(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An allocation of a deployment that fails before its tasks start (here
+// its directory cannot be made) is unhealthy at once: the deployment does
+// not wait for its progress deadline.
+func TestUnhealthyWhenSetupFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		alloc := deploymentAlloc(newJob(structs.JobTypeSystem, mockTask("web", nil)), structs.UpdateHealthCheckTaskStates)
+		require.NoError(t, os.WriteFile(filepath.Join(h.root, alloc.ID), []byte("x"), 0o644)) // a file where the alloc dir goes
+		ar := h.runner(alloc)
+		go ar.Run()
+		<-ar.WaitCh()
+
+		last := h.lastPublished(alloc.ID)
+		require.Equal(t, structs.AllocClientStatusFailed, last.ClientStatus)
+		require.NotNil(t, last.DeploymentStatus)
+		require.NotNil(t, last.DeploymentStatus.Healthy, "health decided")
+		require.False(t, *last.DeploymentStatus.Healthy)
+		require.Equal(t, last.DeploymentStatus, h.decidedOnce(t, alloc.ID))
+		ar.Destroy()
+	})
+}

@@ -106,11 +106,14 @@ func runHooks[H RunnerHook](ar *AllocRunner, phase string, stopOnErr bool, fn fu
 }
 
 // initHooks builds the runner's hooks, in the order they run. The health
-// hook runs before prepare, so healthy_deadline counts the prepare step
-// (and a data migration).
+// hook runs first: healthy_deadline counts the whole set-up (the prepare
+// step, a data migration), and an allocation whose set-up fails in any
+// later hook is tracked, so its deployment learns at once that it is
+// unhealthy.
 func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher, taskAPI func(string, string) (io.Closer, error)) {
 	ar.healthHook = newHealthHook(ar, node)
 	ar.hooks = []RunnerHook{
+		ar.healthHook,
 		&allocDirHook{dir: ar.allocDir, tasks: ar.taskNames()},
 		&dispatchPayloadHook{dir: ar.allocDir, alloc: ar.alloc},
 	}
@@ -118,10 +121,7 @@ func (ar *AllocRunner) initHooks(node *structs.Node, prevData PrevDataFetcher, t
 		ar.taskAPI = newTaskAPIHook(ar, taskAPI)
 		ar.hooks = append(ar.hooks, ar.taskAPI)
 	}
-	ar.hooks = append(ar.hooks,
-		ar.healthHook,
-		newPrepareHook(ar),
-	)
+	ar.hooks = append(ar.hooks, newPrepareHook(ar))
 	// After prepare: the previous allocation has stopped by then.
 	if h := newDiskMigrateHook(ar, prevData); h != nil {
 		ar.migrateHook = h

@@ -215,6 +215,12 @@ func rolloutState(a *api.Client, c *Cluster, clients []*Server) string {
 		fmt.Fprintf(&b, "  %s v%d %s %q\n", d.ID[:8], d.JobVersion, d.Status, d.StatusDescription)
 	}
 	procs := append(append([]*Server{}, c.Servers...), clients...)
+	if dir, err := os.MkdirTemp("", "drover-chaos-system-*"); err == nil { // kept: the whole logs, for the failure
+		for _, s := range procs {
+			_ = os.WriteFile(filepath.Join(dir, s.Name+".log"), []byte(s.Logs()), 0o644)
+		}
+		fmt.Fprintf(&b, "whole logs in %s\n", dir)
+	}
 	for _, s := range procs {
 		var keep []string
 		for _, l := range strings.Split(s.Logs(), "\n") {
