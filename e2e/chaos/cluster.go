@@ -99,6 +99,13 @@ func (c *Cluster) Leader() int {
 	return -1
 }
 
+// ClaimsLead reports whether server i names itself the leader.
+func (c *Cluster) ClaimsLead(i int) bool {
+	s := c.Servers[i]
+	l, err := s.API.Status().Leader()
+	return err == nil && l == s.RPCAddr()
+}
+
 // Views returns the leader each server reports ("-" for none or no answer).
 func (c *Cluster) Views() string {
 	out := ""

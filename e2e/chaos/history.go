@@ -124,6 +124,9 @@ type Window struct {
 	Kind     Kind
 	Server   int // -1: no server is cut off (pause, kill, loss)
 	From, To int64
+	// ClaimsLead is whether the cut-off server still named itself the
+	// leader at To, the end of the hold.
+	ClaimsLead bool
 }
 
 // Violation is a broken invariant.
@@ -177,6 +180,20 @@ func CheckMinority(ops []Op, windows []Window) []Violation {
 			if o.Server == w.Server && acknowledges(o) && o.Call >= w.From && o.Return <= w.To {
 				out = append(out, Violation{"minority-acks-nothing", o.Call, fmt.Sprintf("%v acknowledged by s%d while it was cut off (%s, %v..%v)", o, w.Server, w.Kind, time.Duration(w.From), time.Duration(w.To))})
 			}
+		}
+	}
+	return out
+}
+
+// CheckStepDown checks that a server cut off from its majority no longer
+// names itself the leader at the end of the hold: a leader that cannot
+// reach a quorum steps down within its lease (holds are seconds, leases
+// half a second).
+func CheckStepDown(windows []Window) []Violation {
+	var out []Violation
+	for _, w := range windows {
+		if w.Server >= 0 && w.ClaimsLead {
+			out = append(out, Violation{"minority-leader-steps-down", w.To, fmt.Sprintf("s%d still named itself the leader at the end of %s (%v..%v)", w.Server, w.Kind, time.Duration(w.From), time.Duration(w.To))})
 		}
 	}
 	return out

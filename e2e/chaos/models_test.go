@@ -140,6 +140,18 @@ func TestCheckMinority(t *testing.T) {
 	}
 }
 
+func TestCheckStepDown(t *testing.T) {
+	win := []Window{
+		{Kind: PartitionLeader, Server: 1, From: 100, To: 200, ClaimsLead: true}, // still leads its minority
+		{Kind: Asymmetric, Server: 0, From: 300, To: 400},                        // stepped down
+		{Kind: PauseLeader, Server: -1, From: 500, To: 600, ClaimsLead: true},    // no one cut off: not judged
+	}
+	got := CheckStepDown(win)
+	if len(got) != 1 || got[0].At != 200 || got[0].Check != "minority-leader-steps-down" {
+		t.Fatalf("violations %+v", got)
+	}
+}
+
 func TestSchedule(t *testing.T) {
 	l := Limits{HoldMin: time.Second, HoldMax: 3 * time.Second, GapMin: 0, GapMax: time.Second}
 	a, b := Schedule(7, 14, AllKinds, l), Schedule(7, 14, AllKinds, l)

@@ -60,6 +60,7 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 	res := Result{Linear: map[string]porcupine.CheckResult{}}
 	res.Violations = append(res.Violations, CheckStale(ops)...)
 	res.Violations = append(res.Violations, CheckMinority(ops, windows)...)
+	res.Violations = append(res.Violations, CheckStepDown(windows)...)
 	res.Ops = len(ops)
 	ops, res.Dropped, res.Resolved = ResolveUnknown(ops)
 	ops, res.ReleasesDropped, res.ReleasesBounded = ResolveReleases(ops)

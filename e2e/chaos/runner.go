@@ -96,12 +96,13 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		t.Logf("fault %d at %v: %s (leader s%d, cut off s%d) for %v", i, time.Duration(from).Round(time.Millisecond), f.Kind, leader, cut, f.Hold)
 		time.Sleep(f.Hold) // the fault's duration is the point of the test
 		to := rec.Now()
+		claims := cut >= 0 && c.ClaimsLead(cut)
 		t.Logf("  at the end of the hold, the servers see leaders %s", c.Views())
 		if err := heal(); err != nil {
 			t.Fatalf("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
 		run.Healed = rec.Now()
-		windows = append(windows, Window{Kind: f.Kind, Server: cut, From: from, To: to})
+		windows = append(windows, Window{Kind: f.Kind, Server: cut, From: from, To: to, ClaimsLead: claims})
 		if _, err := c.WaitLeader(cfg.Recover); err != nil {
 			t.Fatalf("chaos seed %d: after fault %d (%s): %v%s", cfg.Seed, i, f.Kind, err, c.Tails(60))
 		}
