@@ -99,7 +99,7 @@ func (s *Server) JobDispatch(args *JobDispatchArgs) (*JobDispatchReply, error) {
 		child.PayloadEncoding = structs.PayloadEncodingDeflate
 	}
 	eval := s.newEval(child, structs.EvalTriggerJobRegister)
-	reply, err := s.applyJobRegister(child, nil, eval)
+	reply, err := s.applyJobRegister(child, nil, eval, nil)
 	if err != nil {
 		return nil, err
 	}

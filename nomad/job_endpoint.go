@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"errors"
 	"github.com/google/uuid"
 
 	"github.com/drover-project/drover/acl"
@@ -79,10 +80,14 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 		}
 	}
 	job.VersionTag = args.VersionTag
+	enforce := (*uint64)(nil)
 	if args.EnforceIndex {
-		if err := checkJobModifyIndex(current, args.JobModifyIndex); err != nil {
+		// Checked here to refuse early, and again by the FSM when the entry
+		// applies: two registers against one index cannot both win.
+		if err := structs.CheckJobModifyIndex(current, args.JobModifyIndex); err != nil {
 			return nil, err
 		}
+		enforce = &args.JobModifyIndex
 	}
 	// The resolutions are checks of their tags: recorded just before the
 	// version, so the image watcher never sees the version without them.
@@ -98,7 +103,7 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 			eval.Priority = args.EvalPriority
 		}
 	}
-	reply, err := s.applyJobRegister(job, args.Submission, eval)
+	reply, err := s.applyJobRegister(job, args.Submission, eval, enforce)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +144,20 @@ func preserve(job, current *structs.Job, counts, resources bool) {
 	}
 }
 
-// applyJobRegister commits job (and eval, when non-nil) through raft.
-func (s *Server) applyJobRegister(job *structs.Job, sub *structs.JobSubmission, eval *structs.Evaluation) (*JobRegisterReply, error) {
+// applyJobRegister commits job (and eval, when non-nil) through raft; with
+// enforce, only if the job's JobModifyIndex is still *enforce when the
+// entry applies (the FSM's refusal is returned as it is: a 400 in Nomad's
+// words).
+func (s *Server) applyJobRegister(job *structs.Job, sub *structs.JobSubmission, eval *structs.Evaluation, enforce *uint64) (*JobRegisterReply, error) {
 	req := &structs.JobRegisterRequest{Job: job, Submission: sub, Eval: eval, SubmitTime: s.now().UnixNano()}
+	if enforce != nil {
+		req.EnforceIndex, req.JobModifyIndex = true, *enforce
+	}
 	resp, index, err := s.raftApply(structs.JobRegisterRequestType, req)
+	var refused *structs.RequestError
+	if errors.As(err, &refused) {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -154,20 +169,6 @@ func (s *Server) applyJobRegister(job *structs.Job, sub *structs.JobSubmission, 
 		reply.EvalID, reply.EvalCreateIndex = eval.ID, index
 	}
 	return reply, nil
-}
-
-// checkJobModifyIndex enforces a register's check-index, with Nomad's wording
-// (the CLI reformats these messages).
-func checkJobModifyIndex(current *structs.Job, want uint64) error {
-	switch {
-	case current == nil && want != 0:
-		return structs.BadRequestf("Enforcing job modify index %d: job does not exist", want)
-	case current != nil && want == 0:
-		return structs.BadRequestf("Enforcing job modify index %d: job already exists", want)
-	case current != nil && current.JobModifyIndex != want:
-		return structs.BadRequestf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", want, current.JobModifyIndex)
-	}
-	return nil
 }
 
 // JobDeregisterReply reports a stop or purge.
@@ -265,7 +266,7 @@ func (s *Server) JobRevert(caller *acl.ACL, namespace, jobID string, version uin
 	revert := old.Copy()
 	revert.Stop = false
 	revert.VersionTag = nil
-	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister))
+	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister), nil)
 }
 
 // JobStability marks a job version stable or unstable; caller needs

@@ -63,6 +63,8 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 	start(ws.stale, 3)
 	start(ws.lock, 4)
 	start(ws.lock, 5)
+	start(ws.jobs, 6)
+	start(ws.jobs, 7)
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -114,6 +116,16 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 
 	// Every register read through every server, after the heal: an
 	// acknowledged write is never lost.
+	for _, s := range c.Servers {
+		op := Op{Worker: 100 + s.Index, Server: s.Index, Kind: RegRead, Key: JobKey(DefaultWorkload.JobID), Call: rec.Now()}
+		v, _, ok := readJob(s, DefaultWorkload.JobID)
+		op.Return = rec.Now()
+		if !ok {
+			t.Fatalf("chaos seed %d: final read of job %s through %s failed", cfg.Seed, DefaultWorkload.JobID, s.Name)
+		}
+		op.Value = v
+		rec.Add(op)
+	}
 	for _, key := range DefaultWorkload.RegKeys {
 		for _, s := range c.Servers {
 			op := Op{Worker: 100 + s.Index, Server: s.Index, Kind: RegRead, Key: key, Call: rec.Now()}

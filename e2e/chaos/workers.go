@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,10 +17,17 @@ import (
 type Workload struct {
 	RegKeys []string // check-and-set registers
 	LockKey string   // the lock
+	// JobID is a job used as a check-and-set register: its meta "v" is the
+	// value, registered with the job modify index read (enforce index).
+	// In the history its key is JobKey(JobID).
+	JobID string
 }
 
-// DefaultWorkload is two registers and one lock.
-var DefaultWorkload = Workload{RegKeys: []string{"chaos/reg0", "chaos/reg1"}, LockKey: "chaos/lock"}
+// DefaultWorkload is two registers, one lock and one job register.
+var DefaultWorkload = Workload{RegKeys: []string{"chaos/reg0", "chaos/reg1"}, LockKey: "chaos/lock", JobID: "chaos-cas"}
+
+// JobKey is the history's key of the job register of job id.
+func JobKey(id string) string { return "job:" + id }
 
 // workers issue operations against the cluster's servers until ctx ends,
 // recording each into rec.
@@ -207,5 +215,79 @@ func (ws *workers) lock(ctx context.Context, id int) {
 			}
 		}
 		ws.pause(rng, 20, 60)
+	}
+}
+
+// jobOutcome classifies a job register error: nil OK; the server's
+// refusal of the enforced index (400 "Enforcing job modify index") a
+// definite refusal; anything else unknown.
+func jobOutcome(err error) Outcome {
+	var ue api.UnexpectedResponseError
+	if errors.As(err, &ue) && ue.StatusCode() == http.StatusBadRequest && strings.Contains(ue.Body(), "Enforcing job modify index") {
+		return Fail
+	}
+	return outcome(err)
+}
+
+// casJob is the job of the job register holding value.
+func casJob(id, value string) *api.Job {
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"dc1"}
+	job.Meta = map[string]string{"v": value}
+	task := api.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")
+	job.AddTaskGroup(api.NewTaskGroup("g", 0).AddTask(task)) // nothing to place: the job is the register
+	return job
+}
+
+// readJob reads the job register through srv: its value ("" when the job
+// does not exist) and job modify index; ok false when srv did not answer.
+func readJob(srv *Server, id string) (value string, index uint64, ok bool) {
+	job, _, err := srv.API.Jobs().Info(id, nil)
+	var ue api.UnexpectedResponseError
+	switch {
+	case err == nil:
+		return job.Meta["v"], *job.JobModifyIndex, true
+	case errors.As(err, &ue) && ue.StatusCode() == http.StatusNotFound:
+		return "", 0, true
+	default:
+		return "", 0, false
+	}
+}
+
+// jobs runs a job-register worker: it reads the job (default consistency)
+// and registers a new value with the job modify index it read enforced.
+func (ws *workers) jobs(ctx context.Context, id int) {
+	rng := rand.New(rand.NewSource(ws.seed*1000 + int64(id)))
+	key := JobKey(ws.w.JobID)
+	var known *struct {
+		value string
+		index uint64
+	}
+	for n := 0; ctx.Err() == nil; n++ {
+		srv := ws.c.Servers[rng.Intn(len(ws.c.Servers))]
+		if known == nil || rng.Intn(2) == 0 {
+			op := Op{Worker: id, Server: srv.Index, Kind: RegRead, Key: key, Call: ws.rec.Now()}
+			v, idx, ok := readJob(srv, ws.w.JobID)
+			op.Return = ws.rec.Now()
+			if ok {
+				op.Value = v
+				known = &struct {
+					value string
+					index uint64
+				}{v, idx}
+				ws.rec.Add(op)
+			} else {
+				known = nil // not recorded: a read that answered nothing changed nothing
+			}
+		} else {
+			val := fmt.Sprintf("w%d-%d", id, n)
+			op := Op{Worker: id, Server: srv.Index, Kind: RegWrite, Key: key, Expect: known.value, Value: val, Call: ws.rec.Now()}
+			_, _, err := srv.API.Jobs().EnforceRegister(casJob(ws.w.JobID, val), known.index, nil)
+			op.Return = ws.rec.Now()
+			op.Outcome = jobOutcome(err)
+			ws.rec.Add(op)
+			known = nil // the new job modify index is read again
+		}
+		ws.pause(rng, 40, 120)
 	}
 }

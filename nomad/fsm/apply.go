@@ -73,6 +73,15 @@ func (f *FSM) applyJobRegister(index uint64, buf []byte) any {
 	if req.Job == nil {
 		return fmt.Errorf("fsm: job register at index %d without a job", index)
 	}
+	if req.EnforceIndex {
+		cur, err := f.state.JobByID(nil, req.Job.Namespace, req.Job.ID)
+		if err != nil {
+			return err
+		}
+		if err := structs.CheckJobModifyIndex(cur, req.JobModifyIndex); err != nil {
+			return err // refused: nothing written
+		}
+	}
 	job, err := f.registerJob(index, req.Submission, req.Job, req.SubmitTime)
 	if err != nil {
 		return err

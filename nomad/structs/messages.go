@@ -69,6 +69,26 @@ type JobRegisterRequest struct {
 	// SubmitTime is set by the leader before the entry is proposed so that
 	// every server stores the same value.
 	SubmitTime int64
+	// EnforceIndex makes the register a check-and-set: the FSM applies it
+	// only if the job's JobModifyIndex is still JobModifyIndex (0: the job
+	// must not exist), and refuses it otherwise (CheckJobModifyIndex).
+	EnforceIndex   bool
+	JobModifyIndex uint64
+}
+
+// CheckJobModifyIndex enforces a register's check-index against the
+// current job (nil when there is none), with Nomad's wording (the CLI
+// reformats these messages).
+func CheckJobModifyIndex(current *Job, want uint64) error {
+	switch {
+	case current == nil && want != 0:
+		return BadRequestf("Enforcing job modify index %d: job does not exist", want)
+	case current != nil && want == 0:
+		return BadRequestf("Enforcing job modify index %d: job already exists", want)
+	case current != nil && current.JobModifyIndex != want:
+		return BadRequestf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", want, current.JobModifyIndex)
+	}
+	return nil
 }
 
 // JobSubmission is the source a job version was submitted from.
