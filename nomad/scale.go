@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"errors"
+	"fmt"
 	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -37,7 +39,33 @@ type JobScaleReply struct {
 // registers a job version with that count and an evaluation, in one raft
 // entry. The count must lie within the group's scaling bounds, and the job
 // must have no active deployment. Refusals use Nomad's wording.
+//
+// The new version is made from the job as read; if another version lands
+// before the entry applies, the FSM refuses it (ErrJobChanged) and the
+// scale is made again from the new version (with EnforceIndex, it is
+// refused as a conflicting index instead).
 func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
+	const attempts = 5
+	for i := 1; ; i++ {
+		reply, err := s.jobScaleOnce(args)
+		if !errors.Is(err, structs.ErrJobChanged) {
+			return reply, err
+		}
+		if args.EnforceIndex != 0 {
+			cur, rerr := s.State().JobByID(nil, args.Namespace, args.JobID)
+			if rerr != nil || cur == nil {
+				return nil, err
+			}
+			return nil, structs.BadRequestf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", args.EnforceIndex, cur.JobModifyIndex)
+		}
+		if i == attempts {
+			return nil, fmt.Errorf("scale of job %q: %w, %d times in a row", args.JobID, structs.ErrJobChanged, attempts)
+		}
+	}
+}
+
+// jobScaleOnce is one attempt of JobScale.
+func (s *Server) jobScaleOnce(args *JobScaleArgs) (*JobScaleReply, error) {
 	if requireNamespace(args.ACL, args.Namespace, acl.NamespaceCapabilityScaleJob) != nil {
 		if err := requireNamespace(args.ACL, args.Namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
 			return nil, err
@@ -108,7 +136,7 @@ func (s *Server) JobScale(args *JobScaleArgs) (*JobScaleReply, error) {
 		}
 		count := *args.Count
 		ev.Count = &count
-		req.Job = scaled
+		req.Job, req.BaseJobModifyIndex = scaled, job.JobModifyIndex
 		req.Eval = s.newEval(scaled, structs.EvalTriggerScaling)
 		evalID := req.Eval.ID
 		ev.EvalID = &evalID

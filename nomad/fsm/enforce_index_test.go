@@ -38,3 +38,37 @@ func TestJobRegisterEnforceIndexIsCheckedWhenApplied(t *testing.T) {
 	require.ErrorContains(t, resp.(error), "job already exists")
 	mustApply(t, f, 6, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("api"), EnforceIndex: true, SubmitTime: 500})
 }
+
+// A scale made from version 2 of a job that was registered again (index
+// 3) before the scale applied is refused: the register's version stands,
+// nothing of the scale is written.
+func TestScaleFromAnOlderVersionIsRefused(t *testing.T) {
+	f := newFSM()
+	mustApply(t, f, 2, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: testJob("web"), SubmitTime: 100})
+	base, err := f.State().JobByID(nil, "default", "web")
+	require.NoError(t, err)
+	registered := testJob("web")
+	registered.Meta = map[string]string{"v": "registered meanwhile"}
+	mustApply(t, f, 3, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: registered, SubmitTime: 200})
+
+	scaled := base.Copy()
+	scaled.TaskGroups[0].Count = 7
+	count := int64(7)
+	resp := apply(t, f, 4, structs.ScalingEventRequestType, &structs.ScalingEventRequest{Namespace: "default", JobID: "web", Group: scaled.TaskGroups[0].Name,
+		Event: &structs.ScalingEvent{Count: &count}, Job: scaled, BaseJobModifyIndex: base.JobModifyIndex, SubmitTime: 300})
+	require.ErrorIs(t, resp.(error), structs.ErrJobChanged)
+	cur, err := f.State().JobByID(nil, "default", "web")
+	require.NoError(t, err)
+	require.Equal(t, "registered meanwhile", cur.Meta["v"])
+	require.NotEqual(t, 7, cur.TaskGroups[0].Count)
+
+	// From the current version it applies.
+	scaled = cur.Copy()
+	scaled.TaskGroups[0].Count = 7
+	mustApply(t, f, 5, structs.ScalingEventRequestType, &structs.ScalingEventRequest{Namespace: "default", JobID: "web", Group: scaled.TaskGroups[0].Name,
+		Event: &structs.ScalingEvent{Count: &count}, Job: scaled, BaseJobModifyIndex: cur.JobModifyIndex, SubmitTime: 400})
+	cur, err = f.State().JobByID(nil, "default", "web")
+	require.NoError(t, err)
+	require.Equal(t, 7, cur.TaskGroups[0].Count)
+	require.Equal(t, "registered meanwhile", cur.Meta["v"])
+}

@@ -36,6 +36,15 @@ func (f *FSM) applyScalingEvent(index uint64, buf []byte) any {
 		return fmt.Errorf("fsm: scaling event at index %d without an event", index)
 	}
 	if req.Job != nil {
+		if req.BaseJobModifyIndex != 0 {
+			cur, err := f.state.JobByID(nil, req.Job.Namespace, req.Job.ID)
+			if err != nil {
+				return err
+			}
+			if cur == nil || cur.JobModifyIndex != req.BaseJobModifyIndex {
+				return structs.ErrJobChanged
+			}
+		}
 		job, err := f.registerJob(index, nil, req.Job, req.SubmitTime)
 		if err != nil {
 			return err

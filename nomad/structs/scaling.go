@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -86,4 +87,14 @@ type ScalingEventRequest struct {
 	Job        *Job
 	Eval       *Evaluation
 	SubmitTime int64
+	// BaseJobModifyIndex, when Job is set and it is not 0, is the
+	// JobModifyIndex of the version Job was made from: the FSM applies
+	// the entry only if the job is still at it, and refuses it with
+	// ErrJobChanged otherwise (nothing written), so a scale never
+	// overwrites a version registered meanwhile.
+	BaseJobModifyIndex uint64
 }
+
+// ErrJobChanged is the FSM's refusal of a scale made from a job version
+// that is no longer the current one.
+var ErrJobChanged = errors.New("the job changed while the scale was prepared")
