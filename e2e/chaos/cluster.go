@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -53,6 +54,12 @@ func StartCluster(t testing.TB, bin string, n, first int) *Cluster {
 			t.Fatalf("chaos: cgroup for %s: %v", p.Name, err)
 		}
 		p.SysProcAttr = attr
+		if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := mountDisk(t, p.DataDir); err != nil {
+			t.Fatalf("chaos: %v", err)
+		}
 		c.Servers = append(c.Servers, &Server{Proc: p, Index: i, Cg: cg})
 	}
 	for _, s := range c.Servers {
@@ -200,6 +207,26 @@ func (c *Cluster) Apply(f Fault, leader int) (heal func() error, cutOff int, err
 		s := c.Servers[f.Pick%len(c.Servers)]
 		s.Kill()
 		return s.Start, -1, nil
+	case DiskFull:
+		s := c.DiskTarget(f)
+		free, err := fillDisk(s.DataDir)
+		if err != nil {
+			if free != nil {
+				_ = free()
+			}
+			return func() error { return nil }, -1, fmt.Errorf("fill the disk of %s: %w", s.Name, err)
+		}
+		stopBallast := c.writeBallast()
+		return func() error {
+			stopBallast()
+			if err := free(); err != nil {
+				return err
+			}
+			if s.Exited() { // it may stop on a full disk: it must come back on its data
+				return s.Start()
+			}
+			return nil
+		}, -1, nil
 	case Loss:
 		for _, s := range c.Servers {
 			for _, o := range others(s.Index) {
@@ -217,4 +244,42 @@ func (c *Cluster) Apply(f Fault, leader int) (heal func() error, cutOff int, err
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// writeBallast writes 32 KiB variables (chaos/ballast/0..49, not part of
+// the checked history) through every server in turn until the returned
+// function is called, so the raft log grows and a full disk is written
+// to within the hold. Refused writes are expected and ignored.
+func (c *Cluster) writeBallast() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	pad := strings.Repeat("x", 32<<10)
+	go func() {
+		defer close(finished)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			s := c.Servers[i%len(c.Servers)]
+			v := &api.Variable{Path: fmt.Sprintf("chaos/ballast/%d", i%50), Items: api.VariableItems{"pad": pad}}
+			_, _, _ = s.API.Variables().Update(v, nil)
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// DiskTarget is the server whose disk a DiskFull fault fills.
+func (c *Cluster) DiskTarget(f Fault) *Server { return c.Servers[f.Pick%len(c.Servers)] }
+
+// noSpaceLines counts the lines of s's log that report a full disk and
+// returns the last.
+func noSpaceLines(s *Server) (n int, last string) {
+	for _, l := range strings.Split(s.Logs(), "\n") {
+		if strings.Contains(l, "no space left on device") {
+			n, last = n+1, l
+		}
+	}
+	return n, last
 }

@@ -27,10 +27,14 @@ const (
 	// Loss drops packets between every pair of servers at random
 	// (iptables statistic match; Fault.Loss is the probability).
 	Loss Kind = "loss"
+	// DiskFull fills the file system of a server's data directory (a
+	// small tmpfs) for the hold; a server that exited meanwhile is
+	// started again on its data when the space is freed.
+	DiskFull Kind = "disk-full"
 )
 
 // AllKinds are the faults a schedule draws from, in table order.
-var AllKinds = []Kind{PartitionServer, PartitionLeader, Asymmetric, PauseLeader, KillRestart, Loss}
+var AllKinds = []Kind{PartitionServer, PartitionLeader, Asymmetric, PauseLeader, KillRestart, Loss, DiskFull}
 
 // Fault is one scheduled fault: held for Hold, then healed, then a quiet
 // Gap before the next one.

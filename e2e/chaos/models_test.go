@@ -172,7 +172,7 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 	for _, k := range AllKinds {
-		if seen[k] < 2 { // 14 faults: two full rounds of six
+		if seen[k] < 2 { // 14 faults: two full rounds of seven
 			t.Fatalf("kind %s drawn %d times in %v", k, seen[k], seen)
 		}
 	}

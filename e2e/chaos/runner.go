@@ -86,6 +86,10 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 				t.Fatalf("chaos seed %d: before fault %d: %v%s", cfg.Seed, i, err, c.Tails(40))
 			}
 		}
+		noSpace := 0
+		if f.Kind == DiskFull {
+			noSpace, _ = noSpaceLines(c.DiskTarget(f))
+		}
 		run := FaultRun{Kind: f.Kind, Start: rec.Now()}
 		heal, cut, err := c.Apply(f, leader)
 		if err != nil {
@@ -104,6 +108,11 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 			t.Fatalf("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
 		run.Healed = rec.Now()
+		if f.Kind == DiskFull {
+			s := c.DiskTarget(f)
+			n, last := noSpaceLines(s)
+			t.Logf("  %s's disk was full: it logged %d lines of \"no space left on device\" (exited: %v); the last: %s", s.Name, n-noSpace, s.Exited(), last)
+		}
 		windows = append(windows, Window{Kind: f.Kind, Server: cut, From: from, To: to, ClaimsLead: claims})
 		if _, err := c.WaitLeader(cfg.Recover); err != nil {
 			t.Fatalf("chaos seed %d: after fault %d (%s): %v%s", cfg.Seed, i, f.Kind, err, c.Tails(60))

@@ -119,6 +119,23 @@ func (p *Proc) Pid() int {
 	return p.cmd.Process.Pid
 }
 
+// Exited reports whether the last started process has exited (true
+// before the first start).
+func (p *Proc) Exited() bool {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	if exited == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Signal sends sig to the running process.
 func (p *Proc) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
