@@ -1,11 +1,9 @@
 package fingerprint
 
 import (
-	"net"
 	"net/netip"
 	"testing"
 
-	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/helper/sockaddrtmpl"
@@ -52,14 +50,8 @@ func TestHostNetworks(t *testing.T) {
 }
 
 func TestResolveInterfaceTemplates(t *testing.T) {
-	var addrs sockaddr.IfAddrs
-	for _, a := range []struct{ iface, cidr string }{
-		{"eth0", "192.168.1.5/24"}, {"eth0", "10.1.2.3/16"}, {"eth1", "10.9.0.7/16"},
-	} {
-		ip, err := sockaddr.NewIPAddr(a.cidr)
-		require.NoError(t, err)
-		addrs = append(addrs, sockaddr.IfAddr{SockAddr: ip, Interface: net.Interface{Name: a.iface, Flags: net.FlagUp}})
-	}
+	addrs, err := sockaddrtmpl.Addrs("eth0=192.168.1.5/24", "eth0=10.1.2.3/16", "eth1=10.9.0.7/16")
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name, iface, want, err string
 	}{

@@ -2,6 +2,7 @@ package sockaddrtmpl
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -14,6 +15,25 @@ func IsTemplate(s string) bool { return strings.Contains(s, "{{") }
 
 // HostAddrs lists the host's interface addresses, the "." of a template.
 func HostAddrs() (sockaddr.IfAddrs, error) { return sockaddr.GetAllInterfaces() }
+
+// Addrs builds interface addresses from "interface=cidr" pairs, in
+// order, each on an interface that is up: a host's addresses as a
+// template sees them, for tests and fixtures.
+func Addrs(pairs ...string) (sockaddr.IfAddrs, error) {
+	out := make(sockaddr.IfAddrs, 0, len(pairs))
+	for _, p := range pairs {
+		name, cidr, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want interface=cidr", p)
+		}
+		ip, err := sockaddr.NewIPAddr(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", p, err)
+		}
+		out = append(out, sockaddr.IfAddr{SockAddr: ip, Interface: net.Interface{Name: name, Flags: net.FlagUp}})
+	}
+	return out, nil
+}
 
 // Address resolves s to one address (or host:port). s without "{{" is
 // returned as written.

@@ -2,22 +2,16 @@ package config
 
 import (
 	"bytes"
-	"net"
 	"testing"
 
-	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 )
 
 func TestResolveAddrTemplates(t *testing.T) {
-	var addrs sockaddr.IfAddrs
-	for _, a := range []struct{ iface, cidr string }{
-		{"eth0", "192.0.2.10/24"}, {"eth0", "10.0.0.5/16"}, {"eth1", "10.1.0.7/16"},
-	} {
-		ip, err := sockaddr.NewIPAddr(a.cidr)
-		require.NoError(t, err)
-		addrs = append(addrs, sockaddr.IfAddr{SockAddr: ip, Interface: net.Interface{Name: a.iface, Flags: net.FlagUp}})
-	}
+	addrs, err := sockaddrtmpl.Addrs("eth0=192.0.2.10/24", "eth0=10.0.0.5/16", "eth1=10.1.0.7/16")
+	require.NoError(t, err)
 	eth1 := `{{ . | include "name" "eth1" | attr "address" }}`
 	for _, tc := range []struct {
 		name           string
