@@ -89,6 +89,24 @@ func volumeInUse(t *testing.T, srv *agentProc, c *api.Client, id, dir, jobID str
 	require.NoError(t, err)
 }
 
+// runVolumeSpec writes spec to a volume file, runs `volume verb` on it
+// (create or register), checks that the command printed want and waited
+// until the volume was ready, and returns the ID of the one volume there
+// is.
+func runVolumeSpec(t *testing.T, srv *agentProc, c *api.Client, verb, spec, want string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "v.volume.hcl")
+	require.NoError(t, os.WriteFile(file, []byte(spec), 0o600))
+	code, out := drover(t, srv.httpAddr(), "volume", verb, file)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, want)
+	require.Regexp(t, `(?m)^State\s+= ready$`, out)
+	vols, _, err := c.HostVolumes().List(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	return vols[0].ID
+}
+
 // deleteVolume deletes volume id once no job uses it and returns what the
 // command said.
 func deleteVolume(t *testing.T, srv *agentProc, id string) string {
@@ -191,8 +209,7 @@ func TestDynamicHostVolumes(t *testing.T) {
 		require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"], "no volume yet")
 	}
 
-	spec := filepath.Join(t.TempDir(), "scratch.volume.hcl")
-	require.NoError(t, os.WriteFile(spec, []byte(`
+	id := runVolumeSpec(t, srv, c, "create", `
 type      = "host"
 name      = "scratch"
 plugin_id = "mkdir"
@@ -205,21 +222,13 @@ capability {
 parameters {
   mode = "0777"
 }
-`), 0o600))
-	code, out := drover(t, srv.httpAddr(), "volume", "create", spec)
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "==> Created host volume scratch with ID ")
-	require.Regexp(t, `(?m)^State\s+= ready$`, out)
-	vols, _, err := c.HostVolumes().List(nil, nil)
-	require.NoError(t, err)
-	require.Len(t, vols, 1)
-	id := vols[0].ID
+`, "==> Created host volume scratch with ID ")
 	path := filepath.Join(hvDir, id)
 	require.DirExists(t, path)
-	node, _, err = c.Nodes().Info(node.ID, nil)
+	node, _, err := c.Nodes().Info(node.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, &api.HostVolumeInfo{Path: path, ID: id}, node.HostVolumes["scratch"])
-	code, out = drover(t, srv.httpAddr(), "volume", "status")
+	code, out := drover(t, srv.httpAddr(), "volume", "status")
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, `scratch\s+default\s+mkdir\s+\S+\s+default\s+ready`, out)
 
@@ -256,8 +265,7 @@ func TestRegisteredHostVolume(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o777))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "seed"), []byte("kept\n"), 0o644))
 
-	spec := filepath.Join(t.TempDir(), "data.volume.hcl")
-	require.NoError(t, os.WriteFile(spec, []byte(fmt.Sprintf(`
+	id := runVolumeSpec(t, srv, c, "register", fmt.Sprintf(`
 type      = "host"
 name      = "data"
 node_id   = %q
@@ -267,16 +275,8 @@ capability {
   access_mode     = "single-node-writer"
   attachment_mode = "file-system"
 }
-`, node.ID, dir)), 0o600))
-	code, out := drover(t, srv.httpAddr(), "volume", "register", spec)
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "==> Registered host volume data with ID ")
-	require.Regexp(t, `(?m)^State\s+= ready$`, out)
-	vols, _, err := c.HostVolumes().List(nil, nil)
-	require.NoError(t, err)
-	require.Len(t, vols, 1)
-	id := vols[0].ID
-	node, _, err = c.Nodes().Info(node.ID, nil)
+`, node.ID, dir), "==> Registered host volume data with ID ")
+	node, _, err := c.Nodes().Info(node.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, &api.HostVolumeInfo{Path: dir, ID: id}, node.HostVolumes["data"])
 
