@@ -181,7 +181,9 @@ func newClient(cfg *Config, db *state.DB) (*Client, error) {
 		logger.Info("bridge networking is not available", "reason", offer.bridgeWhy)
 	}
 	host.Resources.Networks = nodeNetworks(offer)
-	host.Resources.NodeNetworks = resolveHostNetworks(cfg.HostNetworks, logger)
+	if host.Resources.NodeNetworks, err = resolveHostNetworks(cfg.HostNetworks, logger); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	drv := fingerprint.Drivers(context.Background(), c.drivers, cfg.Now())
 	c.hostAttrs = host.Attributes
 	if c.hostAttrs == nil {

@@ -76,6 +76,6 @@
 // client/taskapi,
 // client/fingerprint, client/imagegc, drivers (with the built-in drivers
 // linked through drivers/builtin), acl (the rights of a caller's token),
-// nomad/structs, helper/apiconv, gorilla/websocket and the nomad/api wire
-// types.
+// nomad/structs, helper/apiconv, helper/sockaddrtmpl, gorilla/websocket
+// and the nomad/api wire types.
 package client

@@ -11,8 +11,11 @@ import (
 )
 
 // normalizeHostVolumes copies the configured host volumes with their paths
-// cleaned; each must be named, absolute and exist (a file or directory),
-// as in Nomad, whose client refuses to start otherwise.
+// resolved (resolveHostPath: every symlink followed, so the volume is
+// offered and mounted where the link pointed when the client started, and
+// a link changed later cannot move it); each must be named, absolute and
+// exist (a file or directory), as in Nomad, whose client refuses to start
+// otherwise.
 func normalizeHostVolumes(in map[string]*structs.ClientHostVolumeConfig) (map[string]*structs.ClientHostVolumeConfig, error) {
 	if len(in) == 0 {
 		return nil, nil
@@ -37,12 +40,13 @@ func normalizeHostVolumes(in map[string]*structs.ClientHostVolumeConfig) (map[st
 			errs = append(errs, fmt.Errorf("host_volume %q: path %q must be absolute", n, v.Path))
 			continue
 		}
-		if _, err := os.Stat(v.Path); err != nil {
-			errs = append(errs, fmt.Errorf("host_volume %q: %w", n, err))
+		resolved, err := resolveHostPath(v.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("host_volume %q: path: %w", n, err))
 			continue
 		}
 		c := *v
-		c.Path = filepath.Clean(v.Path)
+		c.Path = resolved
 		out[n] = &c
 	}
 	return out, errors.Join(errs...)
@@ -59,4 +63,29 @@ func copyHostVolumes(in map[string]*structs.ClientHostVolumeConfig) map[string]*
 		out[n] = &c
 	}
 	return out
+}
+
+// resolveHostPath returns the absolute path p with every symlink in it
+// followed (filepath.EvalSymlinks), cleaned: the file or directory a host
+// volume really is. It is an error when p or a link in it leads nowhere.
+func resolveHostPath(p string) (string, error) {
+	return filepath.EvalSymlinks(p) // it lstats every component
+}
+
+// resolveRegisteredPath is resolveHostPath for a registered volume's
+// host_path, which must lead to a directory.
+func resolveRegisteredPath(p string) (string, error) {
+	resolved, err := resolveHostPath(p)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(resolved); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		if resolved != filepath.Clean(p) {
+			return "", fmt.Errorf("%s (%s) is not a directory", p, resolved)
+		}
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return resolved, nil
 }

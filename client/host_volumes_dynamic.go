@@ -67,12 +67,14 @@ func planHostVolumes(vols []*structs.HostVolume, present []string) hostVolumeCha
 }
 
 // nodeHostVolumes is the node's host volumes: the static ones and each
-// dynamic volume in created (its directory exists: under dir for a
-// plugin's volume, at HostPath for a registered one), by name.
-func nodeHostVolumes(static map[string]*structs.ClientHostVolumeConfig, vols []*structs.HostVolume, dir string, created map[string]bool) map[string]*structs.ClientHostVolumeConfig {
+// dynamic volume in created, by name, at the path created gives it (its
+// directory exists: under the plugin's directory for a plugin's volume,
+// host_path resolved for a registered one).
+func nodeHostVolumes(static map[string]*structs.ClientHostVolumeConfig, vols []*structs.HostVolume, created map[string]string) map[string]*structs.ClientHostVolumeConfig {
 	out := copyHostVolumes(static)
 	for _, v := range vols {
-		if !created[v.ID] {
+		p, ok := created[v.ID]
+		if !ok {
 			continue
 		}
 		if out == nil {
@@ -80,10 +82,6 @@ func nodeHostVolumes(static map[string]*structs.ClientHostVolumeConfig, vols []*
 		}
 		if _, taken := out[v.Name]; taken {
 			continue // a static volume keeps its name
-		}
-		p := filepath.Join(dir, v.ID)
-		if v.Registered() {
-			p = v.HostPath
 		}
 		out[v.Name] = &structs.ClientHostVolumeConfig{Path: p, ReadOnly: v.ReadOnly(), ID: v.ID}
 	}
@@ -127,6 +125,23 @@ func mkdirCreate(dir string, v *structs.HostVolume) error {
 	return nil
 }
 
+// registeredAt reports whether p (a directory of the mkdir plugin) is a
+// registered volume's, as written or once resolved (resolved, by volume
+// ID).
+func registeredAt(vols []*structs.HostVolume, resolved map[string]string, p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		real = p
+	}
+	return slices.ContainsFunc(vols, func(v *structs.HostVolume) bool {
+		if !v.Registered() {
+			return false
+		}
+		r, ok := resolved[v.ID]
+		return filepath.Clean(v.HostPath) == p || (ok && (r == p || r == real))
+	})
+}
+
 // hostVolumeDirs lists the names under dir ("" for none yet).
 func hostVolumeDirs(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
@@ -167,11 +182,24 @@ func (c *Client) applyHostVolumes(vols []*structs.HostVolume) error {
 		return err
 	}
 	ch := planHostVolumes(vols, present)
+	// A registered volume is offered at its host_path with every symlink
+	// followed (resolveRegisteredPath), so that a link changed later
+	// cannot move it; the server then shows that path.
+	created := map[string]string{}
+	for _, v := range vols {
+		if !v.Registered() {
+			continue
+		}
+		p, err := resolveRegisteredPath(v.HostPath)
+		if err != nil {
+			c.logger.Warn("registered host volume's host_path has no directory on this node; not offered", "id", v.ID, "name", v.Name, "host_path", v.HostPath, "error", err)
+			continue
+		}
+		created[v.ID] = p
+	}
 	var errs []error
 	for _, id := range ch.remove {
-		if slices.ContainsFunc(vols, func(v *structs.HostVolume) bool {
-			return v.Registered() && filepath.Clean(v.HostPath) == filepath.Join(dir, id)
-		}) {
+		if registeredAt(vols, created, filepath.Join(dir, id)) {
 			continue // a registered volume's directory is never removed
 		}
 		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
@@ -180,29 +208,20 @@ func (c *Client) applyHostVolumes(vols []*structs.HostVolume) error {
 		}
 		c.logger.Info("host volume deleted", "id", id)
 	}
-	created := map[string]bool{}
 	for _, p := range present {
-		created[p] = true
-	}
-	for _, v := range vols {
-		if !v.Registered() {
-			continue
+		if _, ok := created[p]; !ok {
+			created[p] = filepath.Join(dir, p)
 		}
-		if fi, err := os.Stat(v.HostPath); err != nil || !fi.IsDir() {
-			c.logger.Warn("registered host volume has no directory on this node; not offered", "id", v.ID, "name", v.Name, "path", v.HostPath)
-			continue
-		}
-		created[v.ID] = true
 	}
 	for _, v := range ch.create {
 		if err := mkdirCreate(dir, v); err != nil {
 			errs = append(errs, fmt.Errorf("creating host volume %q: %w", v.Name, err))
 			continue
 		}
-		created[v.ID] = true
+		created[v.ID] = filepath.Join(dir, v.ID)
 		c.logger.Info("host volume created", "id", v.ID, "name", v.Name, "path", filepath.Join(dir, v.ID))
 	}
-	vols2 := nodeHostVolumes(c.cfg.HostVolumes, vols, dir, created)
+	vols2 := nodeHostVolumes(c.cfg.HostVolumes, vols, created)
 	c.nodeMu.Lock()
 	changed := !maps.EqualFunc(c.node.HostVolumes, vols2, func(a, b *structs.ClientHostVolumeConfig) bool { return *a == *b })
 	if changed {

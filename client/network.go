@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/drover-project/drover/client/fingerprint"
 	"github.com/drover-project/drover/client/network"
 	"github.com/drover-project/drover/drivers"
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -106,21 +108,33 @@ func (c *Client) cleanupNetworks(live map[string]bool) {
 
 // resolveHostNetworks resolves the client's host networks to addresses of
 // this host (fingerprint.HostNetworks); a network that resolves to none is
-// not offered, and a warning says why.
-func resolveHostNetworks(cfg map[string]*structs.ClientHostNetworkConfig, logger hclog.Logger) []*structs.NodeNetworkResource {
+// not offered, and a warning says why. An interface given as a go-sockaddr
+// template is resolved first (fingerprint.ResolveInterfaceTemplates); one
+// that does not resolve to exactly one interface is the error, naming the
+// field, and the client does not start.
+func resolveHostNetworks(cfg map[string]*structs.ClientHostNetworkConfig, logger hclog.Logger) ([]*structs.NodeNetworkResource, error) {
 	if len(cfg) == 0 {
-		return nil
+		return nil, nil
+	}
+	if fingerprint.HasInterfaceTemplate(cfg) {
+		addrs, err := sockaddrtmpl.HostAddrs()
+		if err != nil {
+			return nil, fmt.Errorf("client.host_network: listing the interface addresses for a go-sockaddr template: %w", err)
+		}
+		if cfg, err = fingerprint.ResolveInterfaceTemplates(cfg, addrs); err != nil {
+			return nil, err
+		}
 	}
 	ifaces, err := fingerprint.Interfaces()
 	if err != nil {
 		logger.Warn("cannot list the network interfaces: no host network is offered", "error", err)
-		return nil
+		return nil, nil
 	}
 	nets, unresolved := fingerprint.HostNetworks(cfg, ifaces)
 	for _, name := range slices.Sorted(maps.Keys(unresolved)) {
 		logger.Warn("host network has no address on this host and is not offered", "host_network", name, "reason", unresolved[name])
 	}
-	return nets
+	return nets, nil
 }
 
 // copyHostNetworks returns a copy of the configured host networks, each

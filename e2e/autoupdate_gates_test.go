@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/drover-project/drover/nomad/structs"
-	"github.com/drover-project/drover/testutil/registry"
 )
 
 // autoJobHCLWith is autoJobHCL with auto_update = true replaced by lines
@@ -105,31 +104,12 @@ func TestAutoUpdateApprovalRollsOnlyAfterApprove(t *testing.T) {
 // approval is in raft: the new leader's watcher rolls the digest when the
 // soak ends, with no second approval.
 func TestAutoUpdateApprovalSurvivesLeaderChange(t *testing.T) {
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("drover-e2e/auto", "stable")
-	push := func() string { return pushRandom(t, stable) }
-	d1 := push()
-
-	leader, followers := threeServers(t)
-	c := followers[0].client(t)
-
 	const soak = 15 * time.Second
-	job := api.NewSystemJob("auto", "auto", "global", 50)
-	job.Datacenters = []string{"dc1"}
-	task := api.NewTask("server", "docker").SetConfig("image", stable).SetConfig("auto_update", true).
-		SetConfig("auto_update_interval", "1s").SetConfig("auto_update_soak", soak.String()).
-		SetConfig("auto_update_approval", true)
-	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(64)}
-	job.AddTaskGroup(api.NewTaskGroup("web", 1).AddTask(task))
-	_, _, err := c.Jobs().Register(job, nil)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, _, err := c.Jobs().Info("auto", nil); return err == nil },
-		5*time.Second, 50*time.Millisecond, "the follower has the job")
-	v, image := jobVersion(t, c, "auto")
-	require.EqualValues(t, 0, v)
-	require.Equal(t, stable+"@"+d1, image)
+	leader, followers, c, stable, _ := autoLeaderChange(t, soak, map[string]any{"auto_update_approval": true})
+	var v uint64
+	var image string
 
-	d2 := push()
+	d2 := pushRandom(t, stable)
 	var before structs.ImageTaskStatus
 	require.Eventually(t, func() bool {
 		before = imageStatus(t, c, "auto")

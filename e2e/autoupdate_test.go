@@ -325,30 +325,12 @@ func TestAutoUpdateOneCheckPerImageAndRegistryDown(t *testing.T) {
 // the state in raft: the same pending digest and soak start, and the roll
 // comes when the original soak ends, not a full soak after the election.
 func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("drover-e2e/auto", "stable")
-	push := func() string { return pushRandom(t, stable) }
-	d1 := push()
-
-	leader, followers := threeServers(t)
-	c := followers[0].client(t)
-
 	const soak = 15 * time.Second
-	job := api.NewSystemJob("auto", "auto", "global", 50)
-	job.Datacenters = []string{"dc1"}
-	task := api.NewTask("server", "docker").SetConfig("image", stable).SetConfig("auto_update", true).
-		SetConfig("auto_update_interval", "1s").SetConfig("auto_update_soak", soak.String())
-	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(64)}
-	job.AddTaskGroup(api.NewTaskGroup("web", 1).AddTask(task))
-	_, _, err := c.Jobs().Register(job, nil)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, _, err := c.Jobs().Info("auto", nil); return err == nil },
-		5*time.Second, 50*time.Millisecond, "the follower has the job")
-	v, image := jobVersion(t, c, "auto")
-	require.EqualValues(t, 0, v)
-	require.Equal(t, stable+"@"+d1, image)
+	leader, followers, c, stable, d1 := autoLeaderChange(t, soak, nil)
+	var v uint64
+	var image string
 
-	d2 := push()
+	d2 := pushRandom(t, stable)
 	var before structs.ImageTaskStatus
 	require.Eventually(t, func() bool { before = imageStatus(t, c, "auto"); return before.Pending == d2 },
 		10*time.Second, 100*time.Millisecond, "the watcher sees the moved tag")
@@ -375,6 +357,39 @@ func TestAutoUpdateStateSurvivesLeaderChange(t *testing.T) {
 		5*time.Second, 50*time.Millisecond, "the roll is recorded (an entry after the registration)")
 	require.Equal(t, d1, st.LastRoll.From)
 	require.Equal(t, d2, st.LastRoll.To)
+}
+
+// autoLeaderChange starts a registry whose drover-e2e/auto:stable is a
+// random image (digest d1) and three servers, registers through a follower
+// system job "auto" on that tag (docker task "server", auto_update every
+// 1s with soak, plus the docker config extra), and waits until the
+// follower has it at version 0 pinned to d1. c is the follower's client.
+func autoLeaderChange(t *testing.T, soak time.Duration, extra map[string]any) (leader *agentProc, followers []*agentProc, c *api.Client, stable, d1 string) {
+	t.Helper()
+	reg := registry.Start(t, registry.Options{})
+	stable = reg.Ref("drover-e2e/auto", "stable")
+	d1 = pushRandom(t, stable)
+
+	leader, followers = threeServers(t)
+	c = followers[0].client(t)
+
+	job := api.NewSystemJob("auto", "auto", "global", 50)
+	job.Datacenters = []string{"dc1"}
+	task := api.NewTask("server", "docker").SetConfig("image", stable).SetConfig("auto_update", true).
+		SetConfig("auto_update_interval", "1s").SetConfig("auto_update_soak", soak.String())
+	for k, v := range extra {
+		task.SetConfig(k, v)
+	}
+	task.Resources = &api.Resources{CPU: new(50), MemoryMB: new(64)}
+	job.AddTaskGroup(api.NewTaskGroup("web", 1).AddTask(task))
+	_, _, err := c.Jobs().Register(job, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, _, err := c.Jobs().Info("auto", nil); return err == nil },
+		5*time.Second, 50*time.Millisecond, "the follower has the job")
+	v, image := jobVersion(t, c, "auto")
+	require.EqualValues(t, 0, v)
+	require.Equal(t, stable+"@"+d1, image)
+	return leader, followers, c, stable, d1
 }
 
 // threeServers starts a three-server cluster and returns its leader and

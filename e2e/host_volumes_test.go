@@ -41,6 +41,85 @@ func hostVolumeJob(id, version string) *api.Job {
 	return job
 }
 
+// dataVolumeJob is hostVolumeJob with one volume, "data" from the host
+// volume source at /data, to which the task appends its VERSION.
+func dataVolumeJob(id, source string) *api.Job {
+	job := hostVolumeJob(id, "1")
+	job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: source}}
+	job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
+	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
+	return job
+}
+
+// hostVolumeNode is the one ready node and whether its exec driver can
+// run the volume's job (logged when not).
+func hostVolumeNode(t *testing.T, c *api.Client) (*api.Node, bool) {
+	t.Helper()
+	waitReadyNodes(t, c, 1)
+	nodes, _, err := c.Nodes().List(nil)
+	require.NoError(t, err)
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	require.NoError(t, err)
+	withJob := node.Drivers["exec"] != nil && node.Drivers["exec"].Detected && node.Drivers["exec"].Healthy
+	if !withJob {
+		t.Logf("EXEC DRIVER UNUSABLE (euid %d): %+v; checking the volume without a job", os.Geteuid(), node.Drivers["exec"])
+	}
+	return node, withJob
+}
+
+// waitFileContent waits until the file at path holds want.
+func waitFileContent(t *testing.T, path, want, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(path)
+		return string(b) == want
+	}, 30*time.Second, 100*time.Millisecond, msg)
+}
+
+// volumeInUse checks that the running job jobID wrote "1\n" to state in
+// the volume's directory dir, that `volume delete id` is refused while it
+// runs, and then stops the job.
+func volumeInUse(t *testing.T, srv *agentProc, c *api.Client, id, dir, jobID string) {
+	t.Helper()
+	waitFileContent(t, filepath.Join(dir, "state"), "1\n", "the task wrote into the volume")
+	code, out := drover(t, srv.httpAddr(), "volume", "delete", id)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "in use by allocations")
+	_, _, err := c.Jobs().Deregister(jobID, true, nil)
+	require.NoError(t, err)
+}
+
+// runVolumeSpec writes spec to a volume file, runs `volume verb` on it
+// (create or register), checks that the command printed want and waited
+// until the volume was ready, and returns the ID of the one volume there
+// is.
+func runVolumeSpec(t *testing.T, srv *agentProc, c *api.Client, verb, spec, want string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "v.volume.hcl")
+	require.NoError(t, os.WriteFile(file, []byte(spec), 0o600))
+	code, out := drover(t, srv.httpAddr(), "volume", verb, file)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, want)
+	require.Regexp(t, `(?m)^State\s+= ready$`, out)
+	vols, _, err := c.HostVolumes().List(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	return vols[0].ID
+}
+
+// deleteVolume deletes volume id once no job uses it and returns what the
+// command said.
+func deleteVolume(t *testing.T, srv *agentProc, id string) string {
+	t.Helper()
+	var out string
+	require.Eventually(t, func() bool {
+		var code int
+		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
+		return code == 0
+	}, 30*time.Second, 200*time.Millisecond, "delete once no job uses it: %s", out)
+	return out
+}
+
 // TestHostVolumes: a client's host_volume blocks are on its node (and in
 // `node status -verbose`); an exec task mounts one read-write and one
 // read-only (its write there fails); the data it writes is the next
@@ -103,10 +182,7 @@ func TestHostVolumes(t *testing.T) {
 	require.NoError(t, err)
 	second := runningAlloc(t, c, "hv", 1)
 	require.NotEqual(t, first.ID, second.ID)
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(filepath.Join(dataDir, "state"))
-		return string(b) == "1\n2\n"
-	}, 30*time.Second, 100*time.Millisecond, "the replacement appended to the data of the first allocation")
+	waitFileContent(t, filepath.Join(dataDir, "state"), "1\n2\n", "the replacement appended to the data of the first allocation")
 	catEventually(t, c, second, "alloc/logs/app.stdout.0", "certs=readonly\nseed=host cert\n")
 }
 
@@ -122,22 +198,10 @@ func TestDynamicHostVolumes(t *testing.T) {
 	c := srv.client(t)
 	hvDir := filepath.Join(t.TempDir(), "hv")
 	newClientAgentWith(t, "dhv-client", fmt.Sprintf("host_volumes_dir = %q", hvDir), "", srv.httpHostPort())
-	waitReadyNodes(t, c, 1)
-	nodes, _, err := c.Nodes().List(nil)
-	require.NoError(t, err)
-	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
-	require.NoError(t, err)
-	withJob := node.Drivers["exec"] != nil && node.Drivers["exec"].Detected && node.Drivers["exec"].Healthy
-	if !withJob {
-		t.Logf("EXEC DRIVER UNUSABLE (euid %d): %+v; checking the volume without a job", os.Geteuid(), node.Drivers["exec"])
-	}
+	node, withJob := hostVolumeNode(t, c)
 
-	job := hostVolumeJob("dhv", "1")
-	job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "scratch"}}
-	job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
-	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
 	if withJob {
-		resp, _, err := c.Jobs().Register(job, nil)
+		resp, _, err := c.Jobs().Register(dataVolumeJob("dhv", "scratch"), nil)
 		require.NoError(t, err)
 		waitEval(t, c, resp.EvalID)
 		eval, _, err := c.Evaluations().Info(resp.EvalID, nil)
@@ -145,8 +209,7 @@ func TestDynamicHostVolumes(t *testing.T) {
 		require.Equal(t, 1, eval.FailedTGAllocs["g"].ConstraintFiltered["missing compatible host volumes"], "no volume yet")
 	}
 
-	spec := filepath.Join(t.TempDir(), "scratch.volume.hcl")
-	require.NoError(t, os.WriteFile(spec, []byte(`
+	id := runVolumeSpec(t, srv, c, "create", `
 type      = "host"
 name      = "scratch"
 plugin_id = "mkdir"
@@ -159,21 +222,13 @@ capability {
 parameters {
   mode = "0777"
 }
-`), 0o600))
-	code, out := drover(t, srv.httpAddr(), "volume", "create", spec)
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "==> Created host volume scratch with ID ")
-	require.Regexp(t, `(?m)^State\s+= ready$`, out)
-	vols, _, err := c.HostVolumes().List(nil, nil)
-	require.NoError(t, err)
-	require.Len(t, vols, 1)
-	id := vols[0].ID
+`, "==> Created host volume scratch with ID ")
 	path := filepath.Join(hvDir, id)
 	require.DirExists(t, path)
-	node, _, err = c.Nodes().Info(node.ID, nil)
+	node, _, err := c.Nodes().Info(node.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, &api.HostVolumeInfo{Path: path, ID: id}, node.HostVolumes["scratch"])
-	code, out = drover(t, srv.httpAddr(), "volume", "status")
+	code, out := drover(t, srv.httpAddr(), "volume", "status")
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, `scratch\s+default\s+mkdir\s+\S+\s+default\s+ready`, out)
 
@@ -183,21 +238,9 @@ parameters {
 		code, out = drover(t, srv.httpAddr(), "volume", "status", id)
 		require.Equal(t, 0, code, out)
 		require.Regexp(t, `(?m)^Allocations\n.*\n`+alloc.ID[:8]+`\s`, out, "the volume lists the allocation using it")
-		require.Eventually(t, func() bool {
-			b, _ := os.ReadFile(filepath.Join(path, "state"))
-			return string(b) == "1\n"
-		}, 30*time.Second, 100*time.Millisecond, "the task wrote into the dynamic volume")
-		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
-		require.Equal(t, 1, code, out)
-		require.Contains(t, out, "in use by allocations")
-		_, _, err = c.Jobs().Deregister("dhv", true, nil)
-		require.NoError(t, err)
+		volumeInUse(t, srv, c, id, path, "dhv")
 	}
-	require.Eventually(t, func() bool {
-		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
-		return code == 0
-	}, 30*time.Second, 200*time.Millisecond, "delete once no job uses it: %s", out)
-	require.Contains(t, out, "Successfully deleted volume")
+	require.Contains(t, deleteVolume(t, srv, id), "Successfully deleted volume")
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(path)
 		n, _, nerr := c.Nodes().Info(node.ID, nil)
@@ -216,22 +259,13 @@ func TestRegisteredHostVolume(t *testing.T) {
 	waitLeader(t, srv)
 	c := srv.client(t)
 	newClientAgent(t, "reg-client", srv.httpHostPort())
-	waitReadyNodes(t, c, 1)
-	nodes, _, err := c.Nodes().List(nil)
-	require.NoError(t, err)
-	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
-	require.NoError(t, err)
-	withJob := node.Drivers["exec"] != nil && node.Drivers["exec"].Detected && node.Drivers["exec"].Healthy
-	if !withJob {
-		t.Logf("EXEC DRIVER UNUSABLE (euid %d): %+v; checking the volume without a job", os.Geteuid(), node.Drivers["exec"])
-	}
+	node, withJob := hostVolumeNode(t, c)
 	dir := filepath.Join(t.TempDir(), "existing")
 	require.NoError(t, os.Mkdir(dir, 0o777))
 	require.NoError(t, os.Chmod(dir, 0o777))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "seed"), []byte("kept\n"), 0o644))
 
-	spec := filepath.Join(t.TempDir(), "data.volume.hcl")
-	require.NoError(t, os.WriteFile(spec, []byte(fmt.Sprintf(`
+	id := runVolumeSpec(t, srv, c, "register", fmt.Sprintf(`
 type      = "host"
 name      = "data"
 node_id   = %q
@@ -241,41 +275,18 @@ capability {
   access_mode     = "single-node-writer"
   attachment_mode = "file-system"
 }
-`, node.ID, dir)), 0o600))
-	code, out := drover(t, srv.httpAddr(), "volume", "register", spec)
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "==> Registered host volume data with ID ")
-	require.Regexp(t, `(?m)^State\s+= ready$`, out)
-	vols, _, err := c.HostVolumes().List(nil, nil)
-	require.NoError(t, err)
-	require.Len(t, vols, 1)
-	id := vols[0].ID
-	node, _, err = c.Nodes().Info(node.ID, nil)
+`, node.ID, dir), "==> Registered host volume data with ID ")
+	node, _, err := c.Nodes().Info(node.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, &api.HostVolumeInfo{Path: dir, ID: id}, node.HostVolumes["data"])
 
 	if withJob {
-		job := hostVolumeJob("regvol", "1")
-		job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"data": {Name: "data", Type: "host", Source: "data"}}
-		job.TaskGroups[0].Tasks[0].VolumeMounts = job.TaskGroups[0].Tasks[0].VolumeMounts[:1]
-		job.TaskGroups[0].Tasks[0].Config["args"] = []string{"-c", `echo "$VERSION" >> /data/state && exec sleep 3600`}
-		_, _, err := c.Jobs().Register(job, nil)
+		_, _, err := c.Jobs().Register(dataVolumeJob("regvol", "data"), nil)
 		require.NoError(t, err)
 		runningAlloc(t, c, "regvol", 0)
-		require.Eventually(t, func() bool {
-			b, _ := os.ReadFile(filepath.Join(dir, "state"))
-			return string(b) == "1\n"
-		}, 30*time.Second, 100*time.Millisecond, "the task wrote into the registered directory")
-		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
-		require.Equal(t, 1, code, out)
-		require.Contains(t, out, "in use by allocations")
-		_, _, err = c.Jobs().Deregister("regvol", true, nil)
-		require.NoError(t, err)
+		volumeInUse(t, srv, c, id, dir, "regvol")
 	}
-	require.Eventually(t, func() bool {
-		code, out = drover(t, srv.httpAddr(), "volume", "delete", id)
-		return code == 0
-	}, 30*time.Second, 200*time.Millisecond, "delete once no job uses it: %s", out)
+	deleteVolume(t, srv, id)
 	require.Eventually(t, func() bool {
 		n, _, err := c.Nodes().Info(node.ID, nil)
 		return err == nil && n.HostVolumes["data"] == nil

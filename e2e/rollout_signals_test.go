@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,44 +13,69 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// signalsJobHCL is system job "web" rolled out one node at a time. Its
-// group meta carries the rollout signal conditions; its task runs command
-// under a restart policy that retries quickly.
-func signalsJobHCL(version, pauseOn, failOn, command string) string {
-	return signalsJobOf("system", version, pauseOn, failOn, command)
+// rolloutJob is job "web" (a system job over dc1 unless set otherwise)
+// whose group "web" runs task "server": raw_exec running command under
+// /bin/sh, with a restart policy that retries quickly, rolled out on task
+// states (1s healthy, 20s deadline, 1m progress). Meta is the group's
+// meta besides VERSION (rollout signals, canary rules).
+type rolloutJob struct {
+	Type        string   // "system" when empty; a "service" job runs two allocations
+	Datacenters []string // ["dc1"] when empty
+	MaxParallel int      // 1 when 0
+	AutoRevert  bool
+	Version     string
+	Meta        map[string]string
+	Command     string
 }
 
-// signalsJobOf is signalsJobHCL for a job of type typ (a service job runs
-// two allocations).
-func signalsJobOf(typ, version, pauseOn, failOn, command string) string {
-	count := ""
+// HCL is the job file.
+func (j rolloutJob) HCL() string {
+	typ, dcs, par := j.Type, j.Datacenters, j.MaxParallel
+	if typ == "" {
+		typ = "system"
+	}
+	if len(dcs) == 0 {
+		dcs = []string{"dc1"}
+	}
+	if par == 0 {
+		par = 1
+	}
+	count, revert := "", ""
 	if typ == "service" {
 		count = "count = 2"
 	}
-	meta := fmt.Sprintf("VERSION = %q\n", version)
-	if pauseOn != "" {
-		meta += fmt.Sprintf("    \"drover.auto_pause_on\" = %q\n", pauseOn)
+	if j.AutoRevert {
+		revert = "auto_revert       = true"
 	}
-	if failOn != "" {
-		meta += fmt.Sprintf("    \"drover.auto_fail_on\" = %q\n", failOn)
+	quoted := make([]string, len(dcs))
+	for i, dc := range dcs {
+		quoted[i] = fmt.Sprintf("%q", dc)
+	}
+	meta := fmt.Sprintf("      VERSION = %q\n", j.Version)
+	keys := make([]string, 0, len(j.Meta))
+	for k := range j.Meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		meta += fmt.Sprintf("      %q = %q\n", k, j.Meta[k])
 	}
 	return fmt.Sprintf(`
 job "web" {
   type        = %q
-  datacenters = ["dc1"]
+  datacenters = [%s]
   update {
-    max_parallel      = 1
+    max_parallel      = %d
     health_check      = "task_states"
     min_healthy_time  = "1s"
     healthy_deadline  = "20s"
     progress_deadline = "1m"
-    auto_revert       = true
+    %s
   }
   group "web" {
     %s
     meta = {
-    %s
-    }
+%s    }
     restart {
       attempts = 8
       interval = "10m"
@@ -69,7 +95,28 @@ job "web" {
     }
   }
 }
-`, typ, count, meta, command)
+`, typ, strings.Join(quoted, ", "), par, revert, count, meta, j.Command)
+}
+
+// signalsJobHCL is system job "web" rolled out one node at a time, with
+// auto_revert. Its group meta carries the rollout signal conditions
+// (drover.auto_pause_on, drover.auto_fail_on; "" for none); its task runs
+// command.
+func signalsJobHCL(version, pauseOn, failOn, command string) string {
+	return signalsJobOf("system", version, pauseOn, failOn, command)
+}
+
+// signalsJobOf is signalsJobHCL for a job of type typ (a service job runs
+// two allocations).
+func signalsJobOf(typ, version, pauseOn, failOn, command string) string {
+	meta := map[string]string{}
+	if pauseOn != "" {
+		meta["drover.auto_pause_on"] = pauseOn
+	}
+	if failOn != "" {
+		meta["drover.auto_fail_on"] = failOn
+	}
+	return rolloutJob{Type: typ, AutoRevert: true, Version: version, Meta: meta, Command: command}.HCL()
 }
 
 // signalsCluster starts a server and clients client agents; run submits a

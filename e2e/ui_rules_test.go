@@ -16,44 +16,14 @@ import (
 // uiRulesJobHCL is a system job over dc1 and dc2 whose rollouts run one
 // canary per datacenter and pause when a canary restarts.
 func uiRulesJobHCL(version, command string) string {
-	return fmt.Sprintf(`
-job "web" {
-  type        = "system"
-  datacenters = ["dc1", "dc2"]
-  update {
-    max_parallel      = 2
-    health_check      = "task_states"
-    min_healthy_time  = "1s"
-    healthy_deadline  = "20s"
-    progress_deadline = "1m"
-  }
-  group "web" {
-    meta = {
-      VERSION                = %q
-      "drover.canary_count"  = "2"
-      "drover.canary_spread" = "${node.datacenter}"
-      "drover.auto_pause_on" = "restarts>0"
-    }
-    restart {
-      attempts = 8
-      interval = "10m"
-      delay    = "200ms"
-      mode     = "fail"
-    }
-    task "server" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", %q]
-      }
-      resources {
-        cpu    = 20
-        memory = 16
-      }
-    }
-  }
-}
-`, version, command)
+	return rolloutJob{
+		Datacenters: []string{"dc1", "dc2"}, MaxParallel: 2, Version: version, Command: command,
+		Meta: map[string]string{
+			"drover.canary_count":  "2",
+			"drover.canary_spread": "${node.datacenter}",
+			"drover.auto_pause_on": "restarts>0",
+		},
+	}.HCL()
 }
 
 // TestUIShowsCanaryTargetsAndPauseReason: the rollout view lists the

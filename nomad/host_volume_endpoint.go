@@ -27,48 +27,24 @@ func HostVolumePluginAttr(pluginID string) string {
 // The node's client creates it and reports it, which makes it ready (see
 // the state's node upsert). It must run on the leader.
 func (s *Server) HostVolumeCreate(caller *acl.ACL, v *structs.HostVolume) (*structs.HostVolume, uint64, error) {
-	if v == nil {
-		return nil, 0, structs.BadRequestf("missing volume definition")
-	}
-	v = v.Copy()
-	if v.Namespace == "" {
-		v.Namespace = structs.DefaultNamespace
-	}
-	if !caller.AllowNamespaceOperation(v.Namespace, acl.NamespaceCapabilityHostVolumeCreate) {
-		return nil, 0, structs.ErrPermissionDenied
-	}
-	if v.ID != "" {
-		return nil, 0, structs.BadRequestf("volume ID %q is set: updating a host volume is not supported by Drover yet; delete it and create it again", v.ID)
-	}
-	if v.PluginID == "" {
-		v.PluginID = structs.HostVolumePluginMkdir
-	}
-	if err := v.Validate(); err != nil {
-		return nil, 0, err
-	}
-	snap := s.State().Snapshot()
-	if ns, err := snap.NamespaceByName(nil, v.Namespace); err != nil {
-		return nil, 0, err
-	} else if ns == nil {
-		return nil, 0, structs.BadRequestf("namespace %q does not exist", v.Namespace)
-	}
-	node, err := chooseHostVolumeNode(snap, v)
-	if err != nil {
-		return nil, 0, err
-	}
-	now := s.now().UnixNano()
-	v.ID, v.NodeID, v.NodePool = generateUUID(), node.ID, node.NodePool
-	v.State, v.HostPath, v.CapacityBytes = structs.HostVolumeStatePending, "", 0
-	v.CreateTime, v.ModifyTime = now, now
-	_, index, err := s.raftApply(structs.HostVolumeUpsertRequestType, &structs.HostVolumeUpsertRequest{Volume: v})
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := s.State().HostVolumeByID(nil, v.Namespace, v.ID)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, index, nil
+	return s.writeNewHostVolume(caller, v, newHostVolume{
+		verb: "create", capability: acl.NamespaceCapabilityHostVolumeCreate,
+		check: func(v *structs.HostVolume) error {
+			if v.PluginID == "" {
+				v.PluginID = structs.HostVolumePluginMkdir
+			}
+			return v.Validate()
+		},
+		place: func(snap *state.Snapshot, v *structs.HostVolume) error {
+			node, err := chooseHostVolumeNode(snap, v)
+			if err != nil {
+				return err
+			}
+			v.NodeID, v.NodePool = node.ID, node.NodePool
+			v.HostPath, v.CapacityBytes = "", 0 // the client reports them
+			return nil
+		},
+	})
 }
 
 // HostVolumeRegister registers an existing directory of a node as a
@@ -79,6 +55,43 @@ func (s *Server) HostVolumeCreate(caller *acl.ACL, v *structs.HostVolume) (*stru
 // directory there, which makes it ready. Deleting it later leaves the
 // directory alone. It must run on the leader.
 func (s *Server) HostVolumeRegister(caller *acl.ACL, v *structs.HostVolume) (*structs.HostVolume, uint64, error) {
+	return s.writeNewHostVolume(caller, v, newHostVolume{
+		verb: "register", capability: acl.NamespaceCapabilityHostVolumeRegister,
+		check: (*structs.HostVolume).ValidateRegister,
+		place: func(snap *state.Snapshot, v *structs.HostVolume) error {
+			node, err := snap.NodeByID(nil, v.NodeID)
+			if err != nil {
+				return err
+			}
+			if node == nil {
+				return structs.BadRequestf("node %q does not exist", v.NodeID)
+			}
+			if why := hostVolumeNameTaken(snap, node, v.Name); why != "" {
+				return structs.BadRequestf("node %q %s", node.ID, why)
+			}
+			v.NodePool = node.NodePool
+			return nil
+		},
+	})
+}
+
+// newHostVolume is what differs between creating and registering a host
+// volume (writeNewHostVolume).
+type newHostVolume struct {
+	verb       string // "create" or "register", for the caller's next step
+	capability string // the caller needs it in the volume's namespace
+	// check fills the volume's defaults and returns its problems.
+	check func(*structs.HostVolume) error
+	// place sets the volume's node (NodeID, NodePool) from snap, or
+	// returns why it has none.
+	place func(*state.Snapshot, *structs.HostVolume) error
+}
+
+// writeNewHostVolume checks a new host volume (a copy of v: its namespace
+// defaulted, the caller's capability there, no ID since updates are not
+// built, how.check, an existing namespace), places it (how.place), gives
+// it an ID and writes it pending, and returns it as written.
+func (s *Server) writeNewHostVolume(caller *acl.ACL, v *structs.HostVolume, how newHostVolume) (*structs.HostVolume, uint64, error) {
 	if v == nil {
 		return nil, 0, structs.BadRequestf("missing volume definition")
 	}
@@ -86,13 +99,13 @@ func (s *Server) HostVolumeRegister(caller *acl.ACL, v *structs.HostVolume) (*st
 	if v.Namespace == "" {
 		v.Namespace = structs.DefaultNamespace
 	}
-	if !caller.AllowNamespaceOperation(v.Namespace, acl.NamespaceCapabilityHostVolumeRegister) {
+	if !caller.AllowNamespaceOperation(v.Namespace, how.capability) {
 		return nil, 0, structs.ErrPermissionDenied
 	}
 	if v.ID != "" {
-		return nil, 0, structs.BadRequestf("volume ID %q is set: updating a host volume is not supported by Drover yet; delete it and register it again", v.ID)
+		return nil, 0, structs.BadRequestf("volume ID %q is set: updating a host volume is not supported by Drover yet; delete it and %s it again", v.ID, how.verb)
 	}
-	if err := v.ValidateRegister(); err != nil {
+	if err := how.check(v); err != nil {
 		return nil, 0, err
 	}
 	snap := s.State().Snapshot()
@@ -101,19 +114,12 @@ func (s *Server) HostVolumeRegister(caller *acl.ACL, v *structs.HostVolume) (*st
 	} else if ns == nil {
 		return nil, 0, structs.BadRequestf("namespace %q does not exist", v.Namespace)
 	}
-	node, err := snap.NodeByID(nil, v.NodeID)
-	if err != nil {
+	if err := how.place(snap, v); err != nil {
 		return nil, 0, err
 	}
-	if node == nil {
-		return nil, 0, structs.BadRequestf("node %q does not exist", v.NodeID)
-	}
-	if why := hostVolumeNameTaken(snap, node, v.Name); why != "" {
-		return nil, 0, structs.BadRequestf("node %q %s", node.ID, why)
-	}
 	now := s.now().UnixNano()
-	v.ID, v.NodePool = generateUUID(), node.NodePool
-	v.State, v.CreateTime, v.ModifyTime = structs.HostVolumeStatePending, now, now
+	v.ID, v.State = generateUUID(), structs.HostVolumeStatePending
+	v.CreateTime, v.ModifyTime = now, now
 	_, index, err := s.raftApply(structs.HostVolumeUpsertRequestType, &structs.HostVolumeUpsertRequest{Volume: v})
 	if err != nil {
 		return nil, 0, err

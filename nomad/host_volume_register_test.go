@@ -45,6 +45,7 @@ func TestHostVolumeRegister(t *testing.T) {
 		{"unknown node", func(v *structs.HostVolume) { v.NodeID = "nope" }, `node "nope" does not exist`},
 		{"no path", func(v *structs.HostVolume) { v.HostPath = "" }, "missing host path"},
 		{"relative path", func(v *structs.HostVolume) { v.HostPath = "srv/x" }, `host_path "srv/x" must be absolute`},
+		{"dot-dot", func(v *structs.HostVolume) { v.HostPath = "/srv/link/../x" }, `host_path "/srv/link/../x" must not contain ".."`},
 		{"a plugin", func(v *structs.HostVolume) { v.PluginID = "mkdir" }, `plugin_id = "mkdir": a registered volume is an existing directory`},
 		{"parameters", func(v *structs.HostVolume) { v.Parameters = map[string]string{"mode": "0700"} }, "parameters are for the plugin of volume create only"},
 		{"name taken by a static volume", func(v *structs.HostVolume) { v.Name = "static" }, `node "b-node" already has a host volume named "static"`},
@@ -79,6 +80,17 @@ func TestHostVolumeRegister(t *testing.T) {
 	mine, _, err := srv.NodeHostVolumes(t.Context(), callerOf(n1), QueryOptions{})
 	require.NoError(t, err)
 	require.Len(t, mine, 1, "the node's client is told of it")
+
+	// host_path was a symlink on the node: the client offers the volume
+	// at the resolved path, and the volume shows it.
+	resolved := reported.Copy()
+	resolved.HostVolumes["data"] = &structs.ClientHostVolumeConfig{Path: "/mnt/disk1/data", ID: v.ID}
+	_, _, _, err = srv.NodeRegister(resolved, "")
+	require.NoError(t, err)
+	got, _, _, err = srv.HostVolumeGet(t.Context(), QueryOptions{}, v.ID)
+	require.NoError(t, err)
+	require.Equal(t, structs.HostVolumeStateReady, got.State)
+	require.Equal(t, "/mnt/disk1/data", got.HostPath)
 
 	// ACLs: create's capability is not register's.
 	creator := policyACL(t, `namespace "default" { capabilities = ["host-volume-create", "host-volume-read"] }`)

@@ -16,6 +16,12 @@
 // The same /proc readers serve the client's host statistics endpoint
 // (ReadMeminfo, ReadCPUTimes, ReadUptime).
 //
+// Host networks: HostNetworks resolves the client's host_network blocks to
+// addresses of Interfaces; ResolveInterfaceTemplates first turns an
+// interface given as a go-sockaddr template into the one name it resolves
+// to (an error naming the field otherwise).
+//
 // Importers: the client agent (package client). It imports drivers,
-// nomad/structs, version and the standard library.
+// helper/sockaddrtmpl, nomad/structs, version, go-sockaddr and the
+// standard library.
 package fingerprint

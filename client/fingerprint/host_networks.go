@@ -1,11 +1,17 @@
 package fingerprint
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 
+	sockaddr "github.com/hashicorp/go-sockaddr"
+
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -117,4 +123,39 @@ func resolveHostNetwork(hn *structs.ClientHostNetworkConfig, ifaces []Interface)
 	default:
 		return "", netip.Addr{}, fmt.Sprintf("no interface has an address in %s", hn.CIDR)
 	}
+}
+
+// ResolveInterfaceTemplates returns cfg with each Interface that is a
+// go-sockaddr template replaced by the one interface name it resolves to
+// against addrs (sockaddrtmpl.Interface); cfg itself is left alone. A
+// template that does not parse, or resolves to no interface or to more
+// than one, is an error naming the field (client.host_network "x".interface).
+func ResolveInterfaceTemplates(cfg map[string]*structs.ClientHostNetworkConfig, addrs sockaddr.IfAddrs) (map[string]*structs.ClientHostNetworkConfig, error) {
+	out := make(map[string]*structs.ClientHostNetworkConfig, len(cfg))
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cfg)) {
+		hn := *cfg[name]
+		ifName, err := sockaddrtmpl.Interface(hn.Interface, addrs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client.host_network %q.interface: %w", name, err))
+			continue
+		}
+		hn.Interface = ifName
+		out[name] = &hn
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HasInterfaceTemplate reports whether any host network's interface is a
+// go-sockaddr template.
+func HasInterfaceTemplate(cfg map[string]*structs.ClientHostNetworkConfig) bool {
+	for _, hn := range cfg {
+		if sockaddrtmpl.IsTemplate(hn.Interface) {
+			return true
+		}
+	}
+	return false
 }

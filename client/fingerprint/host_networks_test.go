@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 	"github.com/drover-project/drover/nomad/structs"
 )
 
@@ -46,4 +47,35 @@ func TestHostNetworks(t *testing.T) {
 		"noaddr":  `interface "down" has no address`,
 		"outside": `interface "eth0" has no address in 10.9.0.0/16`,
 	}, unresolved)
+}
+
+func TestResolveInterfaceTemplates(t *testing.T) {
+	addrs, err := sockaddrtmpl.Addrs("eth0=192.168.1.5/24", "eth0=10.1.2.3/16", "eth1=10.9.0.7/16")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, iface, want, err string
+	}{
+		{name: "plain name", iface: "eth7", want: "eth7"},
+		{name: "empty", iface: "", want: ""},
+		{name: "template", iface: `{{ . | include "network" "10.9.0.0/16" | attr "name" }}`, want: "eth1"},
+		{name: "nothing", iface: `{{ . | include "network" "172.16.0.0/12" | attr "name" }}`,
+			err: `client.host_network "n".interface: go-sockaddr template "{{ . | include \"network\" \"172.16.0.0/12\" | attr \"name\" }}" resolves to no interface`},
+		{name: "two", iface: `{{ . | include "network" "10.0.0.0/8" | join "name" " " }}`,
+			err: `client.host_network "n".interface: go-sockaddr template "{{ . | include \"network\" \"10.0.0.0/8\" | join \"name\" \" \" }}" resolves to 2 interfaces (eth0, eth1): it must resolve to one`},
+		{name: "does not parse", iface: `{{ . | attr "name"`, err: `client.host_network "n".interface: go-sockaddr template: unable to parse template`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := map[string]*structs.ClientHostNetworkConfig{"n": {Name: "n", CIDR: "10.0.0.0/8", Interface: tc.iface}}
+			got, err := ResolveInterfaceTemplates(cfg, addrs)
+			require.Equal(t, tc.iface, cfg["n"].Interface, "the configuration is left alone")
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.Nil(t, got)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, map[string]*structs.ClientHostNetworkConfig{"n": {Name: "n", CIDR: "10.0.0.0/8", Interface: tc.want}}, got)
+			require.Equal(t, sockaddrtmpl.IsTemplate(tc.iface), HasInterfaceTemplate(cfg))
+		})
+	}
 }

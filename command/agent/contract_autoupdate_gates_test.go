@@ -2,30 +2,23 @@ package agent
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
-	"github.com/drover-project/drover/testutil/registry"
 	"github.com/drover-project/drover/wire"
 )
 
 // auto_update = "notify": the moved tag is reported (status, an
 // ImageUpdate event, the pending metric) and never rolled.
 func TestContractAutoUpdateNotify(t *testing.T) {
-	ta := newTestAgent(t, "")
+	ta, _, stable := autoUpdateAgent(t)
 	c := ta.client
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("app", "stable")
 	d1 := pushRandom(t, stable)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -34,19 +27,11 @@ func TestContractAutoUpdateNotify(t *testing.T) {
 	require.NoError(t, err)
 
 	notify := map[string]any{"auto_update": "notify", "auto_update_interval": "10m"}
-	_, _, err = c.Jobs().Register(dockerJob("web", stable, notify), nil)
-	require.NoError(t, err)
-	var st wire.ImageUpdates
-	require.Eventually(t, func() bool {
-		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
-		require.NoError(t, err)
-		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
-	}, 10*time.Second, 50*time.Millisecond)
+	st := registerWatched(t, c, stable, notify)
 	require.Equal(t, "notify", st.Tasks[0].Mode)
 
 	d2 := pushRandom(t, stable)
-	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
-	require.NoError(t, err)
+	st = checkNow(t, c)
 	task := st.Tasks[0]
 	require.Equal(t, d2, task.Pending)
 	require.Equal(t, "notify", task.Waiting)
@@ -67,11 +52,7 @@ func TestContractAutoUpdateNotify(t *testing.T) {
 			t.Fatal("no ImageUpdate event naming the held digest")
 		}
 	}
-	resp, err := http.Get("http://" + ta.HTTPAddr() + "/v1/metrics?format=prometheus")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Contains(t, string(body), `drover_image_updates_pending{reason="notify"} 1`)
+	require.Contains(t, metricsText(t, ta), `drover_image_updates_pending{reason="notify"} 1`)
 
 	job, _, err := c.Jobs().Info("web", nil)
 	require.NoError(t, err)
@@ -84,25 +65,15 @@ func TestContractAutoUpdateNotify(t *testing.T) {
 // auto_update_approval: the moved tag waits, pending approval, until PUT
 // .../approve; a guard digest that is not the pending one is refused.
 func TestContractAutoUpdateApproval(t *testing.T) {
-	ta := newTestAgent(t, "")
+	ta, _, stable := autoUpdateAgent(t)
 	c := ta.client
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("app", "stable")
 	d1 := pushRandom(t, stable)
 
 	cfg := map[string]any{"auto_update": true, "auto_update_interval": "10m", "auto_update_approval": true}
-	_, _, err := c.Jobs().Register(dockerJob("web", stable, cfg), nil)
-	require.NoError(t, err)
-	var st wire.ImageUpdates
-	require.Eventually(t, func() bool {
-		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
-		require.NoError(t, err)
-		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
-	}, 10*time.Second, 50*time.Millisecond)
+	registerWatched(t, c, stable, cfg)
 
 	d2 := pushRandom(t, stable)
-	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
-	require.NoError(t, err)
+	st := checkNow(t, c)
 	task := st.Tasks[0]
 	require.Equal(t, d2, task.Pending)
 	require.Equal(t, "approval", task.Waiting)
@@ -120,20 +91,14 @@ func TestContractAutoUpdateApproval(t *testing.T) {
 	_, err = c.Raw().Write("/v1/job/web/image-updates/approve", &wire.ImageApproveRequest{Digest: d2}, &st, nil)
 	require.NoError(t, err)
 	require.Equal(t, d2, st.Tasks[0].Approved)
-	require.Eventually(t, func() bool {
-		job, _, err = c.Jobs().Info("web", nil)
-		require.NoError(t, err)
-		return *job.Version == 1
-	}, 10*time.Second, 50*time.Millisecond, "the approved digest rolls")
+	job = waitJobVersion(t, c, 1, "the approved digest rolls")
 	require.Equal(t, stable+"@"+d2, taskImage(job))
 }
 
 // The new keys are refused at registration, naming the key.
 func TestContractAutoUpdateGateRefusals(t *testing.T) {
-	ta := newTestAgent(t, "")
+	ta, _, stable := autoUpdateAgent(t)
 	c := ta.client
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("app", "stable")
 	pushRandom(t, stable)
 	for _, tc := range []struct {
 		cfg  map[string]any
@@ -165,38 +130,22 @@ func pushCreated(t *testing.T, ref string, created time.Time) string {
 	cf.Created = v1.Time{Time: created}
 	img, err = mutate.ConfigFile(img, cf)
 	require.NoError(t, err)
-	r, err := name.ParseReference(ref, name.Insecure)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(r, img))
-	d, err := img.Digest()
-	require.NoError(t, err)
-	return d.String()
+	return pushImage(t, ref, img)
 }
 
 // auto_update_min_age: the server reads the image config's created time
 // from the registry; a young image waits, an old one rolls.
 func TestContractAutoUpdateMinAge(t *testing.T) {
-	ta := newTestAgent(t, "")
+	ta, _, stable := autoUpdateAgent(t)
 	c := ta.client
-	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("app", "stable")
 	pushCreated(t, stable, time.Now().Add(-48*time.Hour))
 
 	cfg := map[string]any{"auto_update": true, "auto_update_interval": "10m", "auto_update_min_age": "1h"}
-	_, _, err := c.Jobs().Register(dockerJob("web", stable, cfg), nil)
-	require.NoError(t, err)
-	var st wire.ImageUpdates
-	require.Eventually(t, func() bool {
-		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
-		require.NoError(t, err)
-		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
-	}, 10*time.Second, 50*time.Millisecond)
+	registerWatched(t, c, stable, cfg)
 
 	youngAt := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 	young := pushCreated(t, stable, youngAt)
-	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
-	require.NoError(t, err)
-	task := st.Tasks[0]
+	task := checkNow(t, c).Tasks[0]
 	require.Equal(t, young, task.Pending)
 	require.True(t, youngAt.Equal(task.ImageCreated), "created %s, want %s", task.ImageCreated, youngAt)
 	require.Equal(t, "min_age", task.Waiting)
@@ -206,12 +155,7 @@ func TestContractAutoUpdateMinAge(t *testing.T) {
 	require.EqualValues(t, 0, *job.Version, "a young image waits")
 
 	old := pushCreated(t, stable, time.Now().Add(-3*time.Hour))
-	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		job, _, err = c.Jobs().Info("web", nil)
-		require.NoError(t, err)
-		return *job.Version == 1
-	}, 10*time.Second, 50*time.Millisecond, "an old enough image rolls")
+	checkNow(t, c)
+	job = waitJobVersion(t, c, 1, "an old enough image rolls")
 	require.Equal(t, stable+"@"+old, taskImage(job))
 }

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,25 +12,62 @@ import (
 	"github.com/drover-project/drover/wire"
 )
 
-func TestContractAutoUpdate(t *testing.T) {
+// autoUpdateAgent starts an agent and a registry, and returns them with
+// the reference of the registry's app:stable (nothing pushed yet).
+func autoUpdateAgent(t *testing.T) (*testAgent, *registry.Registry, string) {
+	t.Helper()
 	ta := newTestAgent(t, "")
-	c := ta.client
 	reg := registry.Start(t, registry.Options{})
-	stable := reg.Ref("app", "stable")
-	d1 := pushRandom(t, stable)
+	return ta, reg, reg.Ref("app", "stable")
+}
 
-	// A long interval: only "check now" (and the watcher's first check)
-	// look at the tag during the test.
-	auto := map[string]any{"auto_update": true, "auto_update_interval": "10m"}
-	_, _, err := c.Jobs().Register(dockerJob("web", stable, auto), nil)
+// registerWatched registers job "web" on image with the docker config
+// extra and waits until the watcher has checked its task once.
+func registerWatched(t *testing.T, c *api.Client, image string, extra map[string]any) wire.ImageUpdates {
+	t.Helper()
+	_, _, err := c.Jobs().Register(dockerJob("web", image, extra), nil)
 	require.NoError(t, err)
-
 	var st wire.ImageUpdates
 	require.Eventually(t, func() bool {
 		_, err := c.Raw().Query("/v1/job/web/image-updates", &st, nil)
 		require.NoError(t, err)
 		return len(st.Tasks) == 1 && !st.Tasks[0].LastCheck.IsZero()
 	}, 10*time.Second, 50*time.Millisecond, "the watcher checks a new auto-updated task")
+	return st
+}
+
+// checkNow asks the watcher to check job "web" now and returns what it
+// says.
+func checkNow(t *testing.T, c *api.Client) wire.ImageUpdates {
+	t.Helper()
+	var st wire.ImageUpdates
+	_, err := c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
+	require.NoError(t, err)
+	return st
+}
+
+// waitJobVersion waits until job "web" is at version, and returns it.
+func waitJobVersion(t *testing.T, c *api.Client, version uint64, msg string) *api.Job {
+	t.Helper()
+	var job *api.Job
+	require.Eventually(t, func() bool {
+		var err error
+		job, _, err = c.Jobs().Info("web", nil)
+		require.NoError(t, err)
+		return *job.Version == version
+	}, 10*time.Second, 50*time.Millisecond, msg)
+	return job
+}
+
+func TestContractAutoUpdate(t *testing.T) {
+	ta, reg, stable := autoUpdateAgent(t)
+	c := ta.client
+	d1 := pushRandom(t, stable)
+
+	// A long interval: only "check now" (and the watcher's first check)
+	// look at the tag during the test.
+	auto := map[string]any{"auto_update": true, "auto_update_interval": "10m"}
+	st := registerWatched(t, c, stable, auto)
 	task := st.Tasks[0]
 	require.Equal(t, stable, task.Reference)
 	require.Equal(t, d1, task.Pinned)
@@ -44,15 +79,9 @@ func TestContractAutoUpdate(t *testing.T) {
 	// The tag moves; "check now" sees it, and with no soak a new version
 	// pinning the new digest is registered, with its reason.
 	d2 := pushRandom(t, stable)
-	_, err = c.Raw().Write("/v1/job/web/image-updates/check", nil, &st, nil)
-	require.NoError(t, err)
+	st = checkNow(t, c)
 	require.Equal(t, d2, st.Tasks[0].TagDigest)
-	var job *api.Job
-	require.Eventually(t, func() bool {
-		job, _, err = c.Jobs().Info("web", nil)
-		require.NoError(t, err)
-		return *job.Version == 1
-	}, 10*time.Second, 50*time.Millisecond)
+	job := waitJobVersion(t, c, 1, "the moved tag rolls")
 	require.Equal(t, stable+"@"+d2, taskImage(job))
 	versions, _, _, err := c.Jobs().Versions("web", false, nil)
 	require.NoError(t, err)
@@ -76,12 +105,9 @@ func TestContractAutoUpdate(t *testing.T) {
 	require.EqualValues(t, 1, *job.Version)
 
 	// Metrics.
-	resp, err := http.Get("http://" + ta.HTTPAddr() + "/v1/metrics?format=prometheus")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Contains(t, string(body), `drover_image_checks_total{registry="`+reg.Addr()+`"}`)
-	require.Contains(t, string(body), "drover_image_updates_total 1")
+	body := metricsText(t, ta)
+	require.Contains(t, body, `drover_image_checks_total{registry="`+reg.Addr()+`"}`)
+	require.Contains(t, body, "drover_image_updates_total 1")
 
 	// Errors: unknown job, job without auto-update.
 	_, err = c.Raw().Write("/v1/job/nosuch/image-updates/check", nil, &st, nil)

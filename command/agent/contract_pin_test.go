@@ -3,9 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/hashicorp/nomad/api"
 	"github.com/stretchr/testify/require"
 
@@ -17,12 +15,7 @@ func pushRandom(t *testing.T, ref string) string {
 	t.Helper()
 	img, err := random.Image(64, 1)
 	require.NoError(t, err)
-	r, err := name.ParseReference(ref, name.Insecure)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(r, img))
-	d, err := img.Digest()
-	require.NoError(t, err)
-	return d.String()
+	return pushImage(t, ref, img)
 }
 
 // dockerJob is testJob with its task on the docker driver running image,

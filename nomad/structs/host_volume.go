@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Dynamic host volumes: a directory created on a node by a host volume
@@ -165,9 +166,11 @@ func (v *HostVolume) Validate() error {
 func (v *HostVolume) Registered() bool { return v.PluginID == "" && v.HostPath != "" }
 
 // ValidateRegister returns the problems of a volume submitted for
-// registration: a name, a node, an absolute host_path, no plugin, no
-// constraints or capacity requests (the node and directory are given),
-// and the capabilities as for creation.
+// registration: a name, a node, an absolute host_path without "..", no
+// plugin, no constraints or capacity requests (the node and directory are
+// given), and the capabilities as for creation. The node's client resolves
+// host_path's symlinks and offers the volume at the resolved path, which
+// the volume then shows.
 func (v *HostVolume) ValidateRegister() error {
 	var p problems
 	if v.Name == "" {
@@ -181,6 +184,10 @@ func (v *HostVolume) ValidateRegister() error {
 		p.addf("missing host path")
 	case !path.IsAbs(v.HostPath):
 		p.addf("host_path %q must be absolute", v.HostPath)
+	case slices.Contains(strings.Split(v.HostPath, "/"), ".."):
+		// "a/link/.." is link's target's parent on the node, not "a":
+		// only the node can resolve it, and it offers the path resolved.
+		p.addf("host_path %q must not contain \"..\"", v.HostPath)
 	}
 	if v.PluginID != "" {
 		p.addf("plugin_id = %q: a registered volume is an existing directory; Drover runs no plugin for it", v.PluginID)

@@ -61,7 +61,11 @@
 //
 // Precedence, as in Nomad: DefaultConfig (or DevConfig with -dev), then each
 // -config file or directory in the order given, then the flags. See
-// LoadFromArgs.
+// LoadFromArgs. Then, as in Nomad, bind_addr and advertise.http/rpc given
+// as go-sockaddr templates are resolved against the host's interfaces
+// (ResolveAddrTemplates, helper/sockaddrtmpl), each to exactly one
+// address; a client host_network's interface template is left to the
+// client, which resolves it when it fingerprints the host.
 //
 // Only command/agent and its tests should import this package; the rest of
 // the code base receives the values it needs from the agent wiring.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 )
 
 // IntroTokenEnv is the environment variable holding the client
@@ -136,6 +138,15 @@ func LoadFromArgs(args []string, stderr io.Writer) (*Config, error) {
 		return nil, err
 	}
 	cfg.LogLevel = strings.ToUpper(cfg.LogLevel)
+	if cfg.HasAddrTemplate() {
+		addrs, err := sockaddrtmpl.HostAddrs()
+		if err == nil {
+			err = cfg.ResolveAddrTemplates(addrs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("invalid agent configuration:\n%w", err)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid agent configuration:\n%w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/netip"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -16,7 +15,8 @@ import (
 // reserved_ports }` block: an address of the node that ports naming the
 // network (host_network = "name") are placed and mapped on. The client
 // resolves it to an address of an interface: the first one inside CIDR
-// (of Interface when set), else Interface's first address.
+// (of Interface when set), else Interface's first address. Interface may
+// be a go-sockaddr template naming one interface.
 type HostNetwork struct {
 	CIDR          string
 	Interface     string
@@ -69,8 +69,9 @@ func mergeHostNetworks(base, over map[string]HostNetwork) map[string]HostNetwork
 
 // validateHostNetworks checks each host network: a name other than
 // "default" (the node's own address), a cidr or an interface, a cidr that
-// parses, and a reserved port list. That an address resolves is the
-// client's to find when it starts.
+// parses, and a reserved port list. That an address resolves, and that an
+// interface given as a go-sockaddr template resolves to one interface, is
+// the client's to find when it starts (client/fingerprint).
 func validateHostNetworks(bad func(field, format string, args ...any), nets map[string]HostNetwork) {
 	names := make([]string, 0, len(nets))
 	for n := range nets {
@@ -87,8 +88,6 @@ func validateHostNetworks(bad func(field, format string, args ...any), nets map[
 			bad(field, "%q is the node's own address and cannot be configured", n)
 		case hn.CIDR == "" && hn.Interface == "":
 			bad(field, "needs a cidr or an interface")
-		case strings.Contains(hn.Interface, "{{"):
-			bad(field+".interface", "go-sockaddr templates are not supported by Drover yet: name the interface")
 		}
 		if hn.CIDR != "" {
 			if _, err := netip.ParsePrefix(hn.CIDR); err != nil {

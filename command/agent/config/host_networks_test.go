@@ -51,7 +51,7 @@ func TestValidate_HostNetworks(t *testing.T) {
 		"default":  {CIDR: "10.0.0.0/8"},
 		"empty":    {},
 		"badcidr":  {CIDR: "10.0.0.0/33"},
-		"template": {Interface: `{{ GetPrivateInterfaces | attr "name" }}`},
+		"template": {Interface: `{{ GetPrivateInterfaces | include "network" "10.0.0.0/8" | attr "name" }}`}, // resolved by the client
 		"ports":    {Interface: "eth1", ReservedPorts: "22,x"},
 	}
 	err := c.Validate()
@@ -62,6 +62,5 @@ func TestValidate_HostNetworks(t *testing.T) {
 		`client.host_network "default": "default" is the node's own address and cannot be configured`,
 		`client.host_network "empty": needs a cidr or an interface`,
 		`client.host_network "ports".reserved_ports: invalid port "x" in "22,x"`,
-		`client.host_network "template".interface: go-sockaddr templates are not supported by Drover yet: name the interface`,
 	}, lines)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-project/drover/helper/sockaddrtmpl"
 )
 
 // LogLevels are the accepted values of log_level (case-insensitive).
@@ -54,8 +56,14 @@ func (c *Config) Validate() error {
 		(c.Ports.Serf == c.Ports.HTTP || c.Ports.Serf == c.Ports.RPC) {
 		bad("ports.serf", "must differ from ports.http and ports.rpc (%d)", c.Ports.Serf)
 	}
-	checkAddr(bad, "advertise.http", c.Advertise.HTTP, true)
-	checkAddr(bad, "advertise.rpc", c.Advertise.RPC, true)
+	for _, f := range [][2]string{{"advertise.http", c.Advertise.HTTP}, {"advertise.rpc", c.Advertise.RPC}} {
+		field, a := f[0], f[1]
+		if sockaddrtmpl.IsTemplate(a) { // LoadFromArgs resolves them first (ResolveAddrTemplates)
+			bad(field, "go-sockaddr template %q is not resolved", a)
+			continue
+		}
+		checkAddr(bad, field, a, true)
+	}
 
 	if c.Server.BootstrapExpect < 0 {
 		bad("server.bootstrap_expect", "must be 0 or more, got %d", c.Server.BootstrapExpect)
