@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/drover-project/drover/nomad/structs"
 )
@@ -73,11 +74,21 @@ func resolveHostPath(p string) (string, error) {
 }
 
 // resolveRegisteredPath is resolveHostPath for a registered volume's
-// host_path, which must lead to a directory.
-func resolveRegisteredPath(p string) (string, error) {
+// host_path, which must lead to a directory outside the client's data
+// directory dataDir (its state and every allocation's directory, secrets
+// included: a volume registered through the API must not hand them to a
+// job).
+func resolveRegisteredPath(p, dataDir string) (string, error) {
 	resolved, err := resolveHostPath(p)
 	if err != nil {
 		return "", err
+	}
+	if dataDir != "" {
+		if realData, err := filepath.EvalSymlinks(dataDir); err == nil {
+			if rel, err := filepath.Rel(realData, resolved); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+				return "", fmt.Errorf("%s is in the client's data directory %s", p, dataDir)
+			}
+		}
 	}
 	if fi, err := os.Stat(resolved); err != nil {
 		return "", err

@@ -190,7 +190,7 @@ func (c *Client) applyHostVolumes(vols []*structs.HostVolume) error {
 		if !v.Registered() {
 			continue
 		}
-		p, err := resolveRegisteredPath(v.HostPath)
+		p, err := resolveRegisteredPath(v.HostPath, c.cfg.DataDir)
 		if err != nil {
 			c.logger.Warn("registered host volume's host_path has no directory on this node; not offered", "id", v.ID, "name", v.Name, "host_path", v.HostPath, "error", err)
 			continue

@@ -66,6 +66,10 @@ func TestNormalizeHostVolumes(t *testing.T) {
 
 func TestResolveRegisteredPath(t *testing.T) {
 	base := linkTree(t)
+	for _, d := range []string{"agent/alloc", "agent-other"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+	}
+	require.NoError(t, os.Symlink(filepath.Join(base, "agent", "alloc"), filepath.Join(base, "agentlink")))
 	for _, tc := range []struct {
 		name, path, want, err string
 	}{
@@ -75,9 +79,13 @@ func TestResolveRegisteredPath(t *testing.T) {
 		{name: "file", path: base + "/data/f", err: base + "/data/f is not a directory"},
 		{name: "symlink to a file", path: base + "/filelink", err: base + "/filelink (" + base + "/data/f) is not a directory"},
 		{name: "dangling", path: base + "/dangling", err: "lstat " + base + "/missing: no such file or directory"},
+		{name: "the data directory", path: base + "/agent", err: base + "/agent is in the client's data directory " + base + "/agent"},
+		{name: "in the data directory", path: base + "/agent/alloc", err: base + "/agent/alloc is in the client's data directory " + base + "/agent"},
+		{name: "a link into the data directory", path: base + "/agentlink", err: base + "/agentlink is in the client's data directory " + base + "/agent"},
+		{name: "beside the data directory", path: base + "/agent-other", want: "agent-other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := resolveRegisteredPath(tc.path)
+			got, err := resolveRegisteredPath(tc.path, base+"/agent")
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return
