@@ -3,6 +3,8 @@ package e2e
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +34,8 @@ import (
 //     health verdict before it;
 //   - server CPU seconds and peak RSS per phase (rest, place, rollout; the
 //     peak is /proc's VmHWM, reset through clear_refs at each phase start);
+//   - at the end of the rest: the server's RSS (VmRSS) and, for Drover,
+//     its heap in use, goroutine stacks and goroutines (/debug/pprof);
 //   - missed heartbeats: "Node heartbeat missed" node events in the API
 //     (and, for Drover, the simulator's own count of late heartbeats).
 //
@@ -109,6 +113,10 @@ var fleetRows = []struct{ key, label string }{
 	{"eval_to_place_p50_ms", "of which evaluation created → first placement, p50 (ms)"},
 	{"rest_cpu_s", "server CPU at rest, 10 s (s)"},
 	{"rest_peak_rss_MB", "server peak RSS at rest (MB)"},
+	{"rest_rss_MB", "server RSS at the end of the rest (MB)"},
+	{"rest_heap_inuse_MB", "server heap in use at the end of the rest (MB)"},
+	{"rest_stack_MB", "server goroutine stacks at the end of the rest (MB)"},
+	{"rest_goroutines", "server goroutines at the end of the rest"},
 	{"place_cpu_s", "server CPU, placement (s)"},
 	{"place_peak_rss_MB", "server peak RSS, placement (MB)"},
 	{"rollout_cpu_s", "server CPU, rollout (s)"},
@@ -126,7 +134,7 @@ func fleetRunDrover(b *testing.B, nodes int) fleetResult {
 	start := time.Now()
 	sim := startFleet(b, []string{srv.httpAddr()}, nodes)
 	r["register_s"] = time.Since(start).Seconds()
-	fleetPhases(b, srv.client(b), srv.cmd.Process.Pid, nodes, "mock", r)
+	fleetPhases(b, srv.client(b), srv.cmd.Process.Pid, nodes, "mock", r, func() { restRuntime(b, srv.httpAddr(), r) })
 	r["sim_late_heartbeats"] = float64(sim.Stats().Missed)
 	return r
 }
@@ -193,7 +201,7 @@ node {
 	if driver == "" {
 		driver = "mock_driver"
 	}
-	fleetPhases(b, c, server.Process.Pid, nodes, driver, r)
+	fleetPhases(b, c, server.Process.Pid, nodes, driver, r, nil)
 	return r
 }
 
@@ -212,8 +220,9 @@ func startFleetProc(b *testing.B, logPath, bin string, args ...string) *exec.Cmd
 }
 
 // fleetPhases runs the rest, placement and rollout phases against the
-// server c (process pid) and records their figures in r.
-func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r fleetResult) {
+// server c (process pid) and records their figures in r; atRest, when
+// set, records more at the end of the rest.
+func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r fleetResult, atRest func()) {
 	job := func(version string) *api.Job {
 		j := scaleJob(nodes, version, time.Second)
 		j.TaskGroups[0].Tasks[0].Driver = driver
@@ -223,6 +232,10 @@ func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r f
 	m := startPhaseMeter(b, pid)
 	time.Sleep(10 * time.Second)
 	r["rest_cpu_s"], r["rest_peak_rss_MB"] = m.end(b)
+	r["rest_rss_MB"] = procRSSMB(b, pid)
+	if atRest != nil {
+		atRest()
+	}
 
 	m = startPhaseMeter(b, pid)
 	_, _, err := c.Jobs().Register(job("1"), nil)
@@ -330,6 +343,37 @@ func fleetVersion(b *testing.B, c *api.Client, version uint64) fleetVersionTimes
 		}
 	}
 	return t
+}
+
+// restRuntime records a Drover server's heap in use, goroutine stacks and
+// goroutines, from its profiler (the benchmark's agent runs with
+// enable_debug), without forcing a collection: the heap in use is what
+// the process holds, live or not yet collected.
+func restRuntime(b *testing.B, addr string, r fleetResult) {
+	get := func(path string) string {
+		resp, err := http.Get(addr + path)
+		require.NoError(b, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(b, err)
+		require.Equal(b, http.StatusOK, resp.StatusCode, "GET %s", path)
+		return string(raw)
+	}
+	for _, l := range strings.Split(get("/debug/pprof/heap?debug=1"), "\n") {
+		if v, ok := strings.CutPrefix(l, "# HeapInuse = "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			r["rest_heap_inuse_MB"] = n / (1 << 20)
+		}
+		if v, ok := strings.CutPrefix(l, "# Stack = "); ok { // "inuse / sys"
+			n, _ := strconv.ParseFloat(strings.TrimSpace(strings.Split(v, "/")[0]), 64)
+			r["rest_stack_MB"] = n / (1 << 20)
+		}
+	}
+	first, _, _ := strings.Cut(get("/debug/pprof/goroutine?debug=1"), "\n")
+	if v, ok := strings.CutPrefix(first, "goroutine profile: total "); ok {
+		n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		r["rest_goroutines"] = n
+	}
 }
 
 // missedHeartbeatEvents counts the nodes' "Node heartbeat missed" events.
