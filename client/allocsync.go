@@ -106,26 +106,43 @@ func behindVerdict(applied, answered uint64, behindSince, now time.Time, patienc
 // registered and applies each new list, until ctx ends. An answer behind
 // the one applied is refused as behindVerdict says: the poll moves to
 // the next server and retries after the loop's backoff.
+//
+// The allocations restored from the client's state count as applied: a
+// first answer older than the newest of them is behind too.
 func (c *Client) watchAllocs(ctx context.Context) {
 	var behindSince time.Time
+	restored := c.restoredIndex()
 	c.pollLoop(ctx, hclog.Warn, "failed to fetch allocations; retrying", func(ctx context.Context, index uint64) (uint64, error) {
 		list, newIndex, from, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
 			return 0, err
 		}
-		apply, since := behindVerdict(index, newIndex, behindSince, c.cfg.Now(), c.cfg.timing.behindPatience)
+		apply, since := behindVerdict(max(index, restored), newIndex, behindSince, c.cfg.Now(), c.cfg.timing.behindPatience)
 		wasBehind := !behindSince.IsZero()
 		behindSince = since
 		if !apply {
 			c.rpc.rotate(from)
-			return 0, fmt.Errorf("%w (server %s: index %d, applied %d)", errServerBehind, from, newIndex, index)
+			return 0, fmt.Errorf("%w (server %s: index %d, applied %d)", errServerBehind, from, newIndex, max(index, restored))
 		}
-		if newIndex < index && wasBehind {
-			c.logger.Warn("the servers stayed behind the allocations the client applied; taking their view", "applied", index, "servers", newIndex, "patience", c.cfg.timing.behindPatience)
+		if wasBehind && newIndex < max(index, restored) {
+			c.logger.Warn("the servers stayed behind the allocations the client applied; taking their view", "applied", max(index, restored), "servers", newIndex, "patience", c.cfg.timing.behindPatience)
 		}
+		restored = 0 // applied: index carries it from now on
 		c.applyAllocs(list)
 		return newIndex, nil
 	})
+}
+
+// restoredIndex is the newest AllocModifyIndex of the allocations the
+// client knows before its first answer (restored from its state).
+func (c *Client) restoredIndex() uint64 {
+	c.allocsMu.Lock()
+	defer c.allocsMu.Unlock()
+	var idx uint64
+	for _, e := range c.allocs {
+		idx = max(idx, e.modifyIndex)
+	}
+	return idx
 }
 
 // applyAllocs decodes the server's list and carries out the diff.

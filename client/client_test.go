@@ -613,3 +613,34 @@ func TestBehindVerdict(t *testing.T) {
 		})
 	}
 }
+
+// After a restart, the allocations restored from the client's state count
+// as applied: a first answer from a server behind them (one that does not
+// know the allocation yet) does not collect it.
+func TestRestart_ServerBehindTheRestoredAllocsIsNotApplied(t *testing.T) {
+	srv := newFakeServer(t)
+	dataDir := t.TempDir()
+	cfg := testConfig(srv, dataDir)
+	cfg.timing.behindPatience = time.Hour
+	c1, err := New(cfg)
+	require.NoError(t, err)
+	waitRegistered(t, c1)
+	before := srv.currentIndex()
+	a := mockAlloc(c1.NodeID(), map[string]any{"run_for": "1h"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+	require.NoError(t, c1.Shutdown())
+
+	srv.setBehind(before)
+	c2 := startClient(t, cfg)
+	waitRegistered(t, c2)
+	time.Sleep(500 * time.Millisecond)
+	require.True(t, c2.tracks(a.ID), "an answer older than the restored allocation does not collect it")
+	require.NotNil(t, c2.runner(a.ID))
+
+	srv.setBehind(0)
+	b := mockAlloc(c2.NodeID(), map[string]any{"run_for": "1h"})
+	srv.upsertAlloc(b)
+	require.Eventually(t, func() bool { return srv.clientStatus(b.ID) == "running" }, waitFor, tick)
+	require.True(t, c2.tracks(a.ID))
+}
