@@ -7,29 +7,37 @@ import (
 	"github.com/drover-project/drover/nomad/structs"
 )
 
-// allocUpdateWindow is how long the server gathers client allocation
-// updates before committing them as one raft entry.
+// allocUpdateWindow is the least time between the starts of two applies
+// of client allocation updates.
 const allocUpdateWindow = 50 * time.Millisecond
 
-// allocUpdateBatcher coalesces the allocation updates clients send within
-// a window into one apply, as Nomad does: a fleet reporting at once costs
-// one raft entry and one FSM transaction per window instead of one per
-// node. Every submitter waits for the apply of the batch that carries its
+// allocUpdateBatcher coalesces the allocation updates clients send into
+// one apply per window, as Nomad does: a fleet reporting at once costs one
+// raft entry and one FSM transaction per window instead of one per node.
+// Every submitter waits for the apply of the batch that carries its
 // updates and gets that apply's index and error, so the client protocol is
 // unchanged (an answered PUT means the update is committed).
 //
+// The window is a throttle with a leading edge (flushDelay): the first
+// update after a quiet spell (no apply started for a window) is applied at
+// once, so a lone health verdict waits for nothing; later ones gather
+// until a window after the last apply started. Under a steady stream that
+// is one apply per window, as a fixed window has it.
+//
 // At most one apply runs at a time; updates that arrive meanwhile gather
-// into the next batch, which is applied once the window has passed and the
+// into the next batch, which is applied once its time has come and the
 // previous apply has finished. A node sends its next update only after the
 // previous one was answered, so its updates are applied in order.
 type allocUpdateBatcher struct {
 	window time.Duration
 	apply  func([]*structs.Allocation) (uint64, error)
+	now    func() time.Time
 
 	applying chan struct{} // holds a token while a batch is applied
 
-	mu      sync.Mutex
-	pending *allocBatch // guarded by mu; nil when nothing waits
+	mu        sync.Mutex
+	pending   *allocBatch // guarded by mu; nil when nothing waits
+	lastApply time.Time   // guarded by mu; when the last batch was taken for its apply
 }
 
 // allocBatch is one batch of updates and, once done is closed, its result.
@@ -41,7 +49,17 @@ type allocBatch struct {
 }
 
 func newAllocUpdateBatcher(window time.Duration, apply func([]*structs.Allocation) (uint64, error)) *allocUpdateBatcher {
-	return &allocUpdateBatcher{window: window, apply: apply, applying: make(chan struct{}, 1)}
+	return &allocUpdateBatcher{window: window, apply: apply, now: time.Now, applying: make(chan struct{}, 1)}
+}
+
+// flushDelay is how long a batch opened at now waits before its apply:
+// until a window after the last apply started (lastApply), and not at all
+// when that is past (or there was none).
+func flushDelay(lastApply, now time.Time, window time.Duration) time.Duration {
+	if lastApply.IsZero() {
+		return 0
+	}
+	return max(lastApply.Add(window).Sub(now), 0)
 }
 
 // submit adds allocs to the pending batch (starting one if none) and waits
@@ -52,7 +70,11 @@ func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation) (uint64, error
 	if p == nil {
 		p = &allocBatch{done: make(chan struct{})}
 		b.pending = p
-		time.AfterFunc(b.window, b.flush)
+		if d := flushDelay(b.lastApply, b.now(), b.window); d > 0 {
+			time.AfterFunc(d, b.flush)
+		} else {
+			go b.flush()
+		}
 	}
 	p.allocs = append(p.allocs, allocs...)
 	b.mu.Unlock()
@@ -67,6 +89,9 @@ func (b *allocUpdateBatcher) flush() {
 	b.mu.Lock()
 	p := b.pending
 	b.pending = nil
+	if p != nil {
+		b.lastApply = b.now()
+	}
 	b.mu.Unlock()
 	if p == nil {
 		return

@@ -58,29 +58,62 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recordingApply{}
 		b := newAllocUpdateBatcher(50*time.Millisecond, rec.apply)
+		start := time.Now()
+
+		// The first update after a quiet spell is applied at once.
+		got, err := b.submit([]*structs.Allocation{{ID: "lone"}})
+		require.NoError(t, err)
+		require.Equal(t, uint64(101), got)
+		require.Zero(t, time.Since(start), "a lone update waits for nothing")
+
+		// The next ones, within a window of that apply, gather into one.
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		idx, errs := map[string]uint64{}, map[string]error{}
+		time.Sleep(10 * time.Millisecond)
 		for i := range 5 {
 			submitAsync(b, fmt.Sprint("a", i), idx, errs, &mu, &wg)
 		}
 		synctest.Wait()
-		require.Empty(t, rec.got(), "nothing is applied before the window ends")
-		time.Sleep(50 * time.Millisecond)
+		require.Len(t, rec.got(), 1, "nothing more is applied before the window ends")
+		time.Sleep(40 * time.Millisecond) // a window after the first apply started
 		wg.Wait()
-		require.Len(t, rec.got(), 1)
-		require.ElementsMatch(t, []string{"a0", "a1", "a2", "a3", "a4"}, rec.got()[0])
+		require.Equal(t, 50*time.Millisecond, time.Since(start))
+		require.Len(t, rec.got(), 2)
+		require.ElementsMatch(t, []string{"a0", "a1", "a2", "a3", "a4"}, rec.got()[1])
 		for i := range 5 {
-			require.Equal(t, uint64(101), idx[fmt.Sprint("a", i)], "every submitter gets its batch's index")
+			require.Equal(t, uint64(102), idx[fmt.Sprint("a", i)], "every submitter gets its batch's index")
 			require.NoError(t, errs[fmt.Sprint("a", i)])
 		}
 
-		// A later update starts a new batch.
-		got, err := b.submit([]*structs.Allocation{{ID: "b0"}})
+		// After a quiet window, an update goes at once again.
+		time.Sleep(time.Second)
+		at := time.Now()
+		got, err = b.submit([]*structs.Allocation{{ID: "b0"}})
 		require.NoError(t, err)
-		require.Equal(t, uint64(102), got)
-		require.Equal(t, []string{"b0"}, rec.got()[1])
+		require.Equal(t, uint64(103), got)
+		require.Zero(t, time.Since(at))
+		require.Equal(t, []string{"b0"}, rec.got()[2])
 	})
+}
+
+func TestFlushDelay(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	w := 50 * time.Millisecond
+	for name, tc := range map[string]struct {
+		last, now time.Time
+		want      time.Duration
+	}{
+		"never applied":          {now: t0, want: 0},
+		"within the window":      {last: t0, now: t0.Add(10 * time.Millisecond), want: 40 * time.Millisecond},
+		"at the window's end":    {last: t0, now: t0.Add(w), want: 0},
+		"long after":             {last: t0, now: t0.Add(time.Hour), want: 0},
+		"right after it started": {last: t0, now: t0, want: w},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.want, flushDelay(tc.last, tc.now, w))
+		})
+	}
 }
 
 func TestAllocUpdateBatcher_GathersDuringApplyAndPropagatesErrors(t *testing.T) {
