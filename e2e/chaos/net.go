@@ -131,6 +131,16 @@ func (n *Net) Drop(fromCg, to string) error {
 	return iptables("-A", n.chain, "-m", "cgroup", "--path", fromCg, "-d", to, "-j", "DROP")
 }
 
+// Cut cuts the link between two members both ways: packets from the
+// member in cgroup aCg to bHost, and from the member in bCg to aHost, are
+// dropped, so neither can open or keep a conversation with the other.
+func (n *Net) Cut(aCg, aHost, bCg, bHost string) error {
+	if err := n.Drop(aCg, bHost); err != nil {
+		return err
+	}
+	return n.Drop(bCg, aHost)
+}
+
 // Loss drops packets from fromCg to to at random with probability p.
 func (n *Net) Loss(fromCg, to string, p float64) error {
 	n.mu.Lock()
