@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -48,8 +49,14 @@ func DeploymentViolations(d *api.Deployment, allocs []*api.AllocationListStub, n
 	}
 	sort.Strings(missing)
 	for _, n := range missing {
-		out = append(out, fmt.Sprintf("deployment %s (job %s v%d) is successful but node %s runs no healthy allocation of v%d",
-			d.ID, d.JobID, d.JobVersion, shortID(n), d.JobVersion))
+		var live []string
+		for _, a := range allocs {
+			if a.NodeID == n && a.DesiredStatus == api.AllocDesiredStatusRun {
+				live = append(live, fmt.Sprintf("%s v%d %s", shortID(a.ID), a.JobVersion, a.ClientStatus))
+			}
+		}
+		out = append(out, fmt.Sprintf("deployment %s (job %s v%d) is successful but node %s runs no healthy allocation of v%d (it runs: %s)",
+			d.ID, d.JobID, d.JobVersion, shortID(n), d.JobVersion, strings.Join(live, ", ")))
 	}
 	return out
 }

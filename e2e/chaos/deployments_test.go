@@ -41,7 +41,7 @@ func TestDeploymentViolations(t *testing.T) {
 		{"a node still on the old version", dep("successful"), []*api.AllocationListStub{
 			alloc("a2", "node-a", 2, "run", "running", healthy(true)),
 			alloc("b1", "node-b", 1, "run", "running", healthy(true)),
-		}, []string{"dep-1 (job j v2) is successful but node node-b runs no healthy allocation of v2"}},
+		}, []string{"dep-1 (job j v2) is successful but node node-b runs no healthy allocation of v2 (it runs: b1 v1 running)"}},
 		{"stopped allocations of the version are not judged", dep("successful"), []*api.AllocationListStub{
 			alloc("a2", "node-a", 2, "run", "running", healthy(true)),
 			alloc("b2", "node-b", 2, "run", "running", healthy(true)),

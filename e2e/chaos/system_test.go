@@ -97,35 +97,6 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 		}
 		return c.Servers[l].API
 	}
-	// converged waits until every client node runs exactly one allocation
-	// of the job, of version v.
-	converged := func(v uint64) {
-		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			a := api0()
-			allocs, _, err := a.Jobs().Allocations("chaos-sys", true, nil)
-			running := map[string][]uint64{}
-			if err == nil {
-				for _, al := range allocs {
-					if al.ClientStatus == "running" {
-						running[al.NodeID] = append(running[al.NodeID], al.JobVersion)
-					}
-				}
-			}
-			ok := err == nil && len(running) == len(clients)
-			for _, vs := range running {
-				ok = ok && len(vs) == 1 && vs[0] == v
-			}
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job version %d not running once on each of %d nodes: %v (err %v)\n%s", v, len(clients), running, err, rolloutState(a, c, clients))
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
 	register := func(a *api.Client, n int) (uint64, error) {
 		if _, _, err := a.Jobs().Register(guardedSystemJob(dir, fmt.Sprint(n)), nil); err != nil {
 			return 0, err
@@ -169,7 +140,7 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			checked[d.ID] = true
 			t.Logf("deployment %s of version %d successful: checked against %d allocations of the job", shortID(d.ID), d.JobVersion, len(allocs))
 			if bad := DeploymentViolations(d, allocs, nodeIDs); len(bad) > 0 {
-				t.Errorf("a deployment succeeded while a node of its version is unhealthy:\n  %s\n%s", strings.Join(bad, "\n  "), rolloutState(a, c, clients))
+				t.Fatalf("a deployment succeeded while a node of its version is unhealthy:\n  %s\n%s", strings.Join(bad, "\n  "), rolloutState(a, c, clients))
 			}
 		}
 		if latest == nil {
@@ -190,6 +161,36 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("the deployment of version %d did not end within 3m\n%s", v, rolloutState(api0(), c, clients))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	// converged waits until every client node runs exactly one allocation
+	// of the job, of version v.
+	converged := func(v uint64) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			a := api0()
+			allocs, _, err := a.Jobs().Allocations("chaos-sys", true, nil)
+			running := map[string][]uint64{}
+			if err == nil {
+				for _, al := range allocs {
+					if al.ClientStatus == "running" {
+						running[al.NodeID] = append(running[al.NodeID], al.JobVersion)
+					}
+				}
+			}
+			ok := err == nil && len(running) == len(clients)
+			for _, vs := range running {
+				ok = ok && len(vs) == 1 && vs[0] == v
+			}
+			watch(v) // a deployment may succeed, rightly or not, before v runs everywhere
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job version %d not running once on each of %d nodes: %v (err %v)\n%s", v, len(clients), running, err, rolloutState(a, c, clients))
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
