@@ -19,9 +19,9 @@ import (
 // is given up on in seconds.
 
 // shortHeartbeats is the servers' heartbeat configuration for the client
-// fault tests: a node that sends nothing for 4–6 s is given up on.
+// fault tests: a node that sends nothing for 5–7 s is given up on.
 const shortHeartbeats = `min_heartbeat_ttl = "2s"
-  heartbeat_grace = "2s"`
+  heartbeat_grace = "3s"`
 
 // guardScript is a raw_exec task's shell script that takes an exclusive
 // lock on <dir>/<key>.lock (key is a shell word: one lock per allocation
@@ -409,42 +409,92 @@ func (r *clientRig) settle() (starts, overlaps map[string][]guardLine) {
 	return starts, overlaps
 }
 
-// A client cut from every server past its heartbeat TTL is marked down;
-// its allocations are lost. The service allocation (disconnect
-// stop_on_client_after) is stopped by the cut-off client itself and only
-// then replaced on the spare node; the system job gets no replacement
-// elsewhere. On healing the node is ready again, the service job runs
-// exactly its two allocations (the old one stays stopped), and the system
-// job gets a new allocation on the node. No allocation name and no node
-// ever has two live copies at once.
-func TestClientPartitionedPastTTL(t *testing.T) {
-	r := startClientRig(t, int(envInt("DROVER_CHAOS_HOST", 11))+20)
-	stopAfter := 3 * time.Second
-	svc, sys := clientFaultJobs(r.dir, func() *api.DisconnectStrategy {
-		return &api.DisconnectStrategy{StopOnClientAfter: &stopAfter}
-	})
-	victim, target, spare, sysByNode := r.placed(svc, sys)
-
-	cut := time.Now()
-	r.cutOff(r.byName[target])
-	replacement := r.struck(victim, target, spare, sysByNode, "down", "lost")
-	t.Logf("%s down and replaced by %s on %s after %v", target, replacement[:8], spare, time.Since(cut).Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // the partition outlasts the replacement a little; nothing to wait on
-	if err := r.c.Net.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	heal := time.Now()
-	r.healed(victim, replacement, target, sysByNode, false)
-	t.Logf("%s ready and converged %v after the heal", target, time.Since(heal).Round(time.Millisecond))
-
-	starts, overlaps := r.settle()
+// checkOverlaps judges the guard's overlap records once the cluster has
+// converged: with overlap false, no lock was ever found held; with overlap
+// true, only victim's replacement found its name's lock held (the
+// original still ran where the servers could not stop it), and it got
+// the lock within bound of healed (the client stopped the original).
+func (r *clientRig) checkOverlaps(overlaps map[string][]guardLine, victim *api.AllocationListStub, replacement string, overlap bool, healed time.Time) {
+	t := r.t
+	const bound = 20 * time.Second
+	victimKey := "chaos-svc-" + strconv.Itoa(allocIndex(victim.Name))
+	var acquired time.Time
 	for key, lines := range overlaps {
 		for _, l := range lines {
-			t.Errorf("%s: allocation %s on %s found another live copy (%s at %s)", key, l.Alloc, l.Node, l.Event, l.At.Format("15:04:05.000"))
+			switch {
+			case overlap && key == victimKey && l.Alloc == replacement && l.Event == "held":
+			case overlap && key == victimKey && l.Alloc == replacement && l.Event == "acquired":
+				acquired = l.At
+			default:
+				t.Errorf("%s: allocation %s on %s found another live copy (%s at %s)", key, l.Alloc, l.Node, l.Event, l.At.Format("15:04:05.000"))
+			}
 		}
 	}
-	if n := len(starts["chaos-svc-"+strconv.Itoa(allocIndex(victim.Name))]); n != 2 {
-		t.Errorf("%s started %d times, want 2 (the original and its replacement)", victim.Name, n)
+	if !overlap {
+		return
+	}
+	switch {
+	case len(overlaps[victimKey]) == 0:
+		t.Errorf("the replacement %s never found the original's lock held: the guard does not see copies across nodes", replacement[:8])
+	case acquired.IsZero():
+		t.Errorf("the replacement %s still waits for the original %s to stop", replacement[:8], victim.ID[:8])
+	case acquired.Sub(healed) > bound:
+		t.Errorf("the original %s stopped %v after the heal (more than %v)", victim.ID[:8], acquired.Sub(healed), bound)
+	default:
+		t.Logf("the original %s and its replacement overlapped until the heal; the original stopped %v after it", victim.ID[:8], acquired.Sub(healed).Round(time.Millisecond))
+	}
+}
+
+// A client cut from every server past its heartbeat TTL is marked down;
+// its allocations are lost. The service allocation is replaced on the
+// spare node; the system job gets no replacement elsewhere. On healing
+// the node is ready again, the service job runs exactly its two
+// allocations (the original stopped, the replacement kept), and the
+// system job gets a new allocation on the node (never two at once there).
+//
+// With disconnect.stop_on_client_after, the cut-off client stops both
+// allocations itself and the servers place the replacement only after
+// that long: no allocation name ever has two live copies. Without a
+// disconnect block the cut-off client keeps its copy running (the
+// servers cannot reach it), so the original and the replacement overlap
+// until the heal; the client must stop the original soon after.
+func TestClientPartitionedPastTTL(t *testing.T) {
+	stopAfter := 3 * time.Second
+	cases := []struct {
+		name       string
+		disconnect func() *api.DisconnectStrategy
+		overlap    bool
+	}{
+		{"stop_on_client_after", func() *api.DisconnectStrategy { return &api.DisconnectStrategy{StopOnClientAfter: &stopAfter} }, false},
+		{"no disconnect block", func() *api.DisconnectStrategy { return nil }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startClientRig(t, int(envInt("DROVER_CHAOS_HOST", 11))+20)
+			svc, sys := clientFaultJobs(r.dir, tc.disconnect)
+			victim, target, spare, sysByNode := r.placed(svc, sys)
+
+			cut := time.Now()
+			r.cutOff(r.byName[target])
+			replacement := r.struck(victim, target, spare, sysByNode, "down", "lost")
+			t.Logf("%s down and replaced by %s on %s after %v", target, replacement[:8], spare, time.Since(cut).Round(time.Millisecond))
+			time.Sleep(2 * time.Second) // the partition outlasts the replacement a little; nothing to wait on
+			if err := r.c.Net.Heal(); err != nil {
+				t.Fatal(err)
+			}
+			heal := time.Now()
+			r.healed(victim, replacement, target, sysByNode, false)
+			t.Logf("%s ready and converged %v after the heal", target, time.Since(heal).Round(time.Millisecond))
+
+			starts, overlaps := r.settle()
+			r.checkOverlaps(overlaps, victim, replacement, tc.overlap, heal)
+			if n := len(starts["chaos-svc-"+strconv.Itoa(allocIndex(victim.Name))]); n != 2 {
+				t.Errorf("%s started %d times, want 2 (the original and its replacement)", victim.Name, n)
+			}
+			if n := len(starts["chaos-node-"+target]); n != 2 {
+				t.Errorf("the system allocations on %s started %d times, want 2 (the lost one and the new one)", target, n)
+			}
+		})
 	}
 }
 
@@ -489,30 +539,7 @@ func TestClientPausedPastTTL(t *testing.T) {
 	t.Logf("%s ready and converged %v after SIGCONT", target, time.Since(at).Round(time.Millisecond))
 
 	starts, overlaps := r.settle()
-	const bound = 20 * time.Second
-	victimKey := "chaos-svc-" + strconv.Itoa(allocIndex(victim.Name))
-	var acquired time.Time
-	for key, lines := range overlaps {
-		for _, l := range lines {
-			switch {
-			case key == victimKey && l.Alloc == replacement && l.Event == "held":
-			case key == victimKey && l.Alloc == replacement && l.Event == "acquired":
-				acquired = l.At
-			default:
-				t.Errorf("%s: allocation %s on %s found another live copy (%s at %s)", key, l.Alloc, l.Node, l.Event, l.At.Format("15:04:05.000"))
-			}
-		}
-	}
-	switch {
-	case len(overlaps[victimKey]) == 0:
-		t.Errorf("the replacement %s never found the paused original's lock held: the guard does not see copies across nodes", replacement[:8])
-	case acquired.IsZero():
-		t.Errorf("the replacement %s still waits for the original %s to stop", replacement[:8], victim.ID[:8])
-	case acquired.Sub(at) > bound:
-		t.Errorf("the original %s stopped %v after SIGCONT (more than %v)", victim.ID[:8], acquired.Sub(at), bound)
-	default:
-		t.Logf("the original %s and its replacement overlapped while the client was paused; it stopped %v after SIGCONT", victim.ID[:8], acquired.Sub(at).Round(time.Millisecond))
-	}
+	r.checkOverlaps(overlaps, victim, replacement, true, at)
 	if n := len(starts["chaos-node-"+target]); n != 1 {
 		t.Errorf("the system allocation on %s started %d times, want once (kept through the pause)", target, n)
 	}
