@@ -19,6 +19,7 @@ type Server struct {
 	*agentproc.Proc
 	Index int
 	Cg    string // its cgroup, as the iptables cgroup match names it
+	Mark  uint32 // its connections' conntrack mark (Net.MarkConns; clients only)
 	// API answers through this server with a short request timeout.
 	API *api.Client
 }

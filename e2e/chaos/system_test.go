@@ -14,7 +14,8 @@ import (
 )
 
 // startClients starts n client agents (raw_exec) on 127.0.0.<first>.., each
-// in its own cgroup, registering with the cluster's servers.
+// in its own cgroup with its connections marked (Net.MarkConns),
+// registering with the cluster's servers.
 func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 	t.Helper()
 	var servers []string
@@ -36,6 +37,10 @@ func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 			t.Fatal(err)
 		}
 		p.SysProcAttr = attr
+		mark, err := c.Net.MarkConns(cg) // before the start: every connection it opens is marked
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := p.WriteClientConfig(servers); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +48,7 @@ func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Kill) // its tasks are in its cgroup: the net's cleanup kills what is left
-		out = append(out, &Server{Proc: p, Index: 100 + i, Cg: cg})
+		out = append(out, &Server{Proc: p, Index: 100 + i, Cg: cg, Mark: mark})
 	}
 	return out
 }
