@@ -73,18 +73,38 @@ func computeAllocDiff(known map[string]uint64, incoming []*structs.Allocation, k
 	return d
 }
 
+// acceptAllocList reports whether the client applies a list of the node's
+// allocations answered at index got, having applied the list at index had.
+// regsAtHad and regsNow count the node's registrations when the list at had
+// was applied and now. A list older than the one applied comes from a
+// server behind it (the node's allocations are read stale, from whichever
+// server the client reaches: a lagging follower, or one cut off from the
+// leader): applying it would collect live allocations it does not list yet
+// and start again those the client already knows are gone. It is refused,
+// unless the node has registered again since: servers that lost the node
+// (a cluster rebuilt) start their indexes over, and their list is the truth.
+func acceptAllocList(had, got, regsAtHad, regsNow uint64) bool {
+	return got >= had || regsNow != regsAtHad
+}
+
 // watchAllocs long-polls the node's allocations once the node is
 // registered and applies each new list, until ctx ends.
 func (c *Client) watchAllocs(ctx context.Context) {
+	var regs uint64 // registrations when the list at index was applied
 	c.pollLoop(ctx, hclog.Warn, "failed to fetch allocations; retrying", func(ctx context.Context, index uint64) (uint64, error) {
 		list, newIndex, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
 			return 0, err
 		}
+		now := c.registrations.Load()
+		if !acceptAllocList(index, newIndex, regs, now) {
+			return 0, fmt.Errorf("the server answered at index %d, behind the allocations applied at %d; asking again", newIndex, index)
+		}
 		if newIndex < index {
-			c.logger.Info("server index went backwards; resyncing", "old", index, "new", newIndex)
+			c.logger.Info("server index went backwards after the node registered again; resyncing", "old", index, "new", newIndex)
 		}
 		c.applyAllocs(list)
+		regs = now
 		return newIndex, nil
 	})
 }
