@@ -13,7 +13,10 @@
 //   - watchAllocs long-polls GET /v1/internal/node/{id}/allocs and diffs the
 //     list by ID and AllocModifyIndex (computeAllocDiff): new allocations
 //     get an alloc runner, changed ones are handed to theirs, allocations the
-//     server no longer lists (collected) are destroyed. A desired stop is
+//     server no longer lists (collected) are destroyed. A list answered at
+//     an index below the one applied (a server behind: the list is read
+//     stale) is refused and asked for again, unless the node registered
+//     again since (acceptAllocList). A desired stop is
 //     held back while a replacement of the allocation (PreviousAllocation)
 //     prepares on this node: the replacement's runner stops it once
 //     prepared ("prefetch before kill", computeStopHolds), and a failed
