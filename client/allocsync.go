@@ -81,17 +81,20 @@ var errServerBehind = errors.New("the server answered with an older view of the 
 // behindVerdict decides about an answer of the node's alloc query at
 // index answered when the client has applied one at applied. An answer
 // at a lower index comes from a server behind the one that answered
-// before: a follower still catching up, a deposed leader, a new leader
-// that has not applied what its predecessor committed. Its list lacks
-// allocations placed since, and applying it would destroy them. So it is
-// not applied (the client asks another server) unless the servers have
-// stayed behind for patience: then the cluster's state itself went back
-// (a snapshot restored, the servers rebuilt) and the answer is the truth.
+// before (the node's allocations are read stale, from whichever server
+// the client reaches: a follower still catching up, a deposed leader, a
+// new leader that has not applied what its predecessor committed). Its
+// list lacks allocations placed since: applying it would collect live
+// allocations and start again those the client knows are gone. So it is
+// not applied (the client asks another server), unless the node has
+// registered again since (servers that lost the node, a cluster rebuilt,
+// start their indexes over) or the servers have stayed behind for
+// patience (a snapshot restored): then the answer is the truth.
 // behindSince is when answers started to be behind (zero: they are not);
 // the verdict returns the new value.
-func behindVerdict(applied, answered uint64, behindSince, now time.Time, patience time.Duration) (apply bool, since time.Time) {
+func behindVerdict(applied, answered uint64, registeredAgain bool, behindSince, now time.Time, patience time.Duration) (apply bool, since time.Time) {
 	switch {
-	case answered >= applied:
+	case answered >= applied, registeredAgain:
 		return true, time.Time{}
 	case behindSince.IsZero():
 		return false, now
@@ -112,23 +115,33 @@ func behindVerdict(applied, answered uint64, behindSince, now time.Time, patienc
 func (c *Client) watchAllocs(ctx context.Context) {
 	var behindSince time.Time
 	restored := c.restoredIndex()
+	// regs is the node's registrations when the list at index was applied
+	// (for the restored allocations, those of the first poll).
+	var regs uint64
+	first := true
 	c.pollLoop(ctx, hclog.Warn, "failed to fetch allocations; retrying", func(ctx context.Context, index uint64) (uint64, error) {
 		list, newIndex, from, err := c.rpc.nodeAllocs(ctx, c.NodeID(), index, c.cfg.timing.allocWait)
 		if err != nil {
 			return 0, err
 		}
-		apply, since := behindVerdict(max(index, restored), newIndex, behindSince, c.cfg.Now(), c.cfg.timing.behindPatience)
+		now := c.registrations.Load()
+		if first {
+			regs, first = now, false
+		}
+		applied := max(index, restored)
+		apply, since := behindVerdict(applied, newIndex, now != regs, behindSince, c.cfg.Now(), c.cfg.timing.behindPatience)
 		wasBehind := !behindSince.IsZero()
 		behindSince = since
 		if !apply {
 			c.rpc.rotate(from)
-			return 0, fmt.Errorf("%w (server %s: index %d, applied %d)", errServerBehind, from, newIndex, max(index, restored))
+			return 0, fmt.Errorf("%w (server %s: index %d, applied %d)", errServerBehind, from, newIndex, applied)
 		}
-		if wasBehind && newIndex < max(index, restored) {
-			c.logger.Warn("the servers stayed behind the allocations the client applied; taking their view", "applied", max(index, restored), "servers", newIndex, "patience", c.cfg.timing.behindPatience)
+		if newIndex < applied {
+			c.logger.Warn("taking an older view of the node's allocations", "applied", applied, "servers", newIndex, "registered_again", now != regs, "stayed_behind", wasBehind)
 		}
 		restored = 0 // applied: index carries it from now on
 		c.applyAllocs(list)
+		regs = now
 		return newIndex, nil
 	})
 }

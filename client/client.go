@@ -80,6 +80,8 @@ type Client struct {
 	registeredOnce sync.Once
 	// reregister (room for one token) asks nodeLoop to register again.
 	reregister chan struct{}
+	// registrations counts the node's successful registrations.
+	registrations atomic.Uint64
 
 	// lastContact is when (unix nanoseconds) the servers last answered a
 	// registration or heartbeat; the client's start before that.

@@ -184,6 +184,36 @@ func TestServersRotateOnFailure(t *testing.T) {
 	require.Eventually(t, func() bool { _, hb := srv.counts(); return hb >= 1 }, waitFor, tick)
 }
 
+// A server behind the client (a stale read: its list is older than the
+// one applied) must not make the client collect a running allocation,
+// nor, once an up-to-date server lists it again, run it a second time.
+func TestAllocListFromAServerBehindIsRefused(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(srv, t.TempDir())
+	cfg.timing.flushInterval = 20 * time.Millisecond
+	c := startClient(t, cfg)
+	waitRegistered(t, c)
+
+	a := mockAlloc(c.NodeID(), map[string]any{"run_for": "1h"})
+	srv.upsertAlloc(a)
+	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
+	started := srv.taskState(a.ID, "t").StartedAt
+
+	srv.answerBehind(3)
+	require.Eventually(t, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.behind == 0 }, waitFor, tick)
+	srv.setDesired(a.ID, "run") // a newer list (from a server up to date)
+	require.Eventually(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.index > 0 && srv.allocs[a.ID] != nil
+	}, waitFor, tick)
+	time.Sleep(200 * time.Millisecond) // the client applies the newer list; nothing to wait on
+	require.True(t, c.tracks(a.ID), "the allocation was collected on a list from a server behind")
+	require.Equal(t, "running", srv.clientStatus(a.ID))
+	require.Equal(t, started, srv.taskState(a.ID, "t").StartedAt, "the task was started again")
+	require.NotContains(t, srv.reported(a.ID)[1:], "pending", "the allocation ran again")
+}
+
 func TestAllocRunsToComplete(t *testing.T) {
 	srv := newFakeServer(t)
 	cfg := testConfig(srv, t.TempDir())
@@ -607,7 +637,7 @@ func TestBehindVerdict(t *testing.T) {
 		"behind for the patience":   {applied: 10, answered: 3, since: t0, now: t0.Add(p), apply: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			apply, since := behindVerdict(tc.applied, tc.answered, tc.since, tc.now, p)
+			apply, since := behindVerdict(tc.applied, tc.answered, false, tc.since, tc.now, p)
 			require.Equal(t, tc.apply, apply)
 			require.True(t, tc.wantSince.Equal(since), "since %v, want %v", since, tc.wantSince)
 		})

@@ -13,7 +13,12 @@
 //   - watchAllocs long-polls GET /v1/internal/node/{id}/allocs and diffs the
 //     list by ID and AllocModifyIndex (computeAllocDiff): new allocations
 //     get an alloc runner, changed ones are handed to theirs, allocations the
-//     server no longer lists (collected) are destroyed. A desired stop is
+//     server no longer lists (collected) are destroyed. A list answered at
+//     an index below the one applied (a server behind: the list is read
+//     stale; the allocations restored at start count as applied) is
+//     refused and asked for again on the next server, unless the node
+//     registered again since or the servers stay behind for 30 s
+//     (behindVerdict). A desired stop is
 //     held back while a replacement of the allocation (PreviousAllocation)
 //     prepares on this node: the replacement's runner stops it once
 //     prepared ("prefetch before kill", computeStopHolds), and a failed

@@ -34,6 +34,7 @@ type fakeServer struct {
 	batches       []updateBatch                           // every alloc update call, in order
 	failUpdates   int                                     // answer the next n update calls with 500
 	failBeats     bool                                    // answer heartbeats with 500 (cut off)
+	behind        int                                     // answer the next n allocs queries at once, empty, at index 1 (a server behind)
 	badTokens     int                                     // calls with a wrong X-Nomad-Token
 	wake          chan struct{}                           // closed and replaced on every change
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
@@ -154,6 +155,13 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
+	if s.behind > 0 {
+		s.behind--
+		s.mu.Unlock()
+		w.Header().Set("X-Nomad-Index", "1")
+		_, _ = w.Write([]byte("[]"))
+		return
+	}
 	for s.index <= minIndex || s.behindAt > 0 {
 		if s.behindAt > 0 {
 			s.writeBehindLocked(w, id)
@@ -224,6 +232,16 @@ func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
 		a.ModifyIndex = idx
 	}
 	writeJSONT(w, idx, &api.WriteMeta{LastIndex: idx})
+}
+
+// answerBehind makes the next n allocs queries answer like a server far
+// behind (an empty list at index 1), and wakes the blocked one.
+func (s *fakeServer) answerBehind(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.behind = n
+	close(s.wake)
+	s.wake = make(chan struct{})
 }
 
 // upsertAlloc stores a (a server-side change: AllocModifyIndex advances).

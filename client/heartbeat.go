@@ -76,6 +76,7 @@ func (c *Client) registerOnce(ctx context.Context, ttl time.Duration) (time.Dura
 		return ttl, err
 	}
 	c.noteContact(c.cfg.Now())
+	c.registrations.Add(1)
 	c.logger.Info("node registered", "node_id", node.ID, "index", resp.Index, "heartbeat_ttl", resp.HeartbeatTTL)
 	c.registeredOnce.Do(func() { close(c.registered) })
 	c.services.resync() // a node registered again may have lost its services

@@ -239,3 +239,29 @@ func TestPendingUpdates_HealthVerdictIsMarkedForAnImmediateFlush(t *testing.T) {
 	require.False(t, p.takeHealth(), "the mark is cleared by taking it")
 	require.Len(t, p.take(), 1)
 }
+
+// A list of the node's allocations older than the one applied (a stale
+// read of a server behind: the chaos suite saw a resumed server answer at
+// index 28 after the client had applied 57, and the client collected a
+// live allocation and then ran it again) is refused, unless the node
+// registered again since (servers that lost it start their indexes over).
+func TestBehindVerdictRegisteredAgain(t *testing.T) {
+	cases := []struct {
+		name                       string
+		had, got, regsHad, regsNow uint64
+		want                       bool
+	}{
+		{"first list", 0, 12, 0, 1, true},
+		{"newer list", 57, 60, 1, 1, true},
+		{"same index (wait ended)", 57, 57, 1, 1, true},
+		{"server behind", 57, 28, 1, 1, false},
+		{"server behind, node registered again", 57, 3, 1, 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got, _ := behindVerdict(c.had, c.got, c.regsNow != c.regsHad, time.Time{}, time.Now(), time.Hour); got != c.want {
+				t.Fatalf("behindVerdict(%d, %d, registered again %v) = %v, want %v", c.had, c.got, c.regsNow != c.regsHad, got, c.want)
+			}
+		})
+	}
+}

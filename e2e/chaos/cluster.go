@@ -20,6 +20,7 @@ type Server struct {
 	*agentproc.Proc
 	Index int
 	Cg    string // its cgroup, as the iptables cgroup match names it
+	Mark  uint32 // its connections' conntrack mark (Net.MarkConns; clients only)
 	// API answers through this server with a short request timeout.
 	API *api.Client
 }
@@ -38,6 +39,13 @@ const requestTimeout = 4 * time.Second
 // and waits for them to agree on a leader. Everything it starts is
 // stopped in t.Cleanup.
 func StartCluster(t testing.TB, bin string, n, first int) *Cluster {
+	t.Helper()
+	return StartClusterWith(t, bin, n, first, "")
+}
+
+// StartClusterWith is StartCluster with serverExtra (HCL) added inside
+// every server's server block (e.g. heartbeat settings).
+func StartClusterWith(t testing.TB, bin string, n, first int, serverExtra string) *Cluster {
 	t.Helper()
 	c := &Cluster{Net: NewNet(t)}
 	for i := 0; i < n; i++ {
@@ -69,7 +77,7 @@ func StartCluster(t testing.TB, bin string, n, first int) *Cluster {
 				joins = append(joins, o.RPCAddr())
 			}
 		}
-		if err := s.WriteServerConfig(agentproc.ServerConfig{BootstrapExpect: n, RetryJoin: joins}); err != nil {
+		if err := s.WriteServerConfig(agentproc.ServerConfig{BootstrapExpect: n, RetryJoin: joins, Extra: serverExtra}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Start(); err != nil {
@@ -174,10 +182,7 @@ func (c *Cluster) Apply(f Fault, leader int) (heal func() error, cutOff int, err
 	isolate := func(i int) (func() error, int, error) {
 		s := c.Servers[i]
 		for _, o := range others(i) {
-			if err := c.Net.Drop(s.Cg, o.Host); err != nil {
-				return c.Net.Heal, i, err
-			}
-			if err := c.Net.Drop(o.Cg, s.Host); err != nil {
+			if err := c.Net.Cut(s.Cg, s.Host, o.Cg, o.Host); err != nil {
 				return c.Net.Heal, i, err
 			}
 		}

@@ -22,14 +22,29 @@ import (
 // the sender's cgroup names the source even though the kernel gives every
 // loopback connection the source address 127.0.0.1. Traffic of other
 // processes (the test's own workers included) is never matched.
+//
+// A member's packets to an address are not all of a link: on loopback a
+// connection's source address is 127.0.0.1, so the answers a peer sends
+// on a connection the member opened go to 127.0.0.1 and pass a rule on the
+// member's address. For members that must be cut off completely (a client
+// whose open blocking queries would otherwise still be answered),
+// MarkConns marks every connection the member opens (conntrack mark, from
+// the first packet, in a second chain that Heal leaves alone) and
+// DropConns drops both directions of the marked connections.
 type Net struct {
-	chain  string
-	cgRoot string // the cgroup2 mount
-	cgDir  string // this run's cgroup, below cgRoot
-	mu     sync.Mutex
-	rules  int
-	fds    []int // open cgroup directories
+	chain     string
+	markChain string // CONNMARK rules, never flushed by Heal
+	cgRoot    string // the cgroup2 mount
+	cgDir     string // this run's cgroup, below cgRoot
+	mu        sync.Mutex
+	rules     int
+	marks     uint32 // conntrack marks handed out
+	fds       []int  // open cgroup directories
 }
+
+// connMarkMask is the part of a connection's conntrack mark that MarkConns
+// sets (other users of the mark keep the rest).
+const connMarkMask = 0x00ff0000
 
 // cgroup2Root returns the mount point of the cgroup2 hierarchy.
 func cgroup2Root() (string, error) {
@@ -73,6 +88,7 @@ func NewNet(t testing.TB) *Net {
 		t.Skipf("SKIP chaos: %v", err)
 	}
 	n := &Net{chain: fmt.Sprintf("DROVER-CHAOS-%d", os.Getpid()), cgRoot: root}
+	n.markChain = n.chain + "-M"
 	n.cgDir = filepath.Join(root, n.chain)
 	// A chain of this name can only be left by a killed earlier process
 	// with the same pid: remove it first.
@@ -85,6 +101,14 @@ func NewNet(t testing.TB) *Net {
 		t.Fatalf("chaos: %v", err)
 	}
 	if err := iptables("-I", "OUTPUT", "-j", n.chain); err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	if err := iptables("-N", n.markChain); err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	// Marks first: a connection's first packet is marked before any drop
+	// rule sees it.
+	if err := iptables("-I", "OUTPUT", "-j", n.markChain); err != nil {
 		t.Fatalf("chaos: %v", err)
 	}
 	// Probe the cgroup match once, so a kernel without it skips here
@@ -131,6 +155,39 @@ func (n *Net) Drop(fromCg, to string) error {
 	return iptables("-A", n.chain, "-m", "cgroup", "--path", fromCg, "-d", to, "-j", "DROP")
 }
 
+// Cut cuts the link between two members both ways: packets from the
+// member in cgroup aCg to bHost, and from the member in bCg to aHost, are
+// dropped, so neither can open or keep a conversation with the other.
+func (n *Net) Cut(aCg, aHost, bCg, bHost string) error {
+	if err := n.Drop(aCg, bHost); err != nil {
+		return err
+	}
+	return n.Drop(bCg, aHost)
+}
+
+// MarkConns marks every connection the member in cgroup cg opens from now
+// on (call it before starting the member) and returns the mark for
+// DropConns.
+func (n *Net) MarkConns(cg string) (uint32, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.marks++
+	if n.marks > connMarkMask>>16 {
+		return 0, fmt.Errorf("chaos: more than %d marked members", connMarkMask>>16)
+	}
+	mark := n.marks << 16
+	return mark, iptables("-A", n.markChain, "-m", "cgroup", "--path", cg, "-j", "CONNMARK", "--set-xmark", fmt.Sprintf("%#x/%#x", mark, connMarkMask))
+}
+
+// DropConns drops every packet, either way, of the connections marked
+// with mark (until Heal).
+func (n *Net) DropConns(mark uint32) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rules++
+	return iptables("-A", n.chain, "-m", "connmark", "--mark", fmt.Sprintf("%#x/%#x", mark, connMarkMask), "-j", "DROP")
+}
+
 // Loss drops packets from fromCg to to at random with probability p.
 func (n *Net) Loss(fromCg, to string, p float64) error {
 	n.mu.Lock()
@@ -151,10 +208,12 @@ func (n *Net) Heal() error {
 // removeChain removes the jump, the rules and the chain (errors ignored:
 // parts may not exist).
 func (n *Net) removeChain() {
-	for iptables("-D", "OUTPUT", "-j", n.chain) == nil {
+	for _, c := range []string{n.chain, n.markChain} {
+		for iptables("-D", "OUTPUT", "-j", c) == nil {
+		}
+		_ = iptables("-F", c)
+		_ = iptables("-X", c)
 	}
-	_ = iptables("-F", n.chain)
-	_ = iptables("-X", n.chain)
 }
 
 // close removes the chain and the cgroups (killing any process still in
@@ -168,7 +227,7 @@ func (n *Net) close(t testing.TB) {
 	out, err := exec.Command("iptables", "-w", "5", "-S").CombinedOutput()
 	if err != nil {
 		t.Errorf("chaos cleanup: iptables -S: %v", err)
-	} else if strings.Contains(string(out), n.chain) {
+	} else if strings.Contains(string(out), n.chain) { // the mark chain's name begins with it
 		t.Errorf("chaos cleanup: iptables chain %s is left:\n%s", n.chain, out)
 	}
 	dirs, _ := os.ReadDir(n.cgDir)

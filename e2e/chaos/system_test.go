@@ -14,7 +14,8 @@ import (
 )
 
 // startClients starts n client agents (raw_exec) on 127.0.0.<first>.., each
-// in its own cgroup, registering with the cluster's servers.
+// in its own cgroup with its connections marked (Net.MarkConns),
+// registering with the cluster's servers.
 func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 	t.Helper()
 	var servers []string
@@ -36,6 +37,10 @@ func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 			t.Fatal(err)
 		}
 		p.SysProcAttr = attr
+		mark, err := c.Net.MarkConns(cg) // before the start: every connection it opens is marked
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := p.WriteClientConfig(servers); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +48,7 @@ func startClients(t *testing.T, c *Cluster, n, first int) []*Server {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Kill) // its tasks are in its cgroup: the net's cleanup kills what is left
-		out = append(out, &Server{Proc: p, Index: 100 + i, Cg: cg})
+		out = append(out, &Server{Proc: p, Index: 100 + i, Cg: cg, Mark: mark})
 	}
 	return out
 }
@@ -64,13 +69,22 @@ exec sleep 3600`, dir)
 	kill := time.Second
 	task.KillTimeout = &kill
 	job.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(task))
+	// One node at a time, each healthy once its task has run 2 s: every
+	// version is a deployment.
+	job.Update = &api.UpdateStrategy{
+		MaxParallel: new(1), HealthCheck: new("task_states"), MinHealthyTime: new(2 * time.Second),
+		HealthyDeadline: new(2 * time.Minute), ProgressDeadline: new(3 * time.Minute),
+	}
 	return job
 }
 
 // A system job's rollout, driven through faults of the servers (the
 // leader cut off or paused, a server killed), never has two live
 // allocations of the job on a node: each task holds a per-node lock for
-// as long as it runs, and one that finds it held says so.
+// as long as it runs, and one that finds it held says so. Every version
+// is a deployment, watched during the faults and after: it must end
+// successful, and a deployment is never successful while a node lacks a
+// running, healthy allocation of its version (DeploymentViolations).
 func TestSystemRolloutUnderServerFaults(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/flock"); err != nil {
 		t.Skip("SKIP: no /usr/bin/flock")
@@ -87,6 +101,74 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			t.Fatalf("%v%s", err, c.Tails(30))
 		}
 		return c.Servers[l].API
+	}
+	register := func(a *api.Client, n int) (uint64, error) {
+		if _, _, err := a.Jobs().Register(guardedSystemJob(dir, fmt.Sprint(n)), nil); err != nil {
+			return 0, err
+		}
+		j, _, err := a.Jobs().Info("chaos-sys", nil)
+		if err != nil {
+			return 0, err
+		}
+		return *j.Version, nil
+	}
+
+	// watch reads the job's deployments through the agreed leader (none:
+	// nothing this round) and checks each one newly seen successful
+	// against the allocations read right after it; it returns the status
+	// of version v's latest deployment ("" when not read).
+	var nodeIDs []string
+	checked := map[string]bool{}
+	watch := func(v uint64) string {
+		t.Helper()
+		l := c.Leader()
+		if l < 0 {
+			return ""
+		}
+		a := c.Servers[l].API
+		deps, _, err := a.Jobs().Deployments("chaos-sys", true, nil)
+		if err != nil {
+			return ""
+		}
+		var latest *api.Deployment
+		for _, d := range deps {
+			if d.JobVersion == v && (latest == nil || d.CreateIndex > latest.CreateIndex) {
+				latest = d
+			}
+			if d.Status != api.DeploymentStatusSuccessful || checked[d.ID] {
+				continue
+			}
+			allocs, _, err := a.Jobs().Allocations("chaos-sys", true, nil)
+			if err != nil {
+				return "" // checked on a later round
+			}
+			checked[d.ID] = true
+			t.Logf("deployment %s of version %d successful: checked against %d allocations of the job", shortID(d.ID), d.JobVersion, len(allocs))
+			if bad := DeploymentViolations(d, allocs, nodeIDs); len(bad) > 0 {
+				t.Fatalf("a deployment succeeded while a node of its version is unhealthy:\n  %s\n%s", strings.Join(bad, "\n  "), rolloutState(a, c, clients))
+			}
+		}
+		if latest == nil {
+			return ""
+		}
+		return latest.Status
+	}
+	// settled watches until version v's deployment ends; it must succeed.
+	settled := func(v uint64) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			switch st := watch(v); st {
+			case api.DeploymentStatusSuccessful:
+				return
+			case api.DeploymentStatusFailed, api.DeploymentStatusCancelled:
+				t.Fatalf("the deployment of version %d ended %s\n%s", v, st, rolloutState(api0(), c, clients))
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the deployment of version %d did not end within 3m\n%s", v, rolloutState(api0(), c, clients))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
 	// converged waits until every client node runs exactly one allocation
 	// of the job, of version v.
@@ -108,6 +190,7 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			for _, vs := range running {
 				ok = ok && len(vs) == 1 && vs[0] == v
 			}
+			watch(v) // a deployment may succeed, rightly or not, before v runs everywhere
 			if ok {
 				return
 			}
@@ -117,23 +200,15 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 	}
-	register := func(a *api.Client, n int) (uint64, error) {
-		if _, _, err := a.Jobs().Register(guardedSystemJob(dir, fmt.Sprint(n)), nil); err != nil {
-			return 0, err
-		}
-		j, _, err := a.Jobs().Info("chaos-sys", nil)
-		if err != nil {
-			return 0, err
-		}
-		return *j.Version, nil
-	}
 
 	// Both clients registered and the first version running.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		nodes, _, err := api0().Nodes().List(nil)
 		ready := 0
+		nodeIDs = nil
 		for _, n := range nodes {
+			nodeIDs = append(nodeIDs, n.ID)
 			if n.Status == "ready" {
 				ready++
 			}
@@ -151,6 +226,7 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	converged(v)
+	settled(v)
 
 	kinds := []Kind{PartitionLeader, PauseLeader, KillRestart, PartitionServer}
 	if v := os.Getenv("DROVER_CHAOS_KINDS"); v != "" { // narrows the faults, as for TestChaos
@@ -178,11 +254,18 @@ func TestSystemRolloutUnderServerFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("rollout to version %d under %s (leader s%d) for %v", v, f.Kind, leader, f.Hold)
-		time.Sleep(f.Hold) // the fault's duration is the point of the test
+		for end := time.Now().Add(f.Hold); time.Now().Before(end); { // the fault's duration is the point of the test
+			watch(v)
+			time.Sleep(250 * time.Millisecond)
+		}
 		if err := heal(); err != nil {
 			t.Fatal(err)
 		}
 		converged(v)
+		settled(v)
+	}
+	if len(checked) != 5 {
+		t.Errorf("%d successful deployments checked, want one per version (5)", len(checked))
 	}
 	doubles, _ := filepath.Glob(filepath.Join(dir, "double-*"))
 	for _, d := range doubles {

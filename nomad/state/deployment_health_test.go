@@ -128,6 +128,27 @@ func TestDeploymentHealthAggregation(t *testing.T) {
 			wantUntouched: true,
 		},
 		{
+			// A node's allocation failed after it was healthy and was
+			// replaced there (a system job): counting both would complete
+			// the deployment while another node runs the old version.
+			name: "a healthy allocation replaced leaves the count; its replacement counts once healthy",
+			steps: func(t *testing.T, f *healthFixture) {
+				f.client(t, 0, true, healthT1)
+				failed := &structs.Allocation{ID: f.allocs[0].ID, ClientStatus: structs.AllocClientStatusFailed}
+				require.NoError(t, f.s.UpdateAllocsFromClient(f.next(), []*structs.Allocation{failed}, healthT1.UnixNano()))
+				rep := testAlloc(f.job, "n")
+				rep.DeploymentID, rep.PreviousAllocation = f.d.ID, f.allocs[0].ID
+				require.NoError(t, f.s.UpsertPlanResults(f.next(), &structs.ApplyPlanResultsRequest{
+					Job: f.job, AllocsUpdated: []*structs.Allocation{rep}, UpdatedAt: healthT1.UnixNano(),
+				}))
+				require.Equal(t, 0, f.stored(t).TaskGroups["web"].HealthyAllocs, "the replaced allocation still counts")
+				f.allocs = append(f.allocs, rep)
+				f.client(t, 3, true, healthT2)
+			},
+			wantHealthy:  1,
+			wantProgress: healthT2.Add(healthPD),
+		},
+		{
 			name: "repeated healthy report does not push again",
 			steps: func(t *testing.T, f *healthFixture) {
 				f.client(t, 0, true, healthT1)

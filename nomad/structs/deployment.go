@@ -107,8 +107,13 @@ func DeploymentComplete(d *Deployment) bool {
 // leave HealthyAllocs too; otherwise a deployment completes before its
 // last nodes are updated, and those are then updated without a
 // deployment. An unknown allocation whose node reconnects runs again
-// and counts again.
+// and counts again. A replaced allocation (NextAllocation set: it failed
+// after it was healthy and was rescheduled, or was migrated) leaves the
+// count: its replacement counts once it is healthy, so one slot is never
+// counted twice (a system job whose allocation failed on a node after
+// becoming healthy and was replaced there would otherwise complete its
+// deployment while another node still runs the old version).
 func CountsHealthy(a *Allocation) bool {
-	return a.DeploymentStatus.IsHealthy() &&
+	return a.DeploymentStatus.IsHealthy() && a.NextAllocation == "" &&
 		a.ClientStatus != AllocClientStatusLost && a.ClientStatus != AllocClientStatusUnknown
 }
