@@ -266,7 +266,19 @@ func (s *Server) JobRevert(caller *acl.ACL, namespace, jobID string, version uin
 	revert := old.Copy()
 	revert.Stop = false
 	revert.VersionTag = nil
-	return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister), nil)
+	if enforcePrior == nil {
+		return s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister), nil)
+	}
+	// The prior version is enforced when the entry applies too: it is
+	// still current exactly when the job's modify index is unchanged.
+	reply, err := s.applyJobRegister(revert, nil, s.newEval(revert, structs.EvalTriggerJobRegister), &current.JobModifyIndex)
+	var refused *structs.RequestError
+	if errors.As(err, &refused) {
+		if now, rerr := s.State().JobByID(nil, namespace, jobID); rerr == nil && now != nil {
+			return nil, structs.BadRequestf("Current job has version %d; enforcing version %d", now.Version, *enforcePrior)
+		}
+	}
+	return reply, err
 }
 
 // JobStability marks a job version stable or unstable; caller needs
