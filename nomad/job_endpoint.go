@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 	"github.com/google/uuid"
 
@@ -59,6 +60,14 @@ func (s *Server) JobRegister(args *JobRegisterArgs) (*JobRegisterReply, error) {
 	}
 	if len(args.Job.Payload) > 0 && !args.Job.Dispatched {
 		return nil, structs.BadRequestf("Job can't be submitted with a payload, only dispatched")
+	}
+	if args.EnforceIndex {
+		// The index is checked against this server's state below: it must
+		// hold every acknowledged write, or a deposed leader would refuse
+		// for certain what the cluster would accept (the FSM checks again).
+		if err := s.WaitConsistentRead(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	current, err := s.State().JobByID(nil, args.Job.Namespace, args.Job.ID)
 	if err != nil {
@@ -240,6 +249,11 @@ type JobDeregisterOptions struct {
 func (s *Server) JobRevert(caller *acl.ACL, namespace, jobID string, version uint64, enforcePrior *uint64) (*JobRegisterReply, error) {
 	if err := requireNamespace(caller, namespace, acl.NamespaceCapabilitySubmitJob); err != nil {
 		return nil, err
+	}
+	if enforcePrior != nil { // checked on this server's state: it must be current (see JobRegister)
+		if err := s.WaitConsistentRead(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	current, err := s.State().JobByID(nil, namespace, jobID)
 	if err != nil {

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/drover-project/drover/acl"
@@ -80,6 +81,11 @@ func (s *Server) jobScaleOnce(args *JobScaleArgs) (*JobScaleReply, error) {
 		}
 		if args.Error {
 			return nil, structs.BadRequestf("scaling action should not contain count if error is true")
+		}
+	}
+	if args.EnforceIndex != 0 { // checked on this server's state: it must be current (see JobRegister)
+		if err := s.WaitConsistentRead(context.Background()); err != nil {
+			return nil, err
 		}
 	}
 	job, err := s.State().JobByID(nil, args.Namespace, args.JobID)
