@@ -200,8 +200,9 @@ func TestAllocListFromAServerBehindIsRefused(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.clientStatus(a.ID) == "running" }, waitFor, tick)
 	started := srv.taskState(a.ID, "t").StartedAt
 
-	srv.answerBehind(3)
-	require.Eventually(t, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.behind == 0 }, waitFor, tick)
+	srv.setBehind(1) // a server far behind: its list is empty
+	require.Eventually(t, func() bool { return srv.behindCount() >= 3 }, waitFor, tick, "the client asks again")
+	srv.setBehind(0)
 	srv.setDesired(a.ID, "run") // a newer list (from a server up to date)
 	require.Eventually(t, func() bool {
 		srv.mu.Lock()

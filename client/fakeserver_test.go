@@ -34,7 +34,6 @@ type fakeServer struct {
 	batches       []updateBatch                           // every alloc update call, in order
 	failUpdates   int                                     // answer the next n update calls with 500
 	failBeats     bool                                    // answer heartbeats with 500 (cut off)
-	behind        int                                     // answer the next n allocs queries at once, empty, at index 1 (a server behind)
 	badTokens     int                                     // calls with a wrong X-Nomad-Token
 	wake          chan struct{}                           // closed and replaced on every change
 	prefetch      map[string][]*structs.PrefetchDirective // by node ID
@@ -45,6 +44,7 @@ type fakeServer struct {
 	resolves      int                                     // ACL resolve calls
 	services      map[string][]*api.ServiceRegistration   // the catalog, by alloc ID (services_client_test.go)
 	behindAt      uint64                                  // when set, allocs queries are answered as by a server that applied only up to it
+	behindAnswers int                                     // allocs queries answered that way
 }
 
 type updateBatch struct {
@@ -155,13 +155,6 @@ func (s *fakeServer) getAllocs(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
-	if s.behind > 0 {
-		s.behind--
-		s.mu.Unlock()
-		w.Header().Set("X-Nomad-Index", "1")
-		_, _ = w.Write([]byte("[]"))
-		return
-	}
 	for s.index <= minIndex || s.behindAt > 0 {
 		if s.behindAt > 0 {
 			s.writeBehindLocked(w, id)
@@ -232,16 +225,6 @@ func (s *fakeServer) updateAllocs(w http.ResponseWriter, r *http.Request) {
 		a.ModifyIndex = idx
 	}
 	writeJSONT(w, idx, &api.WriteMeta{LastIndex: idx})
-}
-
-// answerBehind makes the next n allocs queries answer like a server far
-// behind (an empty list at index 1), and wakes the blocked one.
-func (s *fakeServer) answerBehind(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.behind = n
-	close(s.wake)
-	s.wake = make(chan struct{})
 }
 
 // upsertAlloc stores a (a server-side change: AllocModifyIndex advances).
@@ -539,6 +522,7 @@ func (s *fakeServer) secretOf(node string) string {
 // applied entries only up to s.behindAt does: at once (its index is below
 // the client's), with the allocations created by then.
 func (s *fakeServer) writeBehindLocked(w http.ResponseWriter, node string) {
+	s.behindAnswers++
 	out := []*wire.NodeAlloc{}
 	for _, a := range s.allocs {
 		if a.NodeID == node && a.CreateIndex <= s.behindAt {
@@ -566,4 +550,11 @@ func (s *fakeServer) currentIndex() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.index
+}
+
+// behindCount is how many allocs queries were answered from behind.
+func (s *fakeServer) behindCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.behindAnswers
 }
