@@ -25,6 +25,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// checkTimeout bounds each linearizability check of a run of faults
+// faults: two minutes, two seconds a fault for long runs.
+func checkTimeout(faults int64) time.Duration {
+	return max(2*time.Minute, time.Duration(faults)*2*time.Second)
+}
+
+// TestChaosRecheck checks a history a failed run kept
+// (DROVER_CHAOS_HISTORY=…/history.json) again, without its fault windows:
+// linearizability and stale reads only, within DROVER_CHAOS_CHECK_TIMEOUT
+// seconds (default ten minutes).
+func TestChaosRecheck(t *testing.T) {
+	path := os.Getenv("DROVER_CHAOS_HISTORY")
+	if path == "" {
+		t.Skip("DROVER_CHAOS_HISTORY names no history to check")
+	}
+	ops, err := LoadHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Check(ops, nil, []string{DefaultWorkload.LockKey}, time.Duration(envInt("DROVER_CHAOS_CHECK_TIMEOUT", 600))*time.Second, t.TempDir())
+	t.Log("\n" + Format(nil, res))
+	if res.Failed() {
+		t.Fatalf("the history of %s breaks an invariant or was not decided", path)
+	}
+}
+
 func envInt(name string, def int64) int64 {
 	if v := os.Getenv(name); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -46,7 +72,7 @@ func TestChaos(t *testing.T) {
 		Faults:       int(envInt("DROVER_CHAOS_FAULTS", 6)),
 		Limits:       Limits{HoldMin: 3 * time.Second, HoldMax: 6 * time.Second, GapMin: time.Second, GapMax: 2 * time.Second},
 		Recover:      90 * time.Second,
-		CheckTimeout: 2 * time.Minute,
+		CheckTimeout: checkTimeout(envInt("DROVER_CHAOS_FAULTS", 6)),
 		FirstHost:    int(envInt("DROVER_CHAOS_HOST", 11)),
 	}
 	// DROVER_CHAOS_KINDS (comma-separated) narrows the faults drawn.

@@ -55,7 +55,9 @@ type Op struct {
 	// Expect is the value a CAS expects ("" for absent: the CAS was made
 	// with the index the worker last read with that value).
 	Expect string
-	// Value is the value a CAS writes or a read returned ("" absent).
+	// Value is the value a CAS writes or a read returned ("" absent); for
+	// the lock, the token an acquire writes into the lock variable's items
+	// or a lock read returned (see ResolveAcquires).
 	Value string
 	// LockID is the lock an acquire got, a release names, a read saw
 	// ("" free).
@@ -71,6 +73,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("w%d@s%d cas(%s: %q->%q) %s", o.Worker, o.Server, o.Key, o.Expect, o.Value, o.Outcome)
 	case RegRead, StaleRead:
 		return fmt.Sprintf("w%d@s%d %s(%s)=%q", o.Worker, o.Server, o.Kind, o.Key, o.Value)
+	case LockAcquire, LockRead:
+		return fmt.Sprintf("w%d@s%d %s(%s by %s) %s", o.Worker, o.Server, o.Kind, short(o.LockID), o.Value, o.Outcome)
 	default:
 		return fmt.Sprintf("w%d@s%d %s(%s) %s", o.Worker, o.Server, o.Kind, short(o.LockID), o.Outcome)
 	}
@@ -293,4 +297,61 @@ func ResolveReleases(ops []Op) (out []Op, dropped, bounded int) {
 		out = append(out, o)
 	}
 	return out, dropped, bounded
+}
+
+// ResolveAcquires narrows lock acquires of unknown outcome by the token
+// each acquire writes into the lock variable's items (Value of an acquire;
+// a lock read returns the token stored with the holder in its Value).
+// Tokens are unique per acquire and only an acquire that takes the lock
+// writes one, so:
+//   - an acquire whose token some read returned took effect before the
+//     first such read returned. When a read saw the lock held under the
+//     token, the acquire becomes OK with that lock ID (its ghost is named);
+//     otherwise only its return time is bounded.
+//   - an acquire whose token no read returned never took effect: had it,
+//     the lock would have stayed held under an ID only a read can learn
+//     (a release needs the ID, the lock outlives the run) until such a
+//     read, or to the reads of the lock through every server that end the
+//     history. It is dropped.
+//
+// It returns the new history and how many acquires it dropped and resolved
+// (named or bounded).
+func ResolveAcquires(ops []Op) (out []Op, dropped, resolved int) {
+	type seen struct {
+		at     int64  // earliest return of a read that returned the token
+		heldAt int64  // earliest return of a read that saw it hold the lock
+		lockID string // the lock ID that read saw
+	}
+	byToken := map[string]*seen{}
+	for _, o := range ops {
+		if o.Kind != LockRead || o.Outcome != OK || o.Value == "" {
+			continue
+		}
+		s := byToken[o.Key+"\x00"+o.Value]
+		if s == nil {
+			s = &seen{at: o.Return, heldAt: Never}
+			byToken[o.Key+"\x00"+o.Value] = s
+		}
+		s.at = min(s.at, o.Return)
+		if o.LockID != "" && o.Return < s.heldAt {
+			s.heldAt, s.lockID = o.Return, o.LockID
+		}
+	}
+	for _, o := range ops {
+		if o.Kind == LockAcquire && o.Outcome == Unknown && o.Value != "" {
+			s := byToken[o.Key+"\x00"+o.Value]
+			if s == nil {
+				dropped++
+				continue
+			}
+			resolved++
+			if s.lockID != "" {
+				o.Outcome, o.LockID, o.Return = OK, s.lockID, max(s.heldAt, o.Call)
+			} else {
+				o.Return = max(s.at, o.Call)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, dropped, resolved
 }

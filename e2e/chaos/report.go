@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,6 +38,9 @@ type Result struct {
 	// ReleasesDropped and ReleasesBounded count the lock releases of
 	// unknown outcome ResolveReleases dropped or bounded.
 	ReleasesDropped, ReleasesBounded int
+	// AcquiresDropped and AcquiresResolved count the lock acquires of
+	// unknown outcome ResolveAcquires dropped or resolved.
+	AcquiresDropped, AcquiresResolved int
 }
 
 // Failed reports whether anything was broken or left unchecked.
@@ -64,6 +68,7 @@ func Check(ops []Op, windows []Window, lockKeys []string, timeout time.Duration,
 	res.Ops = len(ops)
 	ops, res.Dropped, res.Resolved = ResolveUnknown(ops)
 	ops, res.ReleasesDropped, res.ReleasesBounded = ResolveReleases(ops)
+	ops, res.AcquiresDropped, res.AcquiresResolved = ResolveAcquires(ops)
 
 	var regOps, lockOps []Op
 	isLock := map[string]bool{}
@@ -247,8 +252,8 @@ func Format(rows []Row, res Result) string {
 			Quantile(r.Recover, 0.5).Round(time.Millisecond), Quantile(r.Recover, 0.99).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&b, "%-18s %5s %8d %10d\n", "all (whole run)", "", res.Ops, len(res.Violations))
-	fmt.Fprintf(&b, "  unknown-outcome writes: %d never took effect, %d did; releases: %d never took effect, %d bounded by their retry\n",
-		res.Dropped, res.Resolved, res.ReleasesDropped, res.ReleasesBounded)
+	fmt.Fprintf(&b, "  unknown-outcome writes: %d never took effect, %d did; acquires: %d never took effect, %d did; releases: %d never took effect, %d bounded by their retry\n",
+		res.Dropped, res.Resolved, res.AcquiresDropped, res.AcquiresResolved, res.ReleasesDropped, res.ReleasesBounded)
 	names := make([]string, 0, len(res.Linear))
 	for n := range res.Linear {
 		names = append(names, n)
@@ -274,6 +279,27 @@ func keepDir(seed int64) string {
 }
 
 func removeAll(dir string) error { return os.RemoveAll(dir) }
+
+// SaveHistory writes ops as JSON into dir/history.json and returns the
+// path; LoadHistory reads it back.
+func SaveHistory(dir string, ops []Op) (string, error) {
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "history.json")
+	return path, os.WriteFile(path, b, 0o644)
+}
+
+// LoadHistory reads a history SaveHistory wrote.
+func LoadHistory(path string) ([]Op, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ops []Op
+	return ops, json.Unmarshal(b, &ops)
+}
 
 // Timeline lists the faults with their run-clock spans, to place a
 // violation's times.

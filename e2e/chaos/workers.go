@@ -126,13 +126,19 @@ func (ws *workers) stale(ctx context.Context, id int) {
 	}
 }
 
-// lockTTL is long enough that no lock expires during a run: the lock
-// model has no expiry.
-const lockTTL = "1h"
+// lockTTL is long enough that no lock expires during a run (the longest
+// a lock may be held): the lock model has no expiry, and ResolveAcquires
+// counts on a ghost staying held until a read finds it.
+const lockTTL = "24h"
+
+// tokenItem is the item an acquire writes its token under.
+const tokenItem = "by"
 
 // lock runs a lock worker: acquire, hold briefly, release (retrying a
 // release of unknown outcome); after an acquire of unknown outcome it
-// reads the holder and releases a lock nobody was granted (a ghost).
+// reads the holder and releases a lock nobody was granted (a ghost). Each
+// acquire writes a token unique to it into the variable's items, so a read
+// tells which acquire holds (ResolveAcquires).
 func (ws *workers) lock(ctx context.Context, id int) {
 	rng := rand.New(rand.NewSource(ws.seed*1000 + int64(id)))
 	key := ws.w.LockKey
@@ -151,7 +157,7 @@ func (ws *workers) lock(ctx context.Context, id int) {
 			ws.pause(rng, 100, 300) // retried after the run too: nothing stays held
 		}
 	}
-	read := func() (string, bool) {
+	read := func() (lockID, token string, ok bool) {
 		s := srv()
 		op := Op{Worker: id, Server: s.Index, Kind: LockRead, Key: key, Call: ws.rec.Now()}
 		v, _, err := s.API.Variables().Read(key, nil)
@@ -162,19 +168,22 @@ func (ws *workers) lock(ctx context.Context, id int) {
 			if v.Lock != nil {
 				op.LockID = v.Lock.ID
 			}
+			op.Value = v.Items[tokenItem]
 		default:
-			return "", false
+			return "", "", false
 		}
 		ws.rec.Add(op)
-		return op.LockID, true
+		return op.LockID, op.Value, true
 	}
-	for ctx.Err() == nil {
+	for seq := 0; ctx.Err() == nil; seq++ {
 		if rng.Intn(4) == 0 {
 			read()
 		}
 		s := srv()
-		op := Op{Worker: id, Server: s.Index, Kind: LockAcquire, Key: key, Call: ws.rec.Now()}
-		out, _, err := s.API.Variables().AcquireLock(&api.Variable{Path: key, Lock: &api.VariableLock{TTL: lockTTL, LockDelay: "10s"}}, nil)
+		token := fmt.Sprintf("w%d-%d", id, seq)
+		op := Op{Worker: id, Server: s.Index, Kind: LockAcquire, Key: key, Value: token, Call: ws.rec.Now()}
+		out, _, err := s.API.Variables().AcquireLock(&api.Variable{Path: key, Items: api.VariableItems{tokenItem: token},
+			Lock: &api.VariableLock{TTL: lockTTL, LockDelay: "10s"}}, nil)
 		op.Return = ws.rec.Now()
 		op.Outcome = outcome(err)
 		if op.Outcome == OK {
@@ -196,12 +205,16 @@ func (ws *workers) lock(ctx context.Context, id int) {
 			// Our acquire may hold the lock under an ID nobody knows:
 			// find it and release it, once it is clearly not granted.
 			for ctx.Err() == nil {
-				holder, ok := read()
+				holder, by, ok := read()
 				if !ok {
 					ws.pause(rng, 100, 300)
 					continue
 				}
 				if holder == "" {
+					break
+				}
+				if by == token { // our own acquire took: release it
+					release(holder)
 					break
 				}
 				time.Sleep(500 * time.Millisecond) // a grant may be on its way back to its worker
