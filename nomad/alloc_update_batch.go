@@ -24,6 +24,12 @@ const allocUpdateWindow = 50 * time.Millisecond
 // until a window after the last apply started. Under a steady stream that
 // is one apply per window, as a fixed window has it.
 //
+// An urgent update (a decisive one: a new health verdict or a terminal
+// client status, see decisiveUpdate) is never held back by the window: its
+// batch is applied as soon as no apply runs, a group commit. Deployments
+// and rescheduling wait on exactly these; the running and pending reports
+// that make up most of the stream keep the window.
+//
 // At most one apply runs at a time; updates that arrive meanwhile gather
 // into the next batch, which is applied once its time has come and the
 // previous apply has finished. A node sends its next update only after the
@@ -46,6 +52,9 @@ type allocBatch struct {
 	done   chan struct{}
 	index  uint64
 	err    error
+	// timer is the window's wait before the batch's flush (nil when its
+	// flush is on its way without one). Guarded by the batcher's mu.
+	timer *time.Timer
 }
 
 func newAllocUpdateBatcher(window time.Duration, apply func([]*structs.Allocation) (uint64, error)) *allocUpdateBatcher {
@@ -63,18 +72,24 @@ func flushDelay(lastApply, now time.Time, window time.Duration) time.Duration {
 }
 
 // submit adds allocs to the pending batch (starting one if none) and waits
-// for its apply.
-func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation) (uint64, error) {
+// for its apply. An urgent submission's batch does not wait for the
+// window. Each batch has exactly one flush on its way: the window's timer,
+// or (urgent, or the window past) one started at once.
+func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation, urgent bool) (uint64, error) {
 	b.mu.Lock()
 	p := b.pending
 	if p == nil {
 		p = &allocBatch{done: make(chan struct{})}
 		b.pending = p
-		if d := flushDelay(b.lastApply, b.now(), b.window); d > 0 {
-			time.AfterFunc(d, b.flush)
+		if d := flushDelay(b.lastApply, b.now(), b.window); d > 0 && !urgent {
+			p.timer = time.AfterFunc(d, b.flush)
 		} else {
 			go b.flush()
 		}
+	} else if urgent && p.timer != nil && p.timer.Stop() {
+		// The window's flush had not fired: it never will; flush now.
+		p.timer = nil
+		go b.flush()
 	}
 	p.allocs = append(p.allocs, allocs...)
 	b.mu.Unlock()
@@ -98,4 +113,22 @@ func (b *allocUpdateBatcher) flush() {
 	}
 	p.index, p.err = b.apply(p.allocs)
 	close(p.done)
+}
+
+// decisiveUpdate reports whether a client's update of an allocation
+// decides something the server did not know (stored is the allocation as
+// the server has it, nil if unknown): a health verdict it did not have, or
+// a terminal client status. Deployments and rescheduling wait on these.
+func decisiveUpdate(update, stored *structs.Allocation) bool {
+	if update.ClientTerminal() && (stored == nil || !stored.ClientTerminal()) {
+		return true
+	}
+	u := update.DeploymentStatus
+	if u == nil || u.Healthy == nil {
+		return false
+	}
+	if stored == nil || stored.DeploymentStatus == nil || stored.DeploymentStatus.Healthy == nil {
+		return true
+	}
+	return *stored.DeploymentStatus.Healthy != *u.Healthy
 }

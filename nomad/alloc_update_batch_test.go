@@ -47,7 +47,7 @@ func submitAsync(b *allocUpdateBatcher, id string, out map[string]uint64, errs m
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		idx, err := b.submit([]*structs.Allocation{{ID: id}})
+		idx, err := b.submit([]*structs.Allocation{{ID: id}}, false)
 		mu.Lock()
 		out[id], errs[id] = idx, err
 		mu.Unlock()
@@ -61,7 +61,7 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 		start := time.Now()
 
 		// The first update after a quiet spell is applied at once.
-		got, err := b.submit([]*structs.Allocation{{ID: "lone"}})
+		got, err := b.submit([]*structs.Allocation{{ID: "lone"}}, false)
 		require.NoError(t, err)
 		require.Equal(t, uint64(101), got)
 		require.Zero(t, time.Since(start), "a lone update waits for nothing")
@@ -89,7 +89,7 @@ func TestAllocUpdateBatcher_CoalescesWithinWindow(t *testing.T) {
 		// After a quiet window, an update goes at once again.
 		time.Sleep(time.Second)
 		at := time.Now()
-		got, err = b.submit([]*structs.Allocation{{ID: "b0"}})
+		got, err = b.submit([]*structs.Allocation{{ID: "b0"}}, false)
 		require.NoError(t, err)
 		require.Equal(t, uint64(103), got)
 		require.Zero(t, time.Since(at))
@@ -139,4 +139,93 @@ func TestAllocUpdateBatcher_GathersDuringApplyAndPropagatesErrors(t *testing.T) 
 			require.EqualError(t, errs[id], "not leader", id)
 		}
 	})
+}
+
+func TestAllocUpdateBatcher_UrgentUpdatesAreNotHeldBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recordingApply{}
+		b := newAllocUpdateBatcher(50*time.Millisecond, rec.apply)
+		start := time.Now()
+		_, err := b.submit([]*structs.Allocation{{ID: "first"}}, false)
+		require.NoError(t, err)
+
+		// Within the window: a plain update waits for it, and an urgent
+		// one that joins its batch takes the batch along at once.
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		idx, errs := map[string]uint64{}, map[string]error{}
+		time.Sleep(10 * time.Millisecond)
+		submitAsync(b, "plain", idx, errs, &mu, &wg)
+		synctest.Wait()
+		require.Len(t, rec.got(), 1, "a plain update keeps the window")
+		got, err := b.submit([]*structs.Allocation{{ID: "healthy"}}, true)
+		require.NoError(t, err)
+		wg.Wait()
+		require.Equal(t, 10*time.Millisecond, time.Since(start), "the urgent update waited for no window")
+		require.Equal(t, [][]string{{"first"}, {"plain", "healthy"}}, rec.got())
+		require.Equal(t, uint64(102), got)
+		require.Equal(t, uint64(102), idx["plain"])
+
+		// Right after that apply, an urgent update opens its own batch at
+		// once; nothing is applied twice and no stray flush comes later.
+		got, err = b.submit([]*structs.Allocation{{ID: "failed"}}, true)
+		require.NoError(t, err)
+		require.Equal(t, uint64(103), got)
+		require.Equal(t, 10*time.Millisecond, time.Since(start))
+		time.Sleep(time.Second)
+		require.Len(t, rec.got(), 3)
+	})
+}
+
+func TestAllocUpdateBatcher_UrgentUpdateDuringAnApplyGoesRightAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recordingApply{hold: make(chan struct{})}
+		b := newAllocUpdateBatcher(50*time.Millisecond, rec.apply)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		idx, errs := map[string]uint64{}, map[string]error{}
+		submitAsync(b, "first", idx, errs, &mu, &wg)
+		synctest.Wait() // the first batch is applying (held)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.submit([]*structs.Allocation{{ID: "healthy"}}, true)
+			require.NoError(t, err)
+		}()
+		synctest.Wait()
+		start := time.Now()
+		rec.hold <- struct{}{} // finish the first apply
+		rec.hold <- struct{}{} // the next follows at once, inside the window
+		wg.Wait()
+		require.Zero(t, time.Since(start))
+		require.Equal(t, [][]string{{"first"}, {"healthy"}}, rec.got())
+	})
+}
+
+func TestDecisiveUpdate(t *testing.T) {
+	yes, no := true, false
+	health := func(h *bool) *structs.AllocDeploymentStatus { return &structs.AllocDeploymentStatus{Healthy: h} }
+	alloc := func(status string, ds *structs.AllocDeploymentStatus) *structs.Allocation {
+		return &structs.Allocation{ID: "a", ClientStatus: status, DeploymentStatus: ds}
+	}
+	run, done, failed := structs.AllocClientStatusRunning, structs.AllocClientStatusComplete, structs.AllocClientStatusFailed
+	for name, tc := range map[string]struct {
+		update, stored *structs.Allocation
+		want           bool
+	}{
+		"running, no verdict":                    {alloc(run, nil), alloc(structs.AllocClientStatusPending, nil), false},
+		"running, verdict still undecided":       {alloc(run, health(nil)), alloc(run, nil), false},
+		"first healthy verdict":                  {alloc(run, health(&yes)), alloc(run, nil), true},
+		"first unhealthy verdict":                {alloc(run, health(&no)), alloc(run, health(nil)), true},
+		"the same verdict again":                 {alloc(run, health(&yes)), alloc(run, health(&yes)), false},
+		"a changed verdict":                      {alloc(run, health(&no)), alloc(run, health(&yes)), true},
+		"failed":                                 {alloc(failed, health(&yes)), alloc(run, health(&yes)), true},
+		"complete again":                         {alloc(done, nil), alloc(done, nil), false},
+		"an allocation the server does not know": {alloc(run, health(&yes)), nil, true},
+		"unknown, running":                       {alloc(run, nil), nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.want, decisiveUpdate(tc.update, tc.stored))
+		})
+	}
 }

@@ -244,7 +244,21 @@ func (s *Server) updateNodeStatus(nodeID, status, message string) (uint64, error
 // from many clients are committed together (allocUpdateBatcher); it
 // returns once the batch carrying allocs is applied.
 func (s *Server) AllocClientUpdate(allocs []*structs.Allocation) (uint64, error) {
-	return s.allocUpdates.submit(allocs)
+	return s.allocUpdates.submit(allocs, s.anyDecisiveUpdate(allocs))
+}
+
+// anyDecisiveUpdate reports whether an update of allocs decides something
+// (decisiveUpdate) against the local state: such a batch is not held back
+// by the window.
+func (s *Server) anyDecisiveUpdate(allocs []*structs.Allocation) bool {
+	snap := s.State()
+	for _, a := range allocs {
+		stored, err := snap.AllocByID(nil, a.ID)
+		if err != nil || decisiveUpdate(a, stored) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyAllocClientUpdates commits one batch of client updates.
