@@ -129,6 +129,7 @@ func (s *Server) revokeLeadership() {
 	s.heartbeats.stop()
 	s.leaderCancel()
 	s.leaderDone.Wait()
+	s.varLocks.reset() // the next term rebuilds its own from state
 	s.leaderCancel = nil
 	s.logger.Info("cluster leadership lost")
 }

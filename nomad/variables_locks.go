@@ -27,10 +27,19 @@ type lockLease struct {
 
 // lockLeases holds the leases of the locks the leader knows. Every method
 // takes the time as a parameter; only runVariableLocks reads the clock.
+//
+// Leases are the leader's of this term only: they are forgotten when
+// leadership is lost (reset), and until rebuild has matched them against
+// the state of a new term every lock the state holds counts as live and
+// renewable. A lease left from an earlier term (or recorded by a write
+// still in flight when leadership was lost) would otherwise name a lock
+// another leader has since released and granted again, and refuse its new
+// holder.
 type lockLeases struct {
-	mu     sync.Mutex
-	leases map[lockKey]lockLease
-	wake   chan struct{} // poked when the earliest release time may have moved
+	mu      sync.Mutex
+	leases  map[lockKey]lockLease
+	rebuilt bool          // rebuild has run since the last reset
+	wake    chan struct{} // poked when the earliest release time may have moved
 }
 
 func newLockLeases() *lockLeases {
@@ -57,6 +66,9 @@ func (l *lockLeases) start(k lockKey, lock *structs.VariableLock, now time.Time)
 func (l *lockLeases) renew(k lockKey, id string, ttl time.Duration, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.rebuilt {
+		return true // the caller found the lock held by id; rebuild gives it a full TTL
+	}
 	le, ok := l.leases[k]
 	if !ok || le.id != id || le.expired || now.After(le.deadline) {
 		return false
@@ -67,13 +79,25 @@ func (l *lockLeases) renew(k lockKey, id string, ttl time.Duration, now time.Tim
 }
 
 // live reports whether lock id on k is held and not past its deadline.
-// A lock the leader has no lease for (none recorded) is live: it was
-// acquired before this leader took office and rebuild adds it.
+// A lock the leader has no lease for (none recorded), or any lock before
+// rebuild, is live: it was acquired before this leader took office and
+// rebuild adds it.
 func (l *lockLeases) live(k lockKey, id string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.rebuilt {
+		return true
+	}
 	le, ok := l.leases[k]
 	return !ok || (le.id == id && !le.expired && !now.After(le.deadline))
+}
+
+// reset forgets every lease: leadership was lost.
+func (l *lockLeases) reset() {
+	l.mu.Lock()
+	l.leases, l.rebuilt = map[lockKey]lockLease{}, false
+	l.mu.Unlock()
+	l.poke()
 }
 
 // remove forgets the lease of k.
@@ -90,12 +114,15 @@ type dueLock struct {
 }
 
 // due marks expired and returns the leases whose deadline plus delay is
-// not after now, in key order. Each stays, neither live nor renewable,
+// not after now, in key order (none before rebuild). Each stays, neither live nor renewable,
 // until released (its release applied) or retry (it failed): without a
 // lease a lock would count as live (see live) while it is being released.
 func (l *lockLeases) due(now time.Time) []dueLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.rebuilt {
+		return nil // nothing recorded before rebuild is this term's
+	}
 	var out []dueLock
 	for k, le := range l.leases {
 		if !now.Before(le.deadline.Add(le.delay)) {
@@ -166,6 +193,7 @@ func (l *lockLeases) rebuild(vars []*structs.VariableEncrypted, now time.Time) {
 			delete(l.leases, k)
 		}
 	}
+	l.rebuilt = true
 	l.mu.Unlock()
 	l.poke()
 }

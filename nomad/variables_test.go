@@ -215,6 +215,7 @@ func TestVariableLockExpiry(t *testing.T) {
 func TestLockLeases(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	l := newLockLeases()
+	l.rebuild(nil, t0) // the term's leases start from state
 	k := lockKey{"default", "a"}
 	l.start(k, &structs.VariableLock{ID: "x", TTL: 10 * time.Second, LockDelay: 5 * time.Second}, t0)
 	require.False(t, l.renew(k, "y", 10*time.Second, t0), "another ID")
@@ -243,6 +244,7 @@ func TestLockLeases(t *testing.T) {
 func TestLockLeases_ExpiredStaysDeadUntilReleased(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	l := newLockLeases()
+	l.rebuild(nil, t0)
 	k := lockKey{"default", "a"}
 	l.start(k, &structs.VariableLock{ID: "x", TTL: 10 * time.Second}, t0)
 	at := t0.Add(10 * time.Second)
@@ -265,6 +267,67 @@ func TestLockLeases_ExpiredStaysDeadUntilReleased(t *testing.T) {
 	l.released(dueLock{key: k, id: "y"})
 	_, ok = l.next()
 	require.False(t, ok, "a released lease is forgotten")
+}
+
+// TestLockLeases_OnlyThisTerms: leases are forgotten with leadership,
+// and until rebuild has matched a new term's leases against state, a lock
+// the state holds is live and renewable whatever an earlier term recorded.
+func TestLockLeases_OnlyThisTerms(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	l := newLockLeases()
+	l.rebuild(nil, t0)
+	k := lockKey{"default", "a"}
+	l.start(k, &structs.VariableLock{ID: "x", TTL: time.Hour}, t0)
+	require.False(t, l.live(k, "y", t0), "this term's lease names x")
+
+	l.reset() // leadership lost; another leader releases x and grants y
+	require.True(t, l.live(k, "y", t0), "no lease of an earlier term refuses y")
+	require.True(t, l.renew(k, "y", time.Hour, t0))
+	l.start(k, &structs.VariableLock{ID: "x", TTL: time.Hour}, t0) // a write of the old term still in flight
+	require.True(t, l.live(k, "y", t0), "before rebuild nothing recorded counts")
+	require.Empty(t, l.due(t0.Add(2*time.Hour)), "nothing of the old term is released")
+
+	l.rebuild([]*structs.VariableEncrypted{{VariableMeta: structs.VariableMeta{Namespace: "default", Path: "a",
+		Lock: &structs.VariableLock{ID: "y", TTL: time.Minute}}}}, t0)
+	require.True(t, l.live(k, "y", t0))
+	require.False(t, l.live(k, "x", t0), "rebuilt from state: y holds")
+}
+
+// TestVariableLockReleasedAfterLeadershipCameBack is the regression test
+// of the hour-long chaos run's lock violation: a server that led, granted a
+// lock (x) and lost leadership kept x's lease; meanwhile another leader
+// released x and granted y. Leading again, before its leases were rebuilt,
+// the server refused y's holder its release: y was held in state, but the
+// old lease named x. The refusal was definite ("fail"), the lock stayed
+// held, and the history showed a holder refused its own release.
+func TestVariableLockReleasedAfterLeadershipCameBack(t *testing.T) {
+	s := newVariablesServer(t, &fakeClock{t: time.Now()})
+	mgmt := acl.ManagementACL()
+	lock := &structs.VariableLock{TTL: time.Hour, LockDelay: 10 * time.Second}
+	x, _, err := s.WriteVariable(mgmt, &VariableWrite{Op: structs.VarOpLockAcquire, Path: "locks/a", Items: map[string]string{"by": "x"}, Lock: lock})
+	require.NoError(t, err)
+
+	s.revokeLeadership()
+	// What another leader commits meanwhile: x released, y granted (raft
+	// entries only: no lease of this server's records them).
+	meta := structs.VariableMeta{Namespace: "default", Path: "locks/a"}
+	_, _, err = s.applyVariable(&structs.VariablesApplyRequest{Op: structs.VarOpLockRelease,
+		Var: &structs.VariableEncrypted{VariableMeta: meta}, LockID: x.Lock.ID})
+	require.NoError(t, err)
+	y := &structs.VariableLock{ID: "the-next-holder", TTL: time.Hour, LockDelay: 10 * time.Second}
+	ymeta := meta
+	ymeta.Lock = y
+	resp, _, err := s.applyVariable(&structs.VariablesApplyRequest{Op: structs.VarOpLockAcquire,
+		Var: &structs.VariableEncrypted{VariableMeta: ymeta}, KeepItems: true})
+	require.NoError(t, err)
+	require.Equal(t, structs.VarResultOK, resp.Result)
+
+	// Leading again (raft never stopped naming it): y's holder releases.
+	_, _, err = s.WriteVariable(mgmt, &VariableWrite{Op: structs.VarOpLockRelease, Path: "locks/a", LockID: y.ID})
+	require.NoError(t, err, "the holder of the lock in state releases it")
+	v, err := s.State().VariableByPath(nil, "default", "locks/a")
+	require.NoError(t, err)
+	require.Nil(t, v.Lock)
 }
 
 // TestVariableLockBetweenAllocations: two allocations of a job whose
