@@ -44,7 +44,17 @@ type Net struct {
 
 // connMarkMask is the part of a connection's conntrack mark that MarkConns
 // sets (other users of the mark keep the rest).
-const connMarkMask = 0x00ff0000
+const connMarkMask = 0x0fff0000
+
+// marksPerNet is how many marks one Net hands out. Each process's Net takes
+// its own range of them (by pid: markBase), so that two suites running at
+// once (a long run beside CI) never drop each other's connections: the
+// DROP rules of every chain see every connection of the machine.
+const marksPerNet = 16
+
+// markBase is the first mark of the range of the process with pid (255
+// ranges of marksPerNet fit in connMarkMask).
+func markBase(pid int) uint32 { return uint32(pid%255) * marksPerNet }
 
 // cgroup2Root returns the mount point of the cgroup2 hierarchy.
 func cgroup2Root() (string, error) {
@@ -172,10 +182,10 @@ func (n *Net) MarkConns(cg string) (uint32, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.marks++
-	if n.marks > connMarkMask>>16 {
-		return 0, fmt.Errorf("chaos: more than %d marked members", connMarkMask>>16)
+	if n.marks >= marksPerNet {
+		return 0, fmt.Errorf("chaos: more than %d marked members", marksPerNet-1)
 	}
-	mark := n.marks << 16
+	mark := (markBase(os.Getpid()) + n.marks) << 16
 	return mark, iptables("-A", n.markChain, "-m", "cgroup", "--path", cg, "-j", "CONNMARK", "--set-xmark", fmt.Sprintf("%#x/%#x", mark, connMarkMask))
 }
 
