@@ -115,8 +115,9 @@ type dueLock struct {
 
 // due marks expired and returns the leases whose deadline plus delay is
 // not after now, in key order (none before rebuild). Each stays, neither
-// live nor renewable, until released (its release applied) or retry (it failed): without a
-// lease a lock would count as live (see live) while it is being released.
+// live nor renewable, until released (its release applied) or retry (it
+// failed): without a lease a lock would count as live (see live) while it
+// is being released.
 func (l *lockLeases) due(now time.Time) []dueLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
