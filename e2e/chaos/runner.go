@@ -155,10 +155,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		v, _, err := s.API.Variables().Read(DefaultWorkload.LockKey, nil)
 		op.Return = rec.Now()
 		if err == nil {
-			if v.Lock != nil {
-				op.LockID = v.Lock.ID
-			}
-			op.Value = v.Items[tokenItem]
+			op.setHolder(v)
 		} else if !errors.Is(err, api.ErrVariablePathNotFound) {
 			t.Fatalf("chaos seed %d: final read of %s through %s: %v", cfg.Seed, DefaultWorkload.LockKey, s.Name, err)
 		}

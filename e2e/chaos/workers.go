@@ -134,6 +134,15 @@ const lockTTL = "24h"
 // tokenItem is the item an acquire writes its token under.
 const tokenItem = "by"
 
+// setHolder records in a lock read what v, the lock variable read, holds:
+// the holder's lock ID ("" free) and the token stored with it.
+func (o *Op) setHolder(v *api.Variable) {
+	if v.Lock != nil {
+		o.LockID = v.Lock.ID
+	}
+	o.Value = v.Items[tokenItem]
+}
+
 // lock runs a lock worker: acquire, hold briefly, release (retrying a
 // release of unknown outcome); after an acquire of unknown outcome it
 // reads the holder and releases a lock nobody was granted (a ghost). Each
@@ -165,10 +174,7 @@ func (ws *workers) lock(ctx context.Context, id int) {
 		switch {
 		case errors.Is(err, api.ErrVariablePathNotFound):
 		case err == nil:
-			if v.Lock != nil {
-				op.LockID = v.Lock.ID
-			}
-			op.Value = v.Items[tokenItem]
+			op.setHolder(v)
 		default:
 			return "", "", false
 		}
