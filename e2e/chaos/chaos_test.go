@@ -14,6 +14,9 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(probeEnv); addr != "" {
+		runProbe(addr)
+	}
 	bin, cleanup, err := agentproc.Build("../../cmd/drover")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)

@@ -286,14 +286,25 @@ func (r *clientRig) placed(svc, sys *api.Job) (victim *api.AllocationListStub, t
 }
 
 // cutOff partitions the client from every server: its packets to every
-// server's address, and every server's packets to its address, are
-// dropped.
+// server's address, every server's packets to its address, and both
+// directions of every connection it opened are dropped. The last matters:
+// a server answers a connection the client opened at 127.0.0.1, not at the
+// client's address, so without it an answer to a blocking query open at
+// the cut (the original's stop, once the node is down) would still reach
+// the client.
 func (r *clientRig) cutOff(cl *Server) {
 	for _, s := range r.c.Servers {
 		if err := r.c.Net.Cut(cl.Cg, cl.Host, s.Cg, s.Host); err != nil {
 			_ = r.c.Net.Heal()
 			r.t.Fatal(err)
 		}
+	}
+	if cl.Mark == 0 {
+		r.t.Fatalf("client %s has no conntrack mark: its open connections would survive the cut", cl.Name)
+	}
+	if err := r.c.Net.DropConns(cl.Mark); err != nil {
+		_ = r.c.Net.Heal()
+		r.t.Fatal(err)
 	}
 }
 
