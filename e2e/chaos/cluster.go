@@ -29,6 +29,7 @@ type Server struct {
 type Cluster struct {
 	Net     *Net
 	Servers []*Server
+	maxDisk map[string]int64 // server name -> most bytes seen in use (DiskUse)
 }
 
 // requestTimeout bounds every request of the suite's clients: an

@@ -77,13 +77,20 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 
 	var runs []FaultRun
 	var windows []Window
+	// fail ends a run the cluster did not come through: it keeps the
+	// history so far, every server's data directory and log (keepFailed),
+	// and fails t saying where.
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s%s", fmt.Sprintf(format, args...), keepFailed(c, cfg.Seed, rec.Ops()))
+	}
 	time.Sleep(2 * time.Second) // a quiet start: the history begins healthy
 	for i, f := range schedule {
 		leader := c.Leader()
 		if leader < 0 {
 			var err error
 			if leader, err = c.WaitLeader(cfg.Recover); err != nil {
-				t.Fatalf("chaos seed %d: before fault %d: %v%s", cfg.Seed, i, err, c.Tails(40))
+				fail("chaos seed %d: before fault %d: %v%s", cfg.Seed, i, err, c.Tails(40))
 			}
 		}
 		noSpace := 0
@@ -96,7 +103,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 			if heal != nil {
 				_ = heal()
 			}
-			t.Fatalf("chaos seed %d: fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
+			fail("chaos seed %d: fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
 		from := rec.Now()
 		t.Logf("fault %d at %v: %s (leader s%d, cut off s%d) for %v", i, time.Duration(from).Round(time.Millisecond), f.Kind, leader, cut, f.Hold)
@@ -105,7 +112,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		claims := cut >= 0 && c.ClaimsLead(cut)
 		t.Logf("  at the end of the hold, the servers see leaders %s", c.Views())
 		if err := heal(); err != nil {
-			t.Fatalf("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
+			fail("chaos seed %d: heal fault %d (%s): %v", cfg.Seed, i, f.Kind, err)
 		}
 		run.Healed = rec.Now()
 		if f.Kind == DiskFull {
@@ -113,15 +120,17 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 			n, last := noSpaceLines(s)
 			t.Logf("  %s's disk was full: it logged %d lines of \"no space left on device\" (exited: %v); the last: %s", s.Name, n-noSpace, s.Exited(), last)
 		}
+		t.Logf("  data disks after the heal: %s", c.DiskUse())
 		windows = append(windows, Window{Kind: f.Kind, Server: cut, From: from, To: to, ClaimsLead: claims})
 		if _, err := c.WaitLeader(cfg.Recover); err != nil {
-			t.Fatalf("chaos seed %d: after fault %d (%s): %v%s", cfg.Seed, i, f.Kind, err, c.Tails(60))
+			fail("chaos seed %d: after fault %d (%s): %v (data disks now: %s)%s", cfg.Seed, i, f.Kind, err, c.DiskUse(), c.Tails(60))
 		}
 		run.Recovered = rec.Now()
 		runs = append(runs, run)
 		time.Sleep(f.Gap)
 	}
 	stop()
+	t.Logf("chaos seed %d: the most each data disk held after a heal: %s (of %d MiB)", cfg.Seed, c.MaxDiskUse(), serverDiskMiB())
 
 	// Every register read through every server, after the heal: an
 	// acknowledged write is never lost.
@@ -130,7 +139,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		v, _, ok := readJob(s, DefaultWorkload.JobID)
 		op.Return = rec.Now()
 		if !ok {
-			t.Fatalf("chaos seed %d: final read of job %s through %s failed", cfg.Seed, DefaultWorkload.JobID, s.Name)
+			fail("chaos seed %d: final read of job %s through %s failed", cfg.Seed, DefaultWorkload.JobID, s.Name)
 		}
 		op.Value = v
 		rec.Add(op)
@@ -143,7 +152,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 			if err == nil {
 				op.Value = v.Items["v"]
 			} else if !errors.Is(err, api.ErrVariablePathNotFound) {
-				t.Fatalf("chaos seed %d: final read of %s through %s: %v", cfg.Seed, key, s.Name, err)
+				fail("chaos seed %d: final read of %s through %s: %v", cfg.Seed, key, s.Name, err)
 			}
 			rec.Add(op)
 		}
@@ -157,7 +166,7 @@ func Run(t testing.TB, bin string, cfg Config) Report {
 		if err == nil {
 			op.setHolder(v)
 		} else if !errors.Is(err, api.ErrVariablePathNotFound) {
-			t.Fatalf("chaos seed %d: final read of %s through %s: %v", cfg.Seed, DefaultWorkload.LockKey, s.Name, err)
+			fail("chaos seed %d: final read of %s through %s: %v", cfg.Seed, DefaultWorkload.LockKey, s.Name, err)
 		}
 		rec.Add(op)
 	}
@@ -202,4 +211,25 @@ func (r Report) Summary(seed int64) string {
 		out += "timeline:\n" + Timeline(r.Runs)
 	}
 	return out
+}
+
+// keepFailed keeps what a failed run leaves for a look afterwards: the
+// history so far (history.json) and every server's data directory and
+// log, in a new directory it names (or says why it could not).
+func keepFailed(c *Cluster, seed int64, ops []Op) string {
+	dir := keepDir(seed)
+	if dir == "" {
+		return "\n(nothing kept: no directory for it)"
+	}
+	var errs []error
+	if _, err := SaveHistory(dir, ops); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.KeepData(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Sprintf("\nkept in %s, in part: %v", dir, err)
+	}
+	return fmt.Sprintf("\nthe history so far, every server's data directory and log are kept in %s", dir)
 }
