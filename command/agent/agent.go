@@ -38,8 +38,9 @@ type Agent struct {
 	httpLn  net.Listener
 	serf    net.Listener // ports.serf: a second entrance to the rpc port, or nil
 	metrics *agentMetrics
-	tls     *agentTLS // nil without a tls block
-	tempDir string    // removed on shutdown (dev mode)
+	tls     *agentTLS    // nil without a tls block
+	polls   *parkedPolls // nil with a tls block (parked_poll.go)
+	tempDir string       // removed on shutdown (dev mode)
 	// stopRequests cancels the context of every HTTP request, so that
 	// blocking queries (clients' long polls among them) answer at once
 	// when the agent shuts down instead of holding it up.
@@ -85,6 +86,12 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	baseCtx, stopRequests := context.WithCancel(context.Background())
 	a.stopRequests = stopRequests
+	var serveLn net.Listener = ln
+	if a.tls.listenerConfig() == nil {
+		// Plain HTTP: clients' allocation polls can park outside net/http.
+		rl := newReturningListener(ln)
+		a.polls, serveLn = newParkedPolls(rl, baseCtx), rl
+	}
 	handler := a.handler()
 	if a.client != nil {
 		// The tasks' task API sockets (NOMAD_UNIX_ADDR) serve the same API.
@@ -96,12 +103,15 @@ func NewAgent(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		TLSConfig:   a.tls.listenerConfig(),
 		ErrorLog:    logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+	if a.polls != nil {
+		a.polls.server = a.http
+	}
 	go func() {
 		serve := a.http.Serve
 		if a.http.TLSConfig != nil {
 			serve = func(ln net.Listener) error { return a.http.ServeTLS(ln, "", "") }
 		}
-		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "error", err)
 		}
 	}()
@@ -271,6 +281,9 @@ func (a *Agent) Shutdown() error {
 		// a failed shutdown.
 		a.logger.Warn("closing HTTP connections still busy at shutdown", "error", herr)
 		_ = a.http.Close()
+	}
+	if !a.polls.stop(httpDrainTimeout) {
+		a.logger.Warn("parked allocation polls still running at shutdown")
 	}
 	a.stopSerfListener()
 	if a.server != nil {

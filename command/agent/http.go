@@ -33,6 +33,9 @@ type HTTPServer struct {
 	// pools serves /v1/node/pool/..., whose patterns would overlap the
 	// main mux's /v1/node/{id}/... ones.
 	pools *http.ServeMux
+	// polls are the clients' parked allocation polls (parked_poll.go);
+	// nil when polls cannot park (an agent with a tls block).
+	polls *parkedPolls
 }
 
 // handlerFunc is an endpoint: it returns the value to encode as JSON (nil
@@ -41,7 +44,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (out any, index ui
 
 // NewHTTPServer builds the API handler of agent a.
 func NewHTTPServer(a *Agent, logger hclog.Logger) *HTTPServer {
-	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux(), pools: http.NewServeMux()}
+	h := &HTTPServer{srv: a.server, agent: a, logger: logger.Named("http"), mux: http.NewServeMux(), pools: http.NewServeMux(), polls: a.polls}
 	h.registerRoutes()
 	return h
 }
@@ -126,6 +129,9 @@ func (h *HTTPServer) write(fn handlerFunc) http.HandlerFunc {
 func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFunc) {
 	start := time.Now()
 	out, index, err := fn(w, r)
+	if _, ok := out.(parkedAnswer); ok && err == nil {
+		return // a parked poll took the connection and answers it
+	}
 	defer func() {
 		h.logger.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 	}()
@@ -164,16 +170,23 @@ const reportZeroIndex = ^uint64(0)
 
 // setMeta sets the query meta headers Nomad sends on every response.
 func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
+	index, known, contact := h.metaValues(index)
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
+	w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(contact, 10))
+}
+
+// metaValues are the values of setMeta's headers for a handler's index:
+// the index to report, whether a leader is known and the last contact
+// with it in milliseconds.
+func (h *HTTPServer) metaValues(index uint64) (uint64, bool, int64) {
 	switch index {
 	case reportZeroIndex:
 		index = 0
 	case 0:
 		index = max(h.srv.LatestIndex(), 1)
 	}
-	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
-	known := h.srv.Leader() != ""
-	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
-	w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(h.srv.LastContact().Milliseconds(), 10))
+	return index, h.srv.Leader() != "", h.srv.LastContact().Milliseconds()
 }
 
 // errorResponse maps an error to a status code and client-facing text.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/hashicorp/nomad/api"
@@ -149,7 +150,28 @@ func (h *HTTPServer) internalNodeAllocs(w http.ResponseWriter, r *http.Request) 
 		return nil, 0, err
 	}
 	opts.AllowStale = true // answered by the server the client reaches
-	allocs, meta, err := h.srv.NodeClientAllocs(r.Context(), nodeCaller(r), opts)
+	caller := nodeCaller(r)
+	if opts.MinIndex > 0 && h.polls.canPark(r) {
+		// Ask without waiting first: an answer due now, or an error, is
+		// answered here; a poll that would wait parks (parked_poll.go).
+		now := opts
+		now.MinIndex = 0
+		allocs, meta, err := h.srv.NodeClientAllocs(r.Context(), caller, now)
+		if err != nil || meta.Index > opts.MinIndex {
+			return nodeAllocsAnswer(allocs, meta, err)
+		}
+		if h.park(w, r, func(ctx context.Context) (any, uint64, error) {
+			return nodeAllocsAnswer(h.srv.NodeClientAllocs(ctx, caller, opts))
+		}) {
+			return parkedAnswer{}, 0, nil
+		}
+	}
+	return nodeAllocsAnswer(h.srv.NodeClientAllocs(r.Context(), caller, opts))
+}
+
+// nodeAllocsAnswer is internalNodeAllocs' answer for a NodeClientAllocs
+// result.
+func nodeAllocsAnswer(allocs []nomad.NodeClientAlloc, meta nomad.QueryMeta, err error) (any, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
