@@ -3,7 +3,6 @@ package chaos
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,16 +51,6 @@ func TestChaosRecheck(t *testing.T) {
 	if res.Failed() {
 		t.Fatalf("the history of %s breaks an invariant or was not decided", path)
 	}
-}
-
-func envInt(name string, def int64) int64 {
-	if v := os.Getenv(name); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err == nil {
-			return n
-		}
-	}
-	return def
 }
 
 // TestChaos runs the fault suite: a short seeded run by default (about

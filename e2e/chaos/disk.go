@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +27,18 @@ func serverDiskMiB() int64 {
 		def = 1024
 	}
 	return envInt("DROVER_CHAOS_DISK_MB", def)
+}
+
+// envInt is the integer in the environment variable name, or def when it
+// is unset or not an integer.
+func envInt(name string, def int64) int64 {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			return n
+		}
+	}
+	return def
 }
 
 // mountDisk mounts a tmpfs of serverDiskMiB on dir (which must exist and
