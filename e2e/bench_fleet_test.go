@@ -107,6 +107,8 @@ var fleetRows = []struct{ key, label string }{
 	{"rollout_floor_s", "rollout floor: waves × median create → healthy (s)"},
 	{"rollout_over_floor", "rollout / floor"},
 	{"rollout_waves", "waves (evaluations that placed)"},
+	{"create_healthy_p50_ms", "an allocation's create → healthy, p50 (ms)"},
+	{"create_healthy_p99_ms", "an allocation's create → healthy, p99 (ms)"},
 	{"wave_delay_p50_ms", "wave delay p50 (ms)"},
 	{"wave_delay_p99_ms", "wave delay p99 (ms)"},
 	{"wave_to_eval_p50_ms", "of which verdict → evaluation created, p50 (ms)"},
@@ -262,6 +264,8 @@ func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r f
 	r["rollout_floor_s"] = floor
 	r["rollout_over_floor"] = r["rollout_total_s"] / floor
 	r["rollout_waves"] = float64(len(v1.waveDelays) + 1)
+	r["create_healthy_p50_ms"] = pct(v1.createToHealthy, 50)
+	r["create_healthy_p99_ms"] = pct(v1.createToHealthy, 99)
 	r["wave_delay_p50_ms"] = pct(v1.waveDelays, 50)
 	r["wave_delay_p99_ms"] = pct(v1.waveDelays, 99)
 	r["wave_to_eval_p50_ms"] = pct(v1.toEval, 50)
