@@ -109,6 +109,8 @@ var fleetRows = []struct{ key, label string }{
 	{"rollout_waves", "waves (evaluations that placed)"},
 	{"create_healthy_p50_ms", "an allocation's create → healthy, p50 (ms)"},
 	{"create_healthy_p99_ms", "an allocation's create → healthy, p99 (ms)"},
+	{"create_started_p50_ms", "of which create → task started, p50 (ms)"},
+	{"create_started_p99_ms", "of which create → task started, p99 (ms)"},
 	{"wave_delay_p50_ms", "wave delay p50 (ms)"},
 	{"wave_delay_p99_ms", "wave delay p99 (ms)"},
 	{"wave_to_eval_p50_ms", "of which verdict → evaluation created, p50 (ms)"},
@@ -266,6 +268,8 @@ func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r f
 	r["rollout_waves"] = float64(len(v1.waveDelays) + 1)
 	r["create_healthy_p50_ms"] = pct(v1.createToHealthy, 50)
 	r["create_healthy_p99_ms"] = pct(v1.createToHealthy, 99)
+	r["create_started_p50_ms"] = pct(v1.createToStarted, 50)
+	r["create_started_p99_ms"] = pct(v1.createToStarted, 99)
 	r["wave_delay_p50_ms"] = pct(v1.waveDelays, 50)
 	r["wave_delay_p99_ms"] = pct(v1.waveDelays, 99)
 	r["wave_to_eval_p50_ms"] = pct(v1.toEval, 50)
@@ -278,6 +282,7 @@ func fleetPhases(b *testing.B, c *api.Client, pid, nodes int, driver string, r f
 type fleetVersionTimes struct {
 	submit, lastCreated, lastStarted, lastHealthy int64 // unix ns
 	createToHealthy                               []float64
+	createToStarted                               []float64 // ms, to the first task's start
 	waveDelays                                    []float64 // ms, one per wave after the first
 	// The wave delays split at the evaluation's create time: verdict →
 	// evaluation created, and evaluation created → first placement (ms).
@@ -309,10 +314,17 @@ func fleetVersion(b *testing.B, c *api.Client, version uint64) fleetVersionTimes
 		if f, ok := firstOfEval[s.EvalID]; !ok || s.CreateTime < f {
 			firstOfEval[s.EvalID] = s.CreateTime
 		}
+		var started int64
 		for _, ts := range s.TaskStates {
 			if !ts.StartedAt.IsZero() {
 				t.lastStarted = max(t.lastStarted, ts.StartedAt.UnixNano())
+				if started == 0 || ts.StartedAt.UnixNano() < started {
+					started = ts.StartedAt.UnixNano()
+				}
 			}
+		}
+		if started != 0 {
+			t.createToStarted = append(t.createToStarted, float64(started-s.CreateTime)/1e6)
 		}
 		if ds := s.DeploymentStatus; ds != nil && ds.Healthy != nil && *ds.Healthy {
 			h := ds.Timestamp.UnixNano()
