@@ -9,8 +9,10 @@
 // resolved ACL, which the server checks again after the route's rule) and
 // return (value, index, error); one wrapper encodes JSON, sets the X-Nomad-Index / KnownLeader /
 // LastContact headers on every response and maps typed errors to status
-// codes (400 for bad input and conflicts, 404 for missing objects). It
-// never reads the state store itself. Writes and default (consistent)
+// codes (400 for bad input and conflicts, 404 for missing objects); the
+// one exception is a client's allocation poll that would wait over plain
+// HTTP/1.1, which parks outside net/http and writes the same response
+// itself (parked_poll.go). It never reads the state store itself. Writes and default (consistent)
 // reads reaching a follower are forwarded to the leader before the handler
 // runs. Requests
 // under /v1/client/ are served by the agent whose client runs the node, or
