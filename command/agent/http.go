@@ -135,32 +135,48 @@ func (h *HTTPServer) serve(w http.ResponseWriter, r *http.Request, fn handlerFun
 	defer func() {
 		h.logger.Debug("request complete", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
 	}()
+	_, pretty := r.URL.Query()["pretty"]
+	if h.writeAnswer(w, answerOf{method: r.Method, path: r.URL.Path, pretty: pretty}, out, index, err) {
+		h.agent.metrics.observeRequest(r.Method, time.Since(start))
+	}
+}
+
+// answerOf is what writeAnswer needs of the request it answers.
+type answerOf struct {
+	method, path string
+	pretty       bool // ?pretty: indented JSON
+}
+
+// writeAnswer writes a handler's (out, index, err) on w: the query meta
+// headers, then the error's status and text, or out as JSON (with its
+// statusCoder status). It reports whether a JSON body was written.
+func (h *HTTPServer) writeAnswer(w http.ResponseWriter, req answerOf, out any, index uint64, err error) bool {
 	h.setMeta(w, index)
 	if err != nil {
 		code, msg := errorResponse(err)
 		if code >= 500 {
-			h.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+			h.logger.Error("request failed", "method", req.method, "path", req.path, "error", err)
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(code)
 		_, _ = fmt.Fprint(w, msg)
-		return
+		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if sc, ok := out.(statusCoder); ok {
 		w.WriteHeader(sc.StatusCode())
 		if sc.StatusCode() == http.StatusNoContent {
-			return
+			return false
 		}
 	}
 	enc := json.NewEncoder(w)
-	if _, pretty := r.URL.Query()["pretty"]; pretty {
+	if req.pretty {
 		enc.SetIndent("", "    ")
 	}
 	if err := enc.Encode(out); err != nil {
-		h.logger.Error("encode response", "path", r.URL.Path, "error", err)
+		h.logger.Error("encode response", "path", req.path, "error", err)
 	}
-	h.agent.metrics.observeRequest(r.Method, time.Since(start))
+	return true
 }
 
 // reportZeroIndex, returned by a handler as its index, answers
@@ -170,23 +186,16 @@ const reportZeroIndex = ^uint64(0)
 
 // setMeta sets the query meta headers Nomad sends on every response.
 func (h *HTTPServer) setMeta(w http.ResponseWriter, index uint64) {
-	index, known, contact := h.metaValues(index)
-	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
-	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
-	w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(contact, 10))
-}
-
-// metaValues are the values of setMeta's headers for a handler's index:
-// the index to report, whether a leader is known and the last contact
-// with it in milliseconds.
-func (h *HTTPServer) metaValues(index uint64) (uint64, bool, int64) {
 	switch index {
 	case reportZeroIndex:
 		index = 0
 	case 0:
 		index = max(h.srv.LatestIndex(), 1)
 	}
-	return index, h.srv.Leader() != "", h.srv.LastContact().Milliseconds()
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	known := h.srv.Leader() != ""
+	w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
+	w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(h.srv.LastContact().Milliseconds(), 10))
 }
 
 // errorResponse maps an error to a status code and client-facing text.

@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -93,15 +91,14 @@ func (h *HTTPServer) park(w http.ResponseWriter, r *http.Request, answer pollAns
 	p.waiting++
 	p.wg.Add(1)
 	_, pretty := r.URL.Query()["pretty"]
-	go h.waitParked(c, answer, parkedRequest{method: r.Method, path: r.URL.Path, pretty: pretty, start: time.Now()})
+	go h.waitParked(c, answer, parkedRequest{answerOf{method: r.Method, path: r.URL.Path, pretty: pretty}, time.Now()})
 	return true
 }
 
 // parkedRequest is what a parked poll keeps of its request.
 type parkedRequest struct {
-	method, path string
-	pretty       bool
-	start        time.Time
+	answerOf
+	start time.Time
 }
 
 // parkedWriteTimeout bounds the write of a parked poll's answer.
@@ -121,7 +118,7 @@ func (h *HTTPServer) waitParked(c net.Conn, answer pollAnswer, req parkedRequest
 		_ = c.Close()
 		return
 	}
-	resp := h.renderParked(out, index, err, req)
+	resp, observed := h.renderParked(out, index, err, req)
 	_ = c.SetWriteDeadline(time.Now().Add(parkedWriteTimeout))
 	if _, werr := c.Write(resp); werr != nil {
 		_ = c.Close()
@@ -129,52 +126,54 @@ func (h *HTTPServer) waitParked(c net.Conn, answer pollAnswer, req parkedRequest
 	}
 	_ = c.SetDeadline(time.Time{})
 	h.logger.Debug("request complete", "method", req.method, "path", req.path, "duration", time.Since(req.start), "parked", true)
-	h.agent.metrics.observeRequest(req.method, time.Since(req.start))
+	if observed {
+		h.agent.metrics.observeRequest(req.method, time.Since(req.start))
+	}
 	p.ln.give(c)
 }
 
-// renderParked writes the HTTP/1.1 response serve would have written for
-// (out, index, err): the same status, body and query meta headers.
-func (h *HTTPServer) renderParked(out any, index uint64, err error, req parkedRequest) []byte {
-	code, contentType := http.StatusOK, "application/json"
-	var body []byte
-	if err != nil {
-		var msg string
-		code, msg = errorResponse(err)
-		if code >= 500 {
-			h.logger.Error("request failed", "method", req.method, "path", req.path, "error", err)
-		}
-		contentType, body = "text/plain; charset=utf-8", []byte(msg)
-	} else {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		if req.pretty {
-			enc.SetIndent("", "    ")
-		}
-		if eerr := enc.Encode(out); eerr != nil {
-			h.logger.Error("encode response", "path", req.path, "error", eerr)
-			code, contentType, body = http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(eerr.Error())
-		} else {
-			body = buf.Bytes()
-		}
+// renderParked is the HTTP/1.1 response serve would have written for
+// (out, index, err): writeAnswer's, into a buffer, and whether the
+// request counts in the request metrics as serve counts it.
+func (h *HTTPServer) renderParked(out any, index uint64, err error, req parkedRequest) ([]byte, bool) {
+	var rec bufferedResponse
+	observed := h.writeAnswer(&rec, req.answerOf, out, index, err)
+	code := rec.code
+	if code == 0 {
+		code = http.StatusOK
 	}
-	idx, known, contact := h.metaValues(index)
+	rec.header.Set("Content-Length", strconv.Itoa(rec.body.Len()))
+	rec.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	var b bytes.Buffer
-	bw := bufio.NewWriter(&b)
-	fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
-	hdr := http.Header{}
-	hdr.Set("Content-Type", contentType)
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	hdr.Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
-	hdr.Set("X-Nomad-KnownLeader", strconv.FormatBool(known))
-	hdr.Set("X-Nomad-LastContact", strconv.FormatInt(contact, 10))
-	_ = hdr.Write(bw)
-	_, _ = bw.WriteString("\r\n")
-	_, _ = bw.Write(body)
-	_ = bw.Flush()
-	return b.Bytes()
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	_ = rec.header.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(rec.body.Bytes())
+	return b.Bytes(), observed
 }
+
+// bufferedResponse is an http.ResponseWriter that keeps what is written
+// to it.
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *bufferedResponse) Header() http.Header {
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	return r.header
+}
+
+func (r *bufferedResponse) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+func (r *bufferedResponse) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // stop makes later polls answer the usual way and waits, at most until
 // deadline, for the parked ones to end (the agent's request context,

@@ -2,11 +2,14 @@ package agent
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strconv"
 	"testing"
@@ -21,17 +24,17 @@ import (
 // pollClient asks one node's allocation query over plain HTTP/1.1 with
 // its own transport, recording whether each request reused a connection.
 type pollClient struct {
-	t      *testing.T
-	url    string
-	secret string
-	http   *http.Client
+	t              *testing.T
+	url            string
+	nodeID, secret string
+	http           *http.Client
 }
 
 func newPollClient(t *testing.T, ta *testAgent, nodeID, secret string) *pollClient {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &pollClient{t: t, url: "http://" + ta.HTTPAddr() + wire.NodePath(wire.RouteNodeAllocs, nodeID),
-		secret: secret, http: &http.Client{Transport: tr}}
+		nodeID: nodeID, secret: secret, http: &http.Client{Transport: tr}}
 }
 
 type pollResult struct {
@@ -83,6 +86,19 @@ func (pc *pollClient) askAsync(index uint64, wait time.Duration, header func(htt
 	return ch
 }
 
+// newParkedPollAgent starts an agent with one registered node and asks
+// that node's allocations once, without waiting: the answer's index is
+// where the test's polls wait.
+func newParkedPollAgent(t *testing.T) (ta *testAgent, pc *pollClient, first pollResult) {
+	t.Helper()
+	ta = newTestAgent(t, "")
+	nodeID, secret := ta.registerNodeWithSecret(t, "node-1")
+	pc = newPollClient(t, ta, nodeID, secret)
+	first = pc.ask(0, 0, nil)
+	require.NoError(t, first.err)
+	return ta, pc, first
+}
+
 func waitParkedCount(t *testing.T, ta *testAgent, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool { return ta.polls.count() == n }, 5*time.Second, 5*time.Millisecond,
@@ -94,12 +110,7 @@ func waitParkedCount(t *testing.T, ta *testAgent, n int) {
 // an allocation on the node, with the query meta headers serve sets, and
 // the client's next request reuses the connection the answer came on.
 func TestParkedPoll_AnsweredOnChangeOnTheSameConnection(t *testing.T) {
-	ta := newTestAgent(t, "")
-	nodeID, secret := ta.registerNodeWithSecret(t, "node-1")
-	pc := newPollClient(t, ta, nodeID, secret)
-
-	first := pc.ask(0, 0, nil)
-	require.NoError(t, first.err)
+	ta, pc, first := newParkedPollAgent(t)
 	require.Empty(t, first.allocs)
 	require.Equal(t, 0, ta.polls.count(), "an answer due now does not park")
 
@@ -139,23 +150,22 @@ func TestParkedPoll_AnsweredOnChangeOnTheSameConnection(t *testing.T) {
 }
 
 // TestParkedPoll_WhatDoesNotPark: a request that asks to close its
-// connection, and one with a bad secret, are answered the usual way.
+// connection (TestCanPark: it does not park) is answered at its wait's
+// end, and one with a bad secret is refused at once, before any wait.
 func TestParkedPoll_WhatDoesNotPark(t *testing.T) {
-	ta := newTestAgent(t, "")
-	nodeID, secret := ta.registerNodeWithSecret(t, "node-1")
-	pc := newPollClient(t, ta, nodeID, secret)
-	first := pc.ask(0, 0, nil)
-	require.NoError(t, first.err)
+	ta, pc, first := newParkedPollAgent(t)
 
 	pending := pc.askAsync(first.index, 400*time.Millisecond, func(h http.Header) { h.Set("Connection", "close") })
 	r := <-pending
 	require.NoError(t, r.err)
 	require.Equal(t, first.index, r.index)
 
-	bad := newPollClient(t, ta, nodeID, "not-the-secret")
+	bad := newPollClient(t, ta, pc.nodeID, "not-the-secret")
+	start := time.Now()
 	r = bad.ask(first.index, 30*time.Second, nil)
 	require.Error(t, r.err)
 	require.Contains(t, r.err.Error(), "status 403")
+	require.Less(t, time.Since(start), 10*time.Second, "refused without waiting out the 30 s")
 	require.Equal(t, 0, ta.polls.count())
 }
 
@@ -163,17 +173,14 @@ func TestParkedPoll_WhatDoesNotPark(t *testing.T) {
 // behind a parked poll on the same connection is served, in order, once
 // the poll is answered.
 func TestParkedPoll_PipelinedRequestIsServedAfter(t *testing.T) {
-	ta := newTestAgent(t, "")
-	nodeID, secret := ta.registerNodeWithSecret(t, "node-1")
-	first := newPollClient(t, ta, nodeID, secret).ask(0, 0, nil)
-	require.NoError(t, first.err)
+	ta, pc, first := newParkedPollAgent(t)
 
 	conn, err := net.Dial("tcp", ta.HTTPAddr())
 	require.NoError(t, err)
 	defer conn.Close()
-	path := wire.NodePath(wire.RouteNodeAllocs, nodeID)
+	path := wire.NodePath(wire.RouteNodeAllocs, pc.nodeID)
 	_, err = fmt.Fprintf(conn, "GET %s?index=%d&wait=300ms HTTP/1.1\r\nHost: x\r\nX-Nomad-Token: %s\r\n\r\n"+
-		"GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n", path, first.index, secret)
+		"GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n", path, first.index, pc.secret)
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	br := bufio.NewReader(conn)
@@ -196,11 +203,7 @@ func TestParkedPoll_PipelinedRequestIsServedAfter(t *testing.T) {
 // its parked polls' connections at once instead of waiting out their
 // waits.
 func TestParkedPoll_ShutdownEndsParkedPolls(t *testing.T) {
-	ta := newTestAgent(t, "")
-	nodeID, secret := ta.registerNodeWithSecret(t, "node-1")
-	pc := newPollClient(t, ta, nodeID, secret)
-	first := pc.ask(0, 0, nil)
-	require.NoError(t, first.err)
+	ta, pc, first := newParkedPollAgent(t)
 	pending := pc.askAsync(first.index, time.Minute, nil)
 	waitParkedCount(t, ta, 1)
 
@@ -214,4 +217,40 @@ func TestParkedPoll_ShutdownEndsParkedPolls(t *testing.T) {
 		t.Fatal("the parked poll outlived the agent")
 	}
 	require.Equal(t, 0, ta.polls.count())
+}
+
+// TestCanPark: only plain HTTP/1.1 keep-alive requests of the agent's own
+// HTTP server park.
+func TestCanPark(t *testing.T) {
+	own, other := &http.Server{}, &http.Server{}
+	p := &parkedPolls{server: own}
+	request := func(edit func(r *http.Request)) *http.Request {
+		r := httptest.NewRequest("GET", "/v1/internal/node/n1/allocs?index=5", nil)
+		r = r.WithContext(context.WithValue(r.Context(), http.ServerContextKey, own))
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+	cases := []struct {
+		name string
+		p    *parkedPolls
+		edit func(*http.Request)
+		want bool
+	}{
+		{"HTTP/1.1 keep-alive", p, nil, true},
+		{"an agent with a tls block", nil, nil, false},
+		{"over TLS", p, func(r *http.Request) { r.TLS = &tls.ConnectionState{} }, false},
+		{"HTTP/2", p, func(r *http.Request) { r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0 }, false},
+		{"HTTP/1.0", p, func(r *http.Request) { r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.0", 1, 0 }, false},
+		{"Connection: close", p, func(r *http.Request) { r.Close = true }, false},
+		{"another server (a task API socket)", p, func(r *http.Request) {
+			*r = *r.WithContext(context.WithValue(r.Context(), http.ServerContextKey, other))
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, c.p.canPark(request(c.edit)))
+		})
+	}
 }
